@@ -1,0 +1,34 @@
+// JSON bodies: size-limited, parsed once, clear 400/413 errors (never a stack trace).
+import getRawBody from "raw-body";
+import type { Context } from "koa";
+import { GatewayError } from "../engines/gateway/errors";
+
+export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
+
+export async function readRaw(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+  try {
+    return await getRawBody(ctx.req, { limit, length: ctx.get("content-length") || undefined });
+  } catch (e: any) {
+    if (e?.type === "entity.too.large") throw new GatewayError(413, "invalid_request", `request body exceeds ${limit} bytes`);
+    throw new GatewayError(400, "invalid_request", `could not read request body: ${e?.message ?? e}`);
+  }
+}
+
+/** Read and parse a JSON object body. */
+export async function readJson<T = any>(ctx: Context, limit?: number): Promise<T> {
+  const cached = (ctx.state as any).jsonBody;
+  if (cached !== undefined) return cached;
+  const raw = await readRaw(ctx, limit ?? (ctx.state as any).bodyLimit);
+  if (raw.length === 0) throw new GatewayError(400, "invalid_request", "request body is empty; expected a JSON object");
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString("utf8"));
+  } catch (e: any) {
+    throw new GatewayError(400, "invalid_request", `request body is not valid JSON: ${e.message}`);
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new GatewayError(400, "invalid_request", "request body must be a JSON object");
+  }
+  (ctx.state as any).jsonBody = body;
+  return body as T;
+}

@@ -1,0 +1,34 @@
+// Loopback detection from the socket address only: X-Forwarded-For and friends never make a
+// remote caller local (app.proxy stays false).
+import ipaddr from "ipaddr.js";
+import type { Context, Next } from "koa";
+import { GatewayError } from "../engines/gateway/errors";
+
+export function isLoopbackAddress(addr: string | undefined): boolean {
+  if (!addr) return false;
+  try {
+    let ip = ipaddr.parse(addr);
+    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    return ip.range() === "loopback";
+  } catch {
+    return false;
+  }
+}
+
+/** The caller's address as the socket sees it (IPv4-mapped IPv6 unwrapped). */
+export function clientIp(ctx: Context): string {
+  const raw = ctx.req.socket.remoteAddress ?? "";
+  return raw.startsWith("::ffff:") ? raw.slice(7) : raw;
+}
+
+export function isLoopback(ctx: Context): boolean {
+  return isLoopbackAddress(ctx.req.socket.remoteAddress);
+}
+
+/** Middleware for admin routes: refuse any non-loopback caller, whatever key it sends. */
+export async function loopbackOnly(ctx: Context, next: Next) {
+  if (!isLoopback(ctx)) {
+    throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only");
+  }
+  await next();
+}

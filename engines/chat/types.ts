@@ -1,0 +1,88 @@
+// The one internal chat shape every protocol adapter (api/openai, api/anthropic, api/ollama)
+// translates to and from, and every provider (local GGUF, OpenAI-compatible, Anthropic) serves.
+
+export type Role = "system" | "user" | "assistant" | "tool";
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text of the arguments, exactly as generated. */
+  arguments: string;
+}
+
+export interface ChatMessage {
+  role: Role;
+  content: string;
+  /** assistant messages that called tools */
+  toolCalls?: ToolCall[];
+  /** tool result messages: the call they answer */
+  toolCallId?: string;
+  name?: string;
+}
+
+export interface ToolDef {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object */
+  parameters?: Record<string, unknown>;
+}
+
+/** none: never call; auto: model decides; required: must call some tool; {name}: must call that tool */
+export type ToolChoice = "none" | "auto" | "required" | { name: string };
+
+/** Sampling values the caller set explicitly. An omitted value stays undefined: it is resolved
+ * from the Model manifest, then server defaults, never filled with a client default. */
+export interface SamplingOverrides {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  minP?: number;
+  seed?: number;
+  repeatPenalty?: number;
+  stop?: string[];
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  /** prompt for raw text completion (/v1/completions, /api/generate with raw) instead of messages */
+  prompt?: string;
+  maxTokens?: number;
+  sampling: SamplingOverrides;
+  tools?: ToolDef[];
+  toolChoice?: ToolChoice;
+  /** JSON Schema the output must satisfy (response_format json_schema / ollama format) */
+  responseSchema?: Record<string, unknown>;
+  stream: boolean;
+  sessionId?: string;
+  /** caller metadata for attribution (gateway audit) */
+  metadata?: Record<string, unknown>;
+  /** X-Svc-Agent-Id, attribution only */
+  agentId?: string;
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls";
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** Events a provider yields while generating; non-streaming callers fold them (see collect.ts). */
+export type ChatEvent =
+  | { type: "text"; text: string }
+  /** a tool call begins (index is its position in this response) */
+  | { type: "tool_call_start"; index: number; id: string; name: string }
+  /** a piece of that call's arguments JSON */
+  | { type: "tool_call_delta"; index: number; argumentsDelta: string }
+  | { type: "done"; finishReason: FinishReason; usage: Usage };
+
+export interface EmbeddingRequest {
+  model: string;
+  input: string[];
+}
+
+export interface EmbeddingResult {
+  vectors: number[][];
+  promptTokens: number;
+}

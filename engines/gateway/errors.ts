@@ -1,0 +1,62 @@
+// The gateway's one error type. Protocol adapters render it in their own shape
+// (OpenAI {error:{message,type,code,param}}, Anthropic {type:"error",error}, Ollama {error}).
+
+export type GatewayErrorCode =
+  | "invalid_api_key"
+  | "key_expired"
+  | "key_revoked"
+  | "permission_denied"
+  | "policy_denied"
+  | "ip_not_allowed"
+  | "budget_exceeded"
+  | "quota_exceeded"
+  | "rate_limit_exceeded"
+  | "capacity_exceeded"
+  | "invalid_request"
+  | "not_found"
+  | "model_unavailable"
+  | "upstream_error"
+  | "upstream_timeout"
+  | "context_length_exceeded"
+  | "internal_error";
+
+const typeOf: Record<GatewayErrorCode, string> = {
+  invalid_api_key: "authentication_error",
+  key_expired: "authentication_error",
+  key_revoked: "authentication_error",
+  permission_denied: "permission_error",
+  policy_denied: "permission_error",
+  ip_not_allowed: "permission_error",
+  budget_exceeded: "insufficient_quota",
+  quota_exceeded: "insufficient_quota",
+  rate_limit_exceeded: "rate_limit_error",
+  capacity_exceeded: "rate_limit_error",
+  invalid_request: "invalid_request_error",
+  not_found: "not_found_error",
+  model_unavailable: "service_unavailable",
+  upstream_error: "api_error",
+  upstream_timeout: "timeout_error",
+  context_length_exceeded: "invalid_request_error",
+  internal_error: "api_error",
+};
+
+export class GatewayError extends Error {
+  readonly type: string;
+  constructor(
+    readonly status: number,
+    readonly code: GatewayErrorCode,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.type = typeOf[code];
+  }
+
+  toOpenAI() {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  }
+}
+
+export const invalidRequest = (message: string, param: string | null = null) => new GatewayError(400, "invalid_request", message, param);
+export const notFound = (message: string) => new GatewayError(404, "not_found", message);

@@ -1,0 +1,16 @@
+import { writeTinyGguf } from "./gguf";
+import { getLlama, LlamaChat, LlamaCompletion } from "node-llama-cpp";
+const t0 = Date.now();
+const r = await writeTinyGguf("/tmp/inf/tiny.gguf", "tiny");
+console.log(r, Date.now() - t0);
+const llama = await getLlama({ gpu: false });
+const model = await llama.loadModel({ modelPath: r.file });
+const ctx = await model.createContext({ contextSize: 2048, sequences: 2, threads: 1 });
+const seq = ctx.getSequence();
+const chat = new LlamaChat({ contextSequence: seq });
+console.log(chat.chatWrapper.wrapperName);
+console.log(model.tokenize("hello world, the people here"). map(t => model.detokenize([t])));
+let t1 = Date.now();
+const res = await chat.generateResponse([{ type: "user", text: "hello" }, { type: "model", response: [] }], { maxTokens: 200 });
+const dt = Date.now() - t1;
+console.log(JSON.stringify(res.response), res.metadata, (200 / dt * 1000).toFixed(0), "tok/s");

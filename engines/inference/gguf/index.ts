@@ -1,0 +1,1 @@
+export { writeTinyGguf, defaultModelPath, ensureTinyModel, DEFAULT_MODEL_FILE, TINY_MODEL_SHAPES, type TinyModelSize } from "./tiny-model";

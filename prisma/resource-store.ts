@@ -1,0 +1,255 @@
+// The object store: every manifest- or API-made object with spec, generation, owner, status
+// and the store revision. All objects are held in memory (the request hot path never reads
+// through Prisma); writes go to SQLite in one transaction, in multi-row statements.
+import { EventEmitter } from "node:events";
+import { randomUUID } from "node:crypto";
+import type { PrismaClient } from "./client";
+
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+export interface ObjectStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  [extra: string]: unknown;
+}
+
+export interface StoredObject {
+  kind: string;
+  name: string;
+  uid: string;
+  owner: string;
+  labels: Record<string, string>;
+  spec: any;
+  generation: number;
+  status: ObjectStatus;
+  /** store revision of the last desired-state write to this object */
+  revision: number;
+  /** set when deletion was requested; the controller cleans up, then the row is purged */
+  deleting: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type WriteOp =
+  | { op: "upsert"; kind: string; name: string; owner: string; spec: unknown; labels?: Record<string, string> }
+  | { op: "delete"; kind: string; name: string };
+
+export interface Ref {
+  kind: string;
+  name: string;
+}
+
+export class StaleRevisionError extends Error {
+  constructor(public expected: number, public actual: number) {
+    super(`the store changed since the plan was made (plan revision ${expected}, store revision ${actual}); make a new plan`);
+  }
+}
+
+const refKey = (kind: string, name: string) => `${kind}/${name}`;
+const CHUNK = 400; // rows per multi-row statement (SQLite's variable limit is 32766)
+
+/**
+ * Events: "change" (refs: Ref[], revision) after each committed desired-state write;
+ * "status" (ref) after a status write.
+ */
+export class ResourceStore extends EventEmitter {
+  private objects = new Map<string, StoredObject>();
+  private rev = 0;
+  private statusQueue = new Map<string, StoredObject>();
+  private statusFlush: Promise<void> | null = null;
+  private writing: Promise<unknown> = Promise.resolve();
+
+  private constructor(private prisma: PrismaClient) {
+    super();
+    this.setMaxListeners(100);
+  }
+
+  static async open(prisma: PrismaClient): Promise<ResourceStore> {
+    const s = new ResourceStore(prisma);
+    await s.reload();
+    return s;
+  }
+
+  /** Re-read everything from the file (another process may have written it). Returns true if the revision moved. */
+  async reload(): Promise<boolean> {
+    const meta = await this.prisma.meta.findUnique({ where: { key: "revision" } });
+    const rev = meta ? Number(meta.value) : 0;
+    if (rev === this.rev && this.objects.size > 0) return false;
+    const rows = await this.prisma.resource.findMany();
+    const before = this.objects;
+    this.objects = new Map(rows.map((r) => [refKey(r.kind, r.name), fromRow(r)]));
+    const moved = rev !== this.rev;
+    this.rev = rev;
+    if (moved) {
+      const refs = new Map<string, Ref>();
+      for (const [k, o] of before) refs.set(k, { kind: o.kind, name: o.name });
+      for (const [k, o] of this.objects) refs.set(k, { kind: o.kind, name: o.name });
+      this.emit("change", [...refs.values()], rev);
+    }
+    return moved;
+  }
+
+  /** Desired-state revision: bumped by every create, spec/labels/owner change and delete. */
+  get revision(): number {
+    return this.rev;
+  }
+
+  get(kind: string, name: string): StoredObject | undefined {
+    return this.objects.get(refKey(kind, name));
+  }
+
+  list(filter: { kind?: string; owner?: string; includeDeleting?: boolean } = {}): StoredObject[] {
+    const out: StoredObject[] = [];
+    for (const o of this.objects.values()) {
+      if (filter.kind && o.kind !== filter.kind) continue;
+      if (filter.owner && o.owner !== filter.owner) continue;
+      if (o.deleting && !filter.includeDeleting) continue;
+      out.push(o);
+    }
+    return out;
+  }
+
+  /**
+   * Apply desired-state writes in one transaction. Unchanged upserts are skipped (no generation
+   * bump). With expectedRevision, refuses (StaleRevisionError) when the store moved since.
+   * Returns the new revision and the refs actually changed.
+   */
+  write(ops: WriteOp[], opts: { expectedRevision?: number } = {}): Promise<{ revision: number; changed: Ref[] }> {
+    const run = this.writing.then(() => this.doWrite(ops, opts));
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doWrite(ops: WriteOp[], opts: { expectedRevision?: number }) {
+    if (opts.expectedRevision !== undefined && opts.expectedRevision !== this.rev) {
+      throw new StaleRevisionError(opts.expectedRevision, this.rev);
+    }
+    const now = new Date().toISOString();
+    const next = this.rev + 1;
+    const rows: StoredObject[] = [];
+    const deletes: StoredObject[] = [];
+    for (const op of ops) {
+      const cur = this.objects.get(refKey(op.kind, op.name));
+      if (op.op === "delete") {
+        if (cur && !cur.deleting) deletes.push({ ...cur, deleting: true, revision: next, updatedAt: now });
+        continue;
+      }
+      const specJson = JSON.stringify(op.spec);
+      const labels = op.labels ?? {};
+      if (cur && !cur.deleting && JSON.stringify(cur.spec) === specJson && cur.owner === op.owner && JSON.stringify(cur.labels) === JSON.stringify(labels)) {
+        continue;
+      }
+      const specChanged = !cur || cur.deleting || JSON.stringify(cur.spec) !== specJson;
+      rows.push({
+        kind: op.kind,
+        name: op.name,
+        uid: cur && !cur.deleting ? cur.uid : randomUUID(),
+        owner: op.owner,
+        labels,
+        spec: JSON.parse(specJson),
+        generation: cur && !cur.deleting ? cur.generation + (specChanged ? 1 : 0) : 1,
+        status: cur && !cur.deleting ? cur.status : {},
+        revision: next,
+        deleting: false,
+        createdAt: cur && !cur.deleting ? cur.createdAt : now,
+        updatedAt: now,
+      });
+    }
+    if (rows.length === 0 && deletes.length === 0) return { revision: this.rev, changed: [] };
+
+    const all = [...rows, ...deletes];
+    const tx = async (p: any) => {
+      for (let i = 0; i < all.length; i += CHUNK) {
+        const chunk = all.slice(i, i + CHUNK);
+        const values = chunk.map(() => "(?,?,?,?,?,?,?,?,?,?,?,?)").join(",");
+        const params = chunk.flatMap((o) => [
+          o.kind, o.name, o.uid, o.owner, JSON.stringify(o.labels), JSON.stringify(o.spec), o.generation,
+          JSON.stringify(o.status), o.revision, o.deleting ? o.updatedAt : null, o.createdAt, o.updatedAt,
+        ]);
+        await p.$executeRawUnsafe(
+          `INSERT INTO "Resource" (kind,name,uid,owner,labels,spec,generation,status,revision,deletedAt,createdAt,updatedAt) VALUES ${values}
+           ON CONFLICT(kind,name) DO UPDATE SET uid=excluded.uid, owner=excluded.owner, labels=excluded.labels, spec=excluded.spec,
+           generation=excluded.generation, status=excluded.status, revision=excluded.revision, deletedAt=excluded.deletedAt,
+           createdAt=excluded.createdAt, updatedAt=excluded.updatedAt`,
+          ...params,
+        );
+      }
+      await p.$executeRawUnsafe(
+        `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`,
+        String(next),
+      );
+    };
+    await this.prisma.$transaction(async (p) => tx(p), { timeout: 120_000, maxWait: 30_000 });
+    for (const o of all) this.objects.set(refKey(o.kind, o.name), o);
+    this.rev = next;
+    const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
+    this.emit("change", changed, next);
+    return { revision: next, changed };
+  }
+
+  /** Write status (not desired state: no revision bump). Coalesced and flushed in batches. */
+  setStatus(kind: string, name: string, status: ObjectStatus): void {
+    const cur = this.objects.get(refKey(kind, name));
+    if (!cur) return;
+    cur.status = status;
+    this.statusQueue.set(refKey(kind, name), cur);
+    this.emit("status", { kind, name });
+    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus());
+  }
+
+  /** Persist queued status writes now. */
+  async flushStatus(): Promise<void> {
+    const batch = [...this.statusQueue.values()];
+    this.statusQueue.clear();
+    this.statusFlush = null;
+    if (batch.length === 0) return;
+    await this.prisma.$transaction(async (p) => {
+      for (let i = 0; i < batch.length; i += CHUNK) {
+        const chunk = batch.slice(i, i + CHUNK);
+        // UPDATE … FROM (VALUES …) keeps it one statement per chunk.
+        const values = chunk.map(() => "(?,?,?)").join(",");
+        await p.$executeRawUnsafe(
+          `UPDATE "Resource" SET status = v.column3 FROM (VALUES ${values}) AS v WHERE "Resource".kind = v.column1 AND "Resource".name = v.column2`,
+          ...chunk.flatMap((o) => [o.kind, o.name, JSON.stringify(o.status)]),
+        );
+      }
+    });
+  }
+
+  /** Remove an object whose deletion was requested, once its controller cleaned up. */
+  async purge(kind: string, name: string): Promise<void> {
+    const cur = this.objects.get(refKey(kind, name));
+    if (!cur || !cur.deleting) return;
+    await this.prisma.resource.deleteMany({ where: { kind, name, deletedAt: { not: null } } });
+    this.objects.delete(refKey(kind, name));
+    this.statusQueue.delete(refKey(kind, name));
+  }
+
+  async close(): Promise<void> {
+    await this.writing;
+    await this.flushStatus();
+  }
+}
+
+function fromRow(r: any): StoredObject {
+  return {
+    kind: r.kind,
+    name: r.name,
+    uid: r.uid,
+    owner: r.owner,
+    labels: JSON.parse(r.labels),
+    spec: JSON.parse(r.spec),
+    generation: r.generation,
+    status: JSON.parse(r.status),
+    revision: r.revision,
+    deleting: r.deletedAt != null,
+    createdAt: new Date(r.createdAt).toISOString(),
+    updatedAt: new Date(r.updatedAt).toISOString(),
+  };
+}

@@ -1,0 +1,38 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { envelope } from "../common";
+
+const HHMM = Type.String({ pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$" });
+
+export const PolicyCondition = Type.Object(
+  {
+    not_in: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    time_between: Type.Optional(
+      Type.Object({ start: HHMM, end: HHMM, timezone: Type.String({ minLength: 1, default: "UTC" }) }, { additionalProperties: false }),
+    ),
+    monthly_budget_under: Type.Optional(Type.Number({ minimum: 0 })),
+    monthly_budget_over: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false, minProperties: 1, maxProperties: 1 },
+);
+
+export const PolicyStatement = Type.Object(
+  {
+    effect: Type.Union([Type.Literal("Allow"), Type.Literal("Deny")]),
+    actions: Type.Array(Type.Union([Type.Literal("chat:completions"), Type.Literal("chat:stream"), Type.Literal("*")]), { minItems: 1 }),
+    resources: Type.Array(Type.String({ pattern: "^(\\*|model:.+|provider:.+)$" }), { minItems: 1 }),
+    condition: Type.Optional(PolicyCondition),
+  },
+  { additionalProperties: false },
+);
+export type PolicyStatement = Static<typeof PolicyStatement>;
+
+export const PolicyDocument = Type.Object(
+  {
+    version: Type.Literal("2024-01-01"),
+    statements: Type.Array(PolicyStatement),
+  },
+  { additionalProperties: false },
+);
+export type PolicyDocument = Static<typeof PolicyDocument>;
+
+export const AccessPolicy = envelope("AccessPolicy", PolicyDocument, "An access policy document keys bind by name.");

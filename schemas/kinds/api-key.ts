@@ -1,0 +1,94 @@
+// ApiKey: every field of spec/gateway.md's key record. Manifests carry only `secretHash`.
+import { Type, type Static } from "@sinclair/typebox";
+import { envelope, SecretRef } from "../common";
+import { PolicyDocument } from "./access-policy";
+
+const NonNeg = (d?: string) => Type.Number({ minimum: 0, ...(d ? { description: d } : {}) });
+const PosInt = Type.Integer({ minimum: 1 });
+
+export const RateLimits = Type.Object(
+  { per_minute: Type.Optional(PosInt), per_hour: Type.Optional(PosInt), per_day: Type.Optional(PosInt), burst: Type.Optional(PosInt) },
+  { additionalProperties: false },
+);
+export const BudgetLimits = Type.Object(
+  {
+    daily: Type.Optional(NonNeg()),
+    monthly: Type.Optional(NonNeg()),
+    total: Type.Optional(NonNeg()),
+    currency: Type.String({ pattern: "^[A-Z]{3}$", default: "USD" }),
+  },
+  { additionalProperties: false },
+);
+export const BudgetAlerts = Type.Object(
+  {
+    thresholds: Type.Array(Type.Integer({ minimum: 1, maximum: 100 }), { default: [] }),
+    notify_email: Type.Optional(Type.String({ format: "email" })),
+  },
+  { additionalProperties: false },
+);
+export const TokenLimits = Type.Object(
+  { daily: Type.Optional(PosInt), monthly: Type.Optional(PosInt), per_request_max: Type.Optional(PosInt) },
+  { additionalProperties: false },
+);
+export const IpAllowlist = Type.Object(
+  { enabled: Type.Boolean({ default: true }), addresses: Type.Array(Type.String({ minLength: 1 }), { default: [] }) },
+  { additionalProperties: false },
+);
+export const WebhookEvent = Type.Union([
+  Type.Literal("key.created"),
+  Type.Literal("key.revoked"),
+  Type.Literal("key.limit_exceeded"),
+  Type.Literal("key.budget_threshold"),
+  Type.Literal("key.suspicious_activity"),
+]);
+export const Webhook = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    url: Type.String({ format: "uri" }),
+    events: Type.Array(WebhookEvent, { default: [] }),
+    secret: Type.Optional(SecretRef),
+  },
+  { additionalProperties: false },
+);
+
+export const Permissions = Type.Object(
+  {
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    actions: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    manage_keys: Type.Optional(Type.Boolean()),
+    view_all_usage: Type.Optional(Type.Boolean()),
+    manage_billing: Type.Optional(Type.Boolean()),
+    monthly_budget: Type.Optional(NonNeg()),
+    daily_budget: Type.Optional(NonNeg()),
+    rate_limit_per_minute: Type.Optional(PosInt),
+    max_requests: Type.Optional(PosInt),
+  },
+  { additionalProperties: false },
+);
+
+export const ApiKeySpec = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Descriptive label (defaults to metadata.name)." })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    key_type: Type.Union([Type.Literal("organization"), Type.Literal("team"), Type.Literal("user"), Type.Literal("temporary")], { default: "user" }),
+    organization_id: Type.Optional(Type.String({ minLength: 1 })),
+    team_id: Type.Optional(Type.String({ minLength: 1 })),
+    user_id: Type.Optional(Type.String({ minLength: 1 })),
+    permissions: Type.Optional(Permissions),
+    policies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "AccessPolicy names bound to this key." })),
+    policy: Type.Optional(PolicyDocument),
+    rate_limits: Type.Optional(RateLimits),
+    budget_limits: Type.Optional(BudgetLimits),
+    budget_alerts: Type.Optional(BudgetAlerts),
+    token_limits: Type.Optional(TokenLimits),
+    expires_at: Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.Null()])),
+    ip_allowlist: Type.Optional(IpAllowlist),
+    webhook: Type.Optional(Webhook),
+    secretHash: Type.String({ pattern: "^sha256:[0-9a-f]{64}$", description: "Made by `svc keys generate`; the secret never appears here." }),
+    revoked_at: Type.Optional(Type.String({ format: "date-time" })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type ApiKeySpec = Static<typeof ApiKeySpec>;
+export const ApiKey = envelope("ApiKey", ApiKeySpec, "A gateway API key, stored as a hash.");

@@ -1,0 +1,26 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { envelope } from "../common";
+
+/** The spec's ranges. Values outside are clamped into range with a warning (manifests/normalize). */
+export const memoryRanges = {
+  memoryBudgetTokens: { default: 800, min: 100, max: 4000 },
+  summaryDebounceSeconds: { default: 60, min: 10, max: 3600 },
+  consolidationIntervalHours: { default: 24, min: 1, max: 168 },
+  salienceFloor: { default: 0.2, min: 0, max: 1 },
+  episodeRetentionDays: { default: 365, min: 0, max: 3650 },
+} as const;
+
+// No minimum/maximum here on purpose: out-of-range values are accepted and clamped.
+export const MemoryConfigSpec = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    memoryBudgetTokens: Type.Integer({ default: 800, description: "100 to 4000" }),
+    summaryDebounceSeconds: Type.Integer({ default: 60, description: "10 to 3600" }),
+    consolidationIntervalHours: Type.Integer({ default: 24, description: "1 to 168" }),
+    salienceFloor: Type.Number({ default: 0.2, description: "0 to 1" }),
+    episodeRetentionDays: Type.Integer({ default: 365, description: "0 to 3650" }),
+  },
+  { additionalProperties: false },
+);
+export type MemoryConfigSpec = Static<typeof MemoryConfigSpec>;
+export const MemoryConfig = envelope("MemoryConfig", MemoryConfigSpec, "Memory system settings (singleton); values are clamped into range.");

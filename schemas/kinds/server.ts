@@ -1,0 +1,29 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { envelope } from "../common";
+
+export const ServerSpec = Type.Object(
+  {
+    host: Type.String({ default: "127.0.0.1", description: "Listen address." }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 1337 }),
+    exposure: Type.Union([Type.Literal("loopback"), Type.Literal("network")], {
+      default: "loopback",
+      description: "loopback binds 127.0.0.1 only; network allows the host address above.",
+    }),
+    modelsDir: Type.Optional(Type.String({ minLength: 1 })),
+    allowUnauthenticatedLoopback: Type.Boolean({
+      default: true,
+      description: "Inference from loopback without a key. A key that is sent is always checked.",
+    }),
+    limits: Type.Object(
+      {
+        maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 268435456, default: 4194304 }),
+        requestTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 600 }),
+        maxConcurrentDispatch: Type.Integer({ minimum: 1, maximum: 1024, default: 4 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ServerSpec = Static<typeof ServerSpec>;
+export const Server = envelope("Server", ServerSpec, "The server singleton: listen address, exposure, models dir, limits.");
