@@ -30,7 +30,12 @@ export interface DesiredObject {
 export type ChangeAction = "create" | "update" | "delete" | "unchanged";
 
 export interface FieldChange {
-  path: string; // JSON pointer inside spec (or /metadata/labels/...)
+  /**
+   * JSON pointer inside the document: /spec/... for spec fields, /metadata/labels/<key> for
+   * labels, /metadata/owner when the plan takes ownership. (Rooted at the document, not at spec,
+   * because ApiKey's spec has a `metadata` field of its own.)
+   */
+  path: string;
   before?: unknown; // "(redacted)" for secret fields
   after?: unknown;
 }

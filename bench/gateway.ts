@@ -1,0 +1,162 @@
+// Gateway benchmark: autocannon load against a loopback stand-in upstream measured directly,
+// through svc (key with a policy, limits and audit on) and through Portkey's open-source
+// gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { table, ms, type Section } from "./report";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
+
+function start(cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+async function firstLine(p: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    p.stdout!.on("data", (d) => {
+      buf += d;
+      const i = buf.indexOf("\n");
+      if (i >= 0) resolve(buf.slice(0, i).trim());
+    });
+    p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
+  });
+}
+
+async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000) {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      const r = await fetch(url, init);
+      if (r.status < 500) return r;
+    } catch {}
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url}`);
+    await sleep(200);
+  }
+}
+
+interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+
+async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
+  const body = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+  const r: any = await autocannon({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration: seconds, pipelining: 1 });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+export async function gatewayBench(): Promise<Section> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-gw-"));
+  const procs: ChildProcess[] = [];
+  const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+  try {
+    const up = start(process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
+    procs.push(up);
+    const upPort = Number(await firstLine(up));
+    const upstream = `http://127.0.0.1:${upPort}/v1`;
+
+    // svc with a Provider pointing at the stand-in and a key carrying a policy, limits and audit.
+    const cfg = path.join(tmp, "config");
+    mkdirSync(cfg);
+    writeFileSync(path.join(cfg, "gateway.yaml"), `apiVersion: svc/v1
+kind: Provider
+metadata: {name: standin}
+spec:
+  type: openai
+  baseUrl: ${upstream}
+  credential: env:BENCH_UPSTREAM_KEY
+  models:
+    - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
+---
+apiVersion: svc/v1
+kind: AccessPolicy
+metadata: {name: bench-policy}
+spec:
+  version: "2024-01-01"
+  statements:
+    - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model"]}
+    - {effect: Deny, actions: ["*"], resources: ["provider:forbidden"]}
+`);
+    const home = path.join(tmp, "home");
+    const admin = "sk-svc-benchadminkey0000000000000000000000000000";
+    const svc = start(process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
+      SVC_HOME: home, SVC_ADMIN_KEY: admin, BENCH_UPSTREAM_KEY: "sk-upstream-bench",
+    });
+    procs.push(svc);
+    let svcUrl = "";
+    for (let i = 0; i < 300 && !svcUrl; i++) {
+      const f = path.join(home, "server.json");
+      if (existsSync(f)) svcUrl = JSON.parse(readFileSync(f, "utf8")).url;
+      else await sleep(100);
+    }
+    if (!svcUrl) throw new Error("svc did not start");
+    await waitHttp(`${svcUrl}/health`);
+    const created = await (await waitHttp(`${svcUrl}/v1/api-keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
+        policies: ["bench-policy"],
+        rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+        budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
+        token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
+        ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8", "::1/128"] },
+      }),
+    })).json() as any;
+    if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
+
+    // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
+    const pkPort = upPort + 1 + Math.floor(Math.random() * 1000);
+    const pk = start(process.execPath, [require.resolve("@portkey-ai/gateway/build/start-server.js"), "--headless", `--port=${pkPort}`]);
+    procs.push(pk);
+    const pkUrl = `http://127.0.0.1:${pkPort}`;
+    await waitHttp(`${pkUrl}/`);
+
+    const targets = {
+      direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
+      svc: { url: `${svcUrl}/v1/chat/completions`, headers: { authorization: `Bearer ${created.api_key}` } },
+      portkey: {
+        url: `${pkUrl}/v1/chat/completions`,
+        headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
+      },
+    } as const;
+    // Warm up every path (JIT, keep-alive pools) before measuring.
+    for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2);
+
+    const results: Record<string, Record<number, Load>> = { direct: {}, svc: {}, portkey: {} };
+    for (const c of [1, 50]) for (const [name, t] of Object.entries(targets)) results[name][c] = await load(t.url, t.headers, c, seconds);
+
+    const rows: (string | number)[][] = [];
+    for (const c of [1, 50]) {
+      for (const name of ["direct", "svc", "portkey"]) {
+        const r = results[name][c];
+        const d = results.direct[c];
+        rows.push([c, name, Math.round(r.rps), ms(r.p50), ms(r.p99),
+          name === "direct" ? "-" : ms(r.p50 - d.p50), name === "direct" ? "-" : ms(r.p99 - d.p99), r.errors + r.non2xx]);
+      }
+    }
+    const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
+    const s1 = results.svc[1], s50 = results.svc[50];
+    const body = [
+      `Load: autocannon, ${seconds} s per cell, non-streaming chat completions; the stand-in upstream, svc and Portkey each run in their own process on this 2-core machine, so the load generator competes for the same cores.`,
+      "",
+      table(["connections", "path", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
+      "",
+      `svc / direct requests/s: ${ratio(s1.rps, results.direct[1].rps)} at 1 connection, ${ratio(s50.rps, results.direct[50].rps)} at 50.`,
+      `svc / Portkey requests/s: ${ratio(s1.rps, results.portkey[1].rps)} at 1 connection, ${ratio(s50.rps, results.portkey[50].rps)} at 50 (aim ≥ 5 at 50).`,
+      `svc added latency p50 at 1 connection: ${ms(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms; autocannon reports whole milliseconds, so sub-millisecond differences read as 0 or 1).`,
+      "",
+      "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
+    ].join("\n");
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: results };
+  } finally {
+    for (const p of procs) p.kill("SIGTERM");
+    await sleep(500);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}

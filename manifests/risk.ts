@@ -1,0 +1,44 @@
+// High-risk changes need confirmation (--yes / "confirm": true): deleting managed objects,
+// adding or changing an MCP endpoint, granting screen or browser capabilities, enabling
+// channel writes.
+import type { ChangeAction } from "./types";
+
+const GRANTS: Record<string, string> = {
+  screen: "grants the screen capability",
+  browser: "grants the browser capability",
+  "channel-write": "enables channel writes (channel-write capability)",
+};
+
+/** Why this change is high-risk, or undefined. `before` is the stored spec (undefined for create). */
+export function riskOf(action: ChangeAction, kind: string, before: any, after: any, beforeOwner?: string): string | undefined {
+  if (action === "unchanged") return undefined;
+  if (action === "delete") return `deletes ${kind}${beforeOwner ? ` (managed by ${beforeOwner})` : ""}`;
+  const reasons: string[] = [];
+  if (kind === "McpServer") {
+    if (action === "create") {
+      reasons.push(`adds an MCP endpoint: ${endpoint(after)}`);
+    } else if ((after?.url !== undefined && after.url !== before?.url) || (after?.command !== undefined && after.command !== before?.command)) {
+      reasons.push(`changes the MCP endpoint from ${endpoint(before)} to ${endpoint(after)}`);
+    }
+  }
+  if (kind === "Agent") {
+    const had = new Set<string>(Array.isArray(before?.capabilities) ? before.capabilities : []);
+    const now: string[] = Array.isArray(after?.capabilities) ? after.capabilities : [];
+    for (const c of now) if (!had.has(c) && GRANTS[c]) reasons.push(GRANTS[c]);
+  }
+  return reasons.length ? reasons.join("; ") : undefined;
+}
+
+function endpoint(spec: any): string {
+  if (!spec) return "(none)";
+  if (typeof spec.url === "string") {
+    try {
+      const u = new URL(spec.url);
+      return `url ${u.origin}${u.pathname}`; // no credentials or query in messages
+    } catch {
+      return "url (unparsable)";
+    }
+  }
+  if (typeof spec.command === "string") return `command ${spec.command}`;
+  return `(no url or command, transport ${spec.transport ?? "?"})`;
+}

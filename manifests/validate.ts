@@ -1,0 +1,129 @@
+// Schema validation: one ajv validator per kind, compiled once, filling defaults (nested
+// ones too) into the document it checks. Errors become readable issues with JSON pointers.
+import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
+import addFormats from "ajv-formats";
+import { kindSchemas, type Kind } from "../schemas";
+import { SecretRef } from "../schemas/common";
+import { joinPointer, splitPointer } from "./pointer";
+
+let ajv: Ajv | undefined;
+const validators = new Map<Kind, ValidateFunction>();
+
+function validatorFor(kind: Kind): ValidateFunction {
+  let v = validators.get(kind);
+  if (!v) {
+    if (!ajv) {
+      ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, verbose: true });
+      addFormats(ajv);
+    }
+    v = ajv.compile(kindSchemas[kind]);
+    validators.set(kind, v);
+  }
+  return v;
+}
+
+export interface SchemaProblem {
+  /** JSON pointer of the offending value inside the document */
+  path: string;
+  message: string;
+  /** the problem is a map key (an unknown field), not a value */
+  atKey?: boolean;
+}
+
+/**
+ * Validate one envelope `{apiVersion, kind, metadata, spec}` of a known kind. Mutates `doc`:
+ * missing fields with schema defaults are filled in. Returns [] when valid.
+ */
+export function validateDocument(kind: Kind, doc: unknown): SchemaProblem[] {
+  const v = validatorFor(kind);
+  if (v(doc)) return [];
+  return describeErrors(v.errors ?? []);
+}
+
+const SECRET_PATTERN = SecretRef.pattern as string;
+
+function describeErrors(errors: ErrorObject[]): SchemaProblem[] {
+  // anyOf whose branches are all constants -> one "must be one of" message.
+  const enumAt = new Set<string>();
+  for (const e of errors) {
+    if (e.keyword === "anyOf" && Array.isArray(e.schema) && e.schema.every((b: any) => b && "const" in b)) {
+      enumAt.add(e.schemaPath);
+    }
+  }
+  const out: SchemaProblem[] = [];
+  const seen = new Set<string>();
+  const push = (p: SchemaProblem) => {
+    const key = `${p.path}\u0000${p.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(p);
+  };
+  for (const e of errors) {
+    const path = e.instancePath;
+    const last = splitPointer(path).pop();
+    switch (e.keyword) {
+      case "const": {
+        const parent = e.schemaPath.replace(/\/\d+\/const$/, "");
+        if (enumAt.has(parent)) continue;
+        push({ path, message: `must be ${JSON.stringify((e.params as any).allowedValue)}` });
+        break;
+      }
+      case "anyOf": {
+        if (enumAt.has(e.schemaPath)) {
+          const allowed = (e.schema as any[]).map((b) => JSON.stringify(b.const)).join(", ");
+          push({ path, message: `must be one of ${allowed}${describeGot(e.data, true)}` });
+        } else push({ path, message: "must match one of the allowed forms" });
+        break;
+      }
+      case "required":
+        push({ path, message: `missing required field "${(e.params as any).missingProperty}"` });
+        break;
+      case "additionalProperties": {
+        const prop = String((e.params as any).additionalProperty);
+        const known = Object.keys((e.parentSchema as any)?.properties ?? {});
+        push({
+          path: joinPointer(path, prop),
+          atKey: true,
+          message: `unknown field "${prop}"${known.length ? ` (known fields: ${known.join(", ")})` : ""}`,
+        });
+        break;
+      }
+      case "type":
+        push({ path, message: `must be ${(e.params as any).type}${describeGot(e.data, false)}` });
+        break;
+      case "pattern": {
+        const pattern = (e.params as any).pattern as string;
+        if (pattern === SECRET_PATTERN) {
+          push({
+            path,
+            message: "secrets must be references like env:NAME or file:/path/to/secret; a clear value is refused (the value is not shown)",
+          });
+        } else if (last === "secretHash") {
+          push({
+            path,
+            message: 'must be "sha256:" followed by 64 hex digits, as printed by `svc keys generate`; never put the key itself in a manifest',
+          });
+        } else push({ path, message: `must match the pattern ${pattern}` });
+        break;
+      }
+      case "minimum":
+      case "maximum":
+      case "exclusiveMinimum":
+      case "exclusiveMaximum":
+        push({ path, message: `${e.message}${describeGot(e.data, true)}` });
+        break;
+      case "format":
+        push({ path, message: `must be a valid ${(e.params as any).format}` });
+        break;
+      default:
+        push({ path, message: e.message ?? `fails ${e.keyword}` });
+    }
+  }
+  return out;
+}
+
+function describeGot(v: unknown, showValue: boolean): string {
+  const t = v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+  if (showValue && (t === "string" || t === "number" || t === "boolean")) return ` (got ${JSON.stringify(v)})`;
+  return ` (got ${t})`;
+}
