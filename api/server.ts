@@ -1,0 +1,299 @@
+// Composition root: open the store, apply start-up manifests (or the quickstart on an empty
+// store), build engines and controllers, listen, and stop gracefully in the reverse order.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { openDb, type OpenedDb } from "../prisma/client";
+import { ResourceStore } from "../prisma/resource-store";
+import type { Logger, Svc } from "../engines/svc";
+import { createApp } from "./app";
+import { ControllerManager } from "../controllers/runtime";
+import { buildControllers } from "../controllers/registry";
+import type { Controller } from "../controllers/types";
+import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type Listener } from "../controllers/kinds/server";
+import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
+import { ManifestWatcher } from "../controllers/watch";
+import { applyPaths } from "../controllers/apply-paths";
+
+export interface StartOptions {
+  /** data dir; default SVC_HOME, <SVC_TEST_ROOT>/.svc, ~/.svc */
+  home?: string;
+  /** explicit port (from --port / SVC_PORT): beats the Server manifest; 0 = any free port */
+  port?: number;
+  /** explicit listen address: beats the Server manifest (and its exposure) */
+  host?: string;
+  /** manifest files/folders applied at start as source "startup" */
+  config?: string[];
+  /** folder to watch: plan and apply on save */
+  watch?: string;
+  /** apply examples/quickstart when the store is empty (default true) */
+  quickstart?: boolean;
+  resyncMs?: number;
+  log?: Logger;
+}
+
+export interface RunningSvc {
+  url: string;
+  port: number;
+  host: string;
+  home: string;
+  svc: Svc;
+  manager: ControllerManager;
+  watcher?: ManifestWatcher;
+  stop(): Promise<void>;
+}
+
+export const quickstartDir = fileURLToPath(new URL("../examples/quickstart/", import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// Logging: one JSON line per event on stderr. Values under secret-looking keys and anything that
+// looks like an svc key are redacted, so a careless field never leaks a credential.
+
+const SECRET_KEY = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api[-_]?key|key|secret|.*secret.*|.*password.*|token|access[-_]?token|credential|master[-_]?key|admin[-_]?key)$/i;
+
+function redact(v: unknown, depth = 0): unknown {
+  if (typeof v === "string") return v.replace(/sk-svc-[A-Za-z0-9]+/g, "sk-svc-[redacted]");
+  if (depth > 4 || v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map((x) => redact(x, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = SECRET_KEY.test(k) && typeof x !== "number" && typeof x !== "boolean" ? "[redacted]" : redact(x, depth + 1);
+  return out;
+}
+
+export function jsonLogger(opts: { write?: (line: string) => void; base?: Record<string, unknown> } = {}): Logger {
+  const write = opts.write ?? ((line: string) => void process.stderr.write(line + "\n"));
+  const emit = (level: string) => (msg: string, fields?: Record<string, unknown>) => {
+    write(JSON.stringify({ time: new Date().toISOString(), level, msg: redact(msg), ...(opts.base ?? {}), ...(redact(fields ?? {}) as object) }));
+  };
+  return { info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface HttpListener extends Listener {
+  close(graceMs: number): Promise<void>;
+}
+
+function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void): HttpListener {
+  let server: http.Server | null = null;
+  let addr: BoundAddress | null = null;
+
+  // Responses in flight per server, so a retired listener can end its keep-alive connections.
+  const inflight = new WeakMap<http.Server, Set<http.ServerResponse>>();
+
+  const listen = (host: string, port: number) =>
+    new Promise<http.Server>((resolve, reject) => {
+      const open = new Set<http.ServerResponse>();
+      const s = http.createServer((req, res) => {
+        open.add(res);
+        res.once("close", () => open.delete(res));
+        handler(req, res);
+      });
+      inflight.set(s, open);
+      s.once("error", reject);
+      s.listen(port, host, () => {
+        s.off("error", reject);
+        resolve(s);
+      });
+    });
+
+  // Stop accepting at once; let in-flight requests finish within graceMs, then cut them.
+  // Their responses say "Connection: close" so clients do not keep talking to the old address.
+  const retire = (s: http.Server, graceMs: number) =>
+    new Promise<void>((resolve) => {
+      for (const res of inflight.get(s) ?? []) if (!res.headersSent) res.setHeader("connection", "close");
+      const sweep = setInterval(() => s.closeIdleConnections(), 50);
+      const cut = setTimeout(() => s.closeAllConnections(), graceMs);
+      sweep.unref();
+      cut.unref();
+      s.close(() => {
+        clearTimeout(cut);
+        clearInterval(sweep);
+        resolve();
+      });
+      s.closeIdleConnections();
+    });
+
+  return {
+    address: () => addr,
+    async bind(host, port) {
+      const old = server;
+      let next: http.Server;
+      if (old && addr && port !== 0 && port === addr.port) {
+        // Same port on another address: free it first (0.0.0.0 and 127.0.0.1 collide), and
+        // go back to the old address if the new one cannot be had.
+        const prev = addr;
+        void retire(old, 5000);
+        try {
+          next = await listen(host, port);
+        } catch (e) {
+          server = await listen(prev.host, prev.port).catch(() => null);
+          if (!server) addr = null;
+          throw e;
+        }
+      } else {
+        next = await listen(host, port);
+        if (old) void retire(old, 5000);
+      }
+      server = next;
+      addr = { host, port: (next.address() as AddressInfo).port };
+      log.info("listening", { url: urlOf(addr) });
+      onBound(addr);
+      return addr;
+    },
+    async close(graceMs) {
+      const s = server;
+      server = null;
+      if (s) await retire(s, graceMs);
+    },
+  };
+}
+
+/** Start svc. Resolves once the HTTP listener is bound and controllers are running. */
+export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
+  const log = opts.log ?? jsonLogger();
+  const home = resolveHome(opts.home);
+  await mkdir(home, { recursive: true });
+  const db: OpenedDb = await openDb(storeFile(home));
+  const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
+  const undo = async () => {
+    for (const f of cleanup.reverse()) await f().catch(() => undefined);
+  };
+
+  try {
+    const store = await ResourceStore.open(db.prisma);
+    cleanup.push(() => store.close());
+
+    if (opts.config?.length) {
+      const r = await applyPaths(store, opts.config, { source: "startup", prune: true, confirm: true });
+      log.info("applied start-up config", { paths: opts.config, changes: r.applied, revision: r.revision });
+    }
+    const quickstart = opts.quickstart !== false && store.list({ includeDeleting: true }).length === 0;
+    if (quickstart) {
+      const r = await applyPaths(store, [quickstartDir], { source: "quickstart", prune: false, confirm: true });
+      log.info("empty store: applied the quickstart", { dir: quickstartDir, changes: r.applied, revision: r.revision });
+    }
+
+    const serverObj = store.list({ kind: "Server" }).sort((a, b) => a.name.localeCompare(b.name))[0];
+    const eff = effectiveServer(serverObj?.spec);
+    const svc: Svc = {
+      home,
+      modelsDir: resolveModelsDir(home, eff.modelsDir),
+      db,
+      store,
+      log,
+      server: eff,
+      engines: {},
+    };
+    await mkdir(svc.modelsDir, { recursive: true }).catch((e) => log.warn("cannot create models dir", { dir: svc.modelsDir, err: String(e?.message ?? e) }));
+    if (quickstart) {
+      // The embedded default model: generated, since no weights can be downloaded here.
+      const { ensureTinyModel } = await import("../engines/inference/gguf");
+      await ensureTinyModel(svc.modelsDir);
+    }
+
+    cleanup.push(async () => (svc.engines.pool as { close(): Promise<void> } | undefined)?.close());
+
+    // Engines. The gateway is optional: if it cannot start, the failure is logged and
+    // configuration, status and admin keep working (inference routes depend on it).
+    let gatewayControllers: Controller[] = [];
+    try {
+      const { createGateway } = await import("../engines/gateway");
+      const gw = await createGateway(svc);
+      svc.engines.gateway = gw;
+      gatewayControllers = gw.controllers ?? [];
+      cleanup.push(() => gw.close());
+    } catch (e: any) {
+      log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
+    }
+
+    const app = createApp(svc);
+    let info: ServerInfo | null = null;
+    const infoFile = serverInfoFile(home);
+    const listener = httpListener(app.callback(), log, (a) => {
+      info = { pid: process.pid, url: urlOf(a), port: a.port, startedAt: info?.startedAt ?? new Date().toISOString() };
+      // the CLI finds a running server through this file
+      void writeFile(infoFile, JSON.stringify(info, null, 2) + "\n").catch((e) => log.warn("cannot write server.json", { err: String(e) }));
+    });
+    const overrides = { host: opts.host, port: opts.port };
+    const want = desiredAddress(eff, overrides);
+    await listener.bind(want.host, want.port).catch((e: any) => {
+      const hint = e?.code === "EADDRINUSE" ? " (another process uses this port; pass --port or set SVC_PORT)" : "";
+      throw new Error(`cannot listen on ${urlOf(want)}: ${e?.code ?? e?.message ?? e}${hint}`);
+    });
+    cleanup.push(() => listener.close(2000));
+
+    let manager: ControllerManager | null = null;
+    const set = await buildControllers({
+      svc,
+      listener,
+      overrides,
+      extra: gatewayControllers,
+      enqueue: (ref) => manager?.enqueue(ref),
+    });
+    manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: opts.resyncMs });
+    svc.engines.controllers = manager;
+    svc.engines.listenUrl = () => urlOf(listener.address() ?? want);
+    svc.engines.controllerOwners = set.owners;
+    manager.start();
+    const mgr = manager;
+    cleanup.push(() => mgr.stop());
+
+    let watcher: ManifestWatcher | undefined;
+    if (opts.watch) {
+      watcher = new ManifestWatcher({ store, dir: opts.watch, log });
+      svc.engines.watcher = watcher;
+      await watcher.start();
+    }
+
+    let stopping: Promise<void> | null = null;
+    const stop = () =>
+      (stopping ??= (async () => {
+        log.info("stopping");
+        await watcher?.stop().catch(() => undefined);
+        await listener.close(5000); // stop accepting, let in-flight requests finish
+        await mgr.stop(); // let running reconciles finish
+        const gw = svc.engines.gateway as { close(): Promise<void> } | undefined;
+        await gw?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
+        const pool = svc.engines.pool as { close(): Promise<void> } | undefined; // made by the Model controller
+        await pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
+        await store.close(); // flush batched status writes
+        await db.close();
+        await removeInfoFile(infoFile);
+        log.info("stopped");
+      })());
+
+    // url/port are read live: the Server controller may move the listener later
+    const running: RunningSvc = {
+      get url() {
+        return urlOf(listener.address() ?? want);
+      },
+      get port() {
+        return (listener.address() ?? want).port;
+      },
+      get host() {
+        return (listener.address() ?? want).host;
+      },
+      home,
+      svc,
+      manager: mgr,
+      watcher,
+      stop,
+    };
+    return running;
+  } catch (e) {
+    await undo();
+    throw e;
+  }
+}
+
+/** Remove server.json only if this process wrote it (another server may own the home now). */
+async function removeInfoFile(file: string): Promise<void> {
+  try {
+    const cur = JSON.parse(await readFile(file, "utf8")) as ServerInfo;
+    if (cur.pid === process.pid) await rm(file, { force: true });
+  } catch {
+    /* absent or unreadable: nothing to remove */
+  }
+}

@@ -1,0 +1,128 @@
+// Finding the svc to talk to: the running server's admin API over loopback when one answers,
+// else the store file itself (offline). Port: --port, SVC_PORT, <home>/server.json, else 1337.
+import { readFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { DEFAULT_PORT, resolveHome, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
+import { CliError } from "./errors";
+
+export interface TargetOptions {
+  port?: string;
+  home?: string;
+}
+
+export interface Target {
+  home: string;
+  port: number;
+  portFrom: "--port" | "SVC_PORT" | "server.json" | "default";
+  /** base URL the CLI uses (always loopback: admin routes refuse anything else) */
+  base: string;
+  info: ServerInfo | null;
+}
+
+export function parsePort(v: string, from: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || n < 0 || n > 65535) throw new CliError(`${from}: "${v}" is not a port number (0-65535)`);
+  return n;
+}
+
+export async function resolveTarget(opts: TargetOptions): Promise<Target> {
+  const home = resolveHome(opts.home);
+  const info = await readServerInfo(home);
+  let port: number;
+  let portFrom: Target["portFrom"];
+  if (opts.port !== undefined) {
+    port = parsePort(opts.port, "--port");
+    portFrom = "--port";
+  } else if (process.env.SVC_PORT) {
+    port = parsePort(process.env.SVC_PORT, "SVC_PORT");
+    portFrom = "SVC_PORT";
+  } else if (info) {
+    port = info.port;
+    portFrom = "server.json";
+  } else {
+    port = DEFAULT_PORT;
+    portFrom = "default";
+  }
+  return { home, port, portFrom, base: `http://127.0.0.1:${port}`, info };
+}
+
+export async function readServerInfo(home: string): Promise<ServerInfo | null> {
+  try {
+    const j = JSON.parse(await readFile(serverInfoFile(home), "utf8"));
+    return typeof j?.port === "number" ? (j as ServerInfo) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e?.code === "EPERM";
+  }
+}
+
+/** Does an svc answer at base? (GET /health answering {status: "ok"}) */
+export async function probe(base: string, timeoutMs = 1500): Promise<{ ok: boolean; revision?: number; error?: string }> {
+  try {
+    const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(timeoutMs) });
+    const j: any = await res.json().catch(() => null);
+    if (res.ok && j?.status === "ok") return { ok: true, revision: j.revision };
+    return { ok: false, error: `${base}/health answered ${res.status} (not svc?)` };
+  } catch (e: any) {
+    return { ok: false, error: e?.cause?.code ?? e?.name ?? String(e) };
+  }
+}
+
+export interface AdminResponse {
+  status: number;
+  json: any;
+  text: string;
+}
+
+export async function admin(base: string, method: "GET" | "POST", path: string, body?: unknown): Promise<AdminResponse> {
+  let res: Response;
+  try {
+    res = await fetch(base + path, {
+      method,
+      headers: body !== undefined ? { "content-type": "application/json" } : {},
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+  } catch (e: any) {
+    throw new CliError(`cannot reach svc at ${base}: ${e?.cause?.code ?? e?.message ?? e}`);
+  }
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text };
+}
+
+/** The server's error message, or a generic one. */
+export function errorOf(r: AdminResponse): string {
+  return r.json?.error?.message ?? `svc answered HTTP ${r.status}: ${r.text.slice(0, 300)}`;
+}
+
+/**
+ * Online when a server answers; otherwise offline (the caller works on the store file).
+ * `note` tells the user which one and why.
+ */
+export async function connect(opts: TargetOptions): Promise<{ target: Target; online: boolean; note: string }> {
+  const target = await resolveTarget(opts);
+  const p = await probe(target.base);
+  if (p.ok) return { target, online: true, note: `svc at ${target.base}` };
+  const running = target.info && pidAlive(target.info.pid) && target.portFrom === "server.json";
+  const why = running
+    ? `a server (pid ${target.info!.pid}) is recorded in ${serverInfoFile(target.home)} but does not answer at ${target.base}`
+    : `no server answers at ${target.base}`;
+  return { target, online: false, note: `offline: ${why}; working on ${storeFile(target.home)}` };
+}
+
+export function storeExists(home: string): boolean {
+  return existsSync(storeFile(home));
+}

@@ -1,0 +1,176 @@
+// `svc doctor`: is the server reachable (or is its port taken by something else), is the data dir
+// writable, is the store migrated, which GGUFs are in the models dir, and for each object that
+// is not Ready: its condition and a hint. Exit 1 when a check fails.
+import net from "node:net";
+import path from "node:path";
+import { existsSync } from "node:fs";
+import { access, open, readdir, rm, stat, writeFile, constants } from "node:fs/promises";
+import type { Command } from "commander";
+import { addTargetOptions } from "./config";
+import { probe, resolveTarget } from "./connect";
+import { snapshot, type ObjectRow } from "./status";
+import { EXIT } from "./errors";
+import { pendingMigrations, listMigrations } from "../prisma/migrate";
+import { resolveModelsDir, storeFile } from "../controllers/paths";
+
+type Level = "ok" | "warn" | "FAIL" | "info";
+interface Finding {
+  level: Level;
+  what: string;
+  hint?: string;
+}
+
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once("error", (e: any) => resolve(e?.code === "EADDRINUSE"));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(false)));
+  });
+}
+
+async function isGguf(file: string): Promise<boolean> {
+  const fh = await open(file, "r").catch(() => null);
+  if (!fh) return false;
+  try {
+    const b = Buffer.alloc(4);
+    await fh.read(b, 0, 4, 0);
+    return b.toString("latin1") === "GGUF";
+  } finally {
+    await fh.close();
+  }
+}
+
+const HINTS: Record<string, string> = {
+  BindFailed: "another program holds that address; choose another port (--port, SVC_PORT or Server spec.port) or stop it",
+  Duplicate: "Server is a singleton: delete the extra Server objects",
+  ReconcileError: "the controller failed and retries with backoff; the server log (stderr of `svc serve`) has the details",
+  FinalizeFailed: "cleanup before deletion failed and is retried; the server log has the details",
+  NotImplemented: "this build stores the object but has no engine for its kind yet; nothing to fix",
+};
+
+function hintFor(o: ObjectRow): string {
+  if (o.ready?.reason && HINTS[o.ready.reason]) return HINTS[o.ready.reason];
+  if (!o.ready || (o.observedGeneration ?? 0) < o.generation) return "not reconciled at its current generation yet; is the server running? (`svc serve`)";
+  return "see the message; `svc status` lists every condition";
+}
+
+async function checkModelFile(o: ObjectRow, modelsDir: string): Promise<Finding | null> {
+  const file = o.spec?.file;
+  if (!file) return null;
+  const abs = path.isAbsolute(file) ? file : path.join(modelsDir, file);
+  if (!existsSync(abs)) {
+    return {
+      level: "FAIL",
+      what: `Model/${o.name}: file ${abs} not found`,
+      hint: `put the GGUF file there, or fix spec.file (relative paths resolve in the models dir ${modelsDir})`,
+    };
+  }
+  if (!(await isGguf(abs))) {
+    return { level: "FAIL", what: `Model/${o.name}: ${abs} is not a GGUF file (bad magic)`, hint: "spec.file must name a .gguf model file; re-download or regenerate it" };
+  }
+  return null;
+}
+
+export async function runDoctor(o: { port?: string; home?: string }): Promise<{ findings: Finding[]; failed: boolean }> {
+  const findings: Finding[] = [];
+  const add = (level: Level, what: string, hint?: string) => findings.push({ level, what, hint });
+  const target = await resolveTarget(o);
+
+  // 1. server / port
+  const p = await probe(target.base);
+  if (p.ok) add("ok", `svc answers at ${target.base} (port from ${target.portFrom})`);
+  else if (await portInUse(target.port)) {
+    add("FAIL", `port ${target.port} on 127.0.0.1 is in use, but not by an svc that answers /health (${p.error})`, "stop that program, or run svc on another port: svc serve --port N (or SVC_PORT)");
+  } else add("warn", `svc is not running on port ${target.port} (port from ${target.portFrom})`, "start it with: svc serve   (or npm start)");
+
+  // 2. data dir
+  if (!existsSync(target.home)) {
+    add("warn", `data dir ${target.home} does not exist yet`, "svc serve creates it (set SVC_HOME to use another)");
+  } else {
+    const probeFile = path.join(target.home, `.doctor-${process.pid}`);
+    try {
+      await writeFile(probeFile, "ok");
+      await rm(probeFile, { force: true });
+      add("ok", `data dir ${target.home} is writable`);
+    } catch (e: any) {
+      add("FAIL", `data dir ${target.home} is not writable (${e?.code ?? e})`, "fix its permissions or point SVC_HOME elsewhere");
+    }
+  }
+
+  // 3. store
+  const db = storeFile(target.home);
+  if (!existsSync(db)) add("warn", `no store at ${db} yet`, "svc serve (or svc config apply) creates and migrates it");
+  else {
+    try {
+      const pending = pendingMigrations(db);
+      if (pending.length === 0) add("ok", `store ${db} is migrated (${listMigrations().length} ${listMigrations().length === 1 ? "migration" : "migrations"} applied)`);
+      else add("warn", `store ${db} has ${pending.length} pending migrations (${pending.join(", ")})`, "they are applied automatically at the next start of svc serve");
+    } catch (e: any) {
+      add("FAIL", `store ${db} cannot be read: ${e?.message ?? e}`, "is it an svc store? move it away to start fresh");
+    }
+  }
+
+  // 4. objects (from the server, else the store file)
+  let snap = null;
+  try {
+    snap = (await snapshot(o)).snap;
+  } catch (e: any) {
+    add("FAIL", `cannot read objects: ${e?.message ?? e}`);
+  }
+
+  // 5. models dir
+  const modelsDir = snap?.modelsDir ?? resolveModelsDir(target.home, snap?.server?.modelsDir);
+  if (!existsSync(modelsDir)) add("warn", `models dir ${modelsDir} does not exist`, "svc serve creates it; put GGUF files there (or set SVC_MODELS_DIR)");
+  else {
+    try {
+      await access(modelsDir, constants.R_OK);
+      const ggufs: string[] = [];
+      for (const f of (await readdir(modelsDir)).filter((f) => /\.gguf$/i.test(f)).sort()) {
+        const st = await stat(path.join(modelsDir, f));
+        const ok = await isGguf(path.join(modelsDir, f));
+        ggufs.push(`${f} (${(st.size / 1e6).toFixed(1)} MB${ok ? "" : ", not a valid GGUF"})`);
+      }
+      add("ok", `models dir ${modelsDir}: ${ggufs.length ? ggufs.join(", ") : "no .gguf files"}`);
+    } catch (e: any) {
+      add("FAIL", `models dir ${modelsDir} is not readable (${e?.code ?? e})`, "fix its permissions or set SVC_MODELS_DIR");
+    }
+  }
+
+  if (snap) {
+    let healthy = 0;
+    for (const obj of [...snap.objects].sort((a, b) => (a.kind + a.name).localeCompare(b.kind + b.name))) {
+      if (obj.kind === "Model") {
+        const f = await checkModelFile(obj, modelsDir);
+        if (f) {
+          findings.push(f);
+          continue;
+        }
+      }
+      const ready = obj.ready;
+      if (obj.deleting) add("warn", `${obj.kind}/${obj.name} is being deleted`, "its controller cleans up, then it is removed");
+      else if (ready?.status === "True" && (obj.observedGeneration ?? 0) >= obj.generation) healthy++;
+      else if (ready?.reason === "NotImplemented") add("info", `${obj.kind}/${obj.name}: ${ready.message}`);
+      else {
+        const cond = ready ? `Ready=${ready.status} ${ready.reason}: ${ready.message}` : "no condition yet";
+        add(snap.online ? "FAIL" : "warn", `${obj.kind}/${obj.name}: ${cond}`, hintFor(obj));
+      }
+    }
+    add("ok", `${healthy} of ${snap.objects.length} objects Ready${snap.online ? "" : " (as last recorded; svc is not running)"}`);
+  }
+  return { findings, failed: findings.some((f) => f.level === "FAIL") };
+}
+
+export function registerDoctor(program: Command): void {
+  addTargetOptions(program.command("doctor").description("diagnose the server, data dir, store, models and objects")).action(async (o) => {
+    const { findings, failed } = await runDoctor(o);
+    const tag: Record<Level, string> = { ok: "[ok]  ", warn: "[warn]", FAIL: "[FAIL]", info: "[info]" };
+    const out: string[] = [];
+    for (const f of findings) {
+      out.push(`${tag[f.level]} ${f.what}`);
+      if (f.hint) out.push(`       hint: ${f.hint}`);
+    }
+    out.push(failed ? "Some checks failed." : "No problems found.");
+    process.stdout.write(out.join("\n") + "\n");
+    if (failed) process.exitCode = EXIT.failed;
+  });
+}

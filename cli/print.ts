@@ -1,0 +1,60 @@
+// Human-readable output: plans (+ create, ~ update with field diffs, - delete, summary),
+// manifest issues (file:line:col), wait results.
+import type { ManifestIssue, Plan, PlannedChange, FieldChange } from "../manifests/types";
+import type { WaitResult } from "../controllers/runtime";
+
+const MAX_VALUE = 100;
+
+function show(v: unknown): string {
+  if (v === undefined) return "(none)";
+  const s = JSON.stringify(v);
+  return s.length > MAX_VALUE ? s.slice(0, MAX_VALUE - 1) + "…" : s;
+}
+
+function fieldLine(f: FieldChange, action: PlannedChange["action"]): string {
+  if (action === "create") return `      ${f.path}: ${show(f.after)}`;
+  if (f.before === undefined) return `      + ${f.path}: ${show(f.after)}`;
+  if (f.after === undefined) return `      - ${f.path}: ${show(f.before)}`;
+  return `      ~ ${f.path}: ${show(f.before)} -> ${show(f.after)}`;
+}
+
+export function formatIssue(i: ManifestIssue): string {
+  const where = i.pos ? `${i.pos.file}:${i.pos.line}:${i.pos.column}` : "<input>";
+  return `${where}: ${i.path || "/"}: ${i.severity === "warning" ? "warning: " : ""}${i.message}`;
+}
+
+export function formatPlan(plan: Plan, opts: { fields?: boolean } = {}): string {
+  const out: string[] = [];
+  const mark = { create: "+", update: "~", delete: "-", unchanged: "=" } as const;
+  for (const c of plan.changes) {
+    if (c.action === "unchanged") continue;
+    out.push(`  ${mark[c.action]} ${c.action} ${c.kind}/${c.name}${c.highRisk ? `   [high risk: ${c.highRisk}]` : ""}`);
+    if (opts.fields !== false && c.action !== "delete") for (const f of c.fields) out.push(fieldLine(f, c.action));
+  }
+  for (const w of plan.warnings ?? []) out.push(`  warning: ${formatIssue(w).replace(/: warning: /, ": ")}`);
+  const s = plan.summary;
+  const total = s.create + s.update + s.delete;
+  out.push(
+    total === 0
+      ? `No changes: ${s.unchanged} unchanged (store revision ${plan.revision}, source "${plan.source}").`
+      : `Plan: ${s.create} to create, ${s.update} to update, ${s.delete} to delete, ${s.unchanged} unchanged (store revision ${plan.revision}, source "${plan.source}").`,
+  );
+  return out.join("\n");
+}
+
+export function changeCount(plan: Plan): number {
+  return plan.summary.create + plan.summary.update + plan.summary.delete;
+}
+
+export function formatWait(w: WaitResult): string {
+  const out: string[] = [];
+  for (const o of w.objects) {
+    const what = `${o.kind}/${o.name}${o.generation !== undefined ? ` (generation ${o.generation})` : ""}`;
+    if (o.state === "ready") out.push(`  ready    ${what}: ${o.message ?? ""}`);
+    else if (o.state === "deleted") out.push(`  deleted  ${what}`);
+    else if (o.state === "not-implemented") out.push(`  accepted ${what}: ${o.message ?? ""}`);
+    else out.push(`  pending  ${what}: ${o.reason ?? ""} ${o.message ?? ""}`.trimEnd());
+  }
+  out.push(w.ready ? "All objects converged." : w.timedOut ? "Timed out waiting for Ready." : "Not every object is Ready.");
+  return out.join("\n");
+}

@@ -1,0 +1,102 @@
+// The Model controller: a Model manifest names a local GGUF file. Reconcile resolves the file
+// (relative -> the models dir), checks that it exists and is a GGUF, and registers it in the
+// model pool (svc.engines.pool). Registering loads nothing: the pool loads on first use and
+// unloads when idle, so Ready says "registered; loads on first use" until a request loads it.
+// Deleting the object unregisters (unloads) the model; weights on disk are never deleted.
+import { open, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Value } from "@sinclair/typebox/value";
+import type { Controller, ReadyCondition, ReconcileResult } from "../types";
+import type { Svc } from "../../engines/svc";
+import { ModelSpec } from "../../schemas/kinds/model";
+import { ModelPool } from "../../engines/inference/pool";
+
+/** The pool, if one was created. */
+export function existingPool(svc: Svc): ModelPool | undefined {
+  return svc.engines.pool as ModelPool | undefined;
+}
+
+/** The one model pool of this svc, created on first need (by this controller or the gateway). */
+export function modelPool(svc: Svc): ModelPool {
+  let pool = existingPool(svc);
+  if (!pool) {
+    pool = new ModelPool({ modelsDir: svc.modelsDir, log: (msg) => svc.log.info(msg) });
+    svc.engines.pool = pool;
+  }
+  return pool;
+}
+
+export const GGUF_MAGIC = Buffer.from("GGUF", "ascii");
+
+/** Where a Model's file is: absolute as given (~ expanded), else inside the models dir. */
+export function resolveModelFile(svc: Pick<Svc, "modelsDir">, file: string): string {
+  const f = file.replace(/^~(?=$|\/)/, os.homedir());
+  return path.resolve(svc.modelsDir, f);
+}
+
+export type FileCheck = { ok: true; bytes: number } | { ok: false; reason: "FileNotFound" | "InvalidGguf"; message: string };
+
+/** Exists, is a regular file, and starts with the GGUF magic bytes. */
+export async function checkGguf(file: string): Promise<FileCheck> {
+  const hint = "run `svc models create-tiny` to generate the default model, or point spec.file at a GGUF file";
+  let size: number;
+  try {
+    const st = await stat(file);
+    if (!st.isFile()) return { ok: false, reason: "FileNotFound", message: `${file} is not a file; ${hint}` };
+    size = st.size;
+  } catch {
+    return { ok: false, reason: "FileNotFound", message: `model file not found: ${file}; ${hint}` };
+  }
+  const head = Buffer.alloc(4);
+  let read = 0;
+  try {
+    const fh = await open(file, "r");
+    try {
+      read = (await fh.read(head, 0, 4, 0)).bytesRead;
+    } finally {
+      await fh.close();
+    }
+  } catch (e: any) {
+    return { ok: false, reason: "FileNotFound", message: `cannot read model file ${file}: ${e?.code ?? e?.message ?? e}` };
+  }
+  if (read < 4 || !head.equals(GGUF_MAGIC)) {
+    return { ok: false, reason: "InvalidGguf", message: `${file} is not a GGUF file (missing the GGUF magic bytes); ${hint}` };
+  }
+  return { ok: true, bytes: size };
+}
+
+/** How often to look again for a missing or invalid file (it may be written later). */
+const RECHECK_MS = 15_000;
+
+export function modelController(svc: Svc): Controller {
+  return {
+    kind: "Model",
+    async reconcile(obj): Promise<ReadyCondition & ReconcileResult> {
+      const spec = Value.Default(ModelSpec, structuredClone(obj.spec ?? {})) as ModelSpec;
+      const file = resolveModelFile(svc, spec.file);
+      const pool = modelPool(svc);
+      const check = await checkGguf(file);
+      if (!check.ok) {
+        // a model whose file vanished is not served (and not listed) until it comes back
+        pool.unregister(obj.name);
+        return { status: "False", reason: check.reason, message: check.message, extra: { file, loaded: false }, requeueAfterMs: RECHECK_MS };
+      }
+      // idempotent for an unchanged spec; a changed spec (new generation) replaces the entry and
+      // the next request loads the new settings
+      pool.register(obj.name, { ...spec, file });
+      const loaded = pool.list().find((m) => m.name === obj.name)?.loaded ?? false;
+      return {
+        status: "True",
+        reason: "Registered",
+        message: loaded ? "registered; loaded" : "registered; loads on first use",
+        extra: { file, sizeBytes: check.bytes, loaded },
+      };
+    },
+    async finalize(obj) {
+      existingPool(svc)?.unregister(obj.name);
+    },
+  };
+}
+
+export default modelController;

@@ -1,0 +1,32 @@
+// Provider controller: the router follows the store (engines/providers/router.ts); this
+// controller checks the credential and header references resolve and reports Ready:
+//   Ready=True  Registered        "N models"
+//   Ready=False CredentialMissing the env variable / file of a reference is missing (requests
+//                                 routed here fail with 502 upstream_error, or fall back)
+import type { Controller } from "../types";
+import type { ProviderRouter } from "../../engines/providers/router";
+import { describeMissing } from "../../engines/providers/credentials";
+import type { ProviderSpec } from "../../schemas/kinds/provider";
+
+export function providerController(d: { router: ProviderRouter; hasLocalPool?: () => boolean }): Controller {
+  return {
+    kind: "Provider",
+    async reconcile(obj) {
+      const s = obj.spec as ProviderSpec;
+      const n = s.models?.length ?? 0;
+      const models = `${n} model${n === 1 ? "" : "s"}`;
+      if (s.credential) {
+        const why = describeMissing(s.credential);
+        if (why) return { status: "False", reason: "CredentialMissing", message: `credential ${s.credential}: ${why}`, requeueAfterMs: 30_000 };
+      }
+      for (const [h, ref] of Object.entries(s.headers ?? {})) {
+        const why = describeMissing(ref);
+        if (why) return { status: "False", reason: "CredentialMissing", message: `header ${h} (${ref}): ${why}`, requeueAfterMs: 30_000 };
+      }
+      if (s.type === "local" && d.hasLocalPool && !d.hasLocalPool()) {
+        return { status: "False", reason: "LocalInferenceUnavailable", message: `${models}; local inference is not running in this server` };
+      }
+      return { status: "True", reason: "Registered", message: models, extra: { models: n } };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// Which controller reconciles which kind, for one running svc. Kinds no engine claims get the
+// accepted controller, so every stored object reports a truthful condition.
+import type { Controller } from "./types";
+import type { Svc } from "../engines/svc";
+import { kinds } from "../schemas";
+import { acceptedController } from "./kinds/accepted";
+import { serverController, type Listener, type StartOverrides } from "./kinds/server";
+import { modelController } from "./kinds/model";
+
+export interface RegistryInput {
+  svc: Svc;
+  listener: Listener;
+  overrides: StartOverrides;
+  /** controllers from engines built elsewhere (the gateway's ApiKey, Provider, ...) */
+  extra?: Controller[];
+  enqueue?: (ref: { kind: string; name: string }) => void;
+}
+
+export interface ControllerSet {
+  controllers: Controller[];
+  fallback: Controller;
+  /** kind -> "server" | "model" | "gateway" | "accepted", for logs and `svc doctor` */
+  owners: Record<string, string>;
+}
+
+export async function buildControllers(input: RegistryInput): Promise<ControllerSet> {
+  const list: Array<[Controller, string]> = [[serverController(input.svc, input.listener, input.overrides, input.enqueue), "server"]];
+  list.push([modelController(input.svc), "model"]);
+  for (const c of input.extra ?? []) list.push([c, "gateway"]);
+
+  const controllers: Controller[] = [];
+  const owners: Record<string, string> = {};
+  for (const [c, owner] of list) {
+    if (owners[c.kind]) continue; // first claim wins: the Server controller cannot be replaced
+    owners[c.kind] = owner;
+    controllers.push(c);
+  }
+  for (const k of kinds) {
+    if (owners[k]) continue;
+    owners[k] = "accepted";
+    controllers.push(acceptedController(k));
+  }
+  return { controllers, fallback: acceptedController(), owners };
+}

@@ -1,0 +1,114 @@
+// Controllers inside a running server: truthful conditions at the current generation, cleanup
+// on delete, and the Server controller moving the listener.
+import net from "node:net";
+import path from "node:path";
+import { readFile, writeFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
+import { postJson, until } from "../helpers/http";
+import { writeTinyGguf } from "../../engines/inference/gguf";
+
+const ready = (s: TestSvc, kind: string, name: string) => s.svc.store.get(kind, name)?.status?.conditions?.find((c) => c.type === "Ready");
+const observedCurrent = (s: TestSvc, kind: string, name: string) => {
+  const o = s.svc.store.get(kind, name);
+  return !!o && o.status.observedGeneration === o.generation;
+};
+
+describe("object conditions", () => {
+  let s: TestSvc;
+  beforeAll(async () => {
+    s = await startTestSvc();
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+  const apply = (document: string, extra: object = {}) => postJson(`${s.url}/admin/config/apply`, { document, source: "cond", ...extra });
+  const model = (file: string) => `apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: m\nspec:\n  file: ${file}\n  threads: 1\n`;
+  const agent = `apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: helper\nspec:\n  instructions: be brief\n`;
+
+  it("a Model with a missing file is not Ready; pointing it at a real GGUF makes it Ready; an Agent says NotImplemented", async () => {
+    const r = await apply(model("missing.gguf") + "---\n" + agent, { wait: true, waitTimeoutSeconds: 1 });
+    expect(r.status).toBe(200);
+    await until(() => observedCurrent(s, "Model", "m") && observedCurrent(s, "Agent", "helper"));
+    expect(ready(s, "Model", "m")).toMatchObject({ status: "False" });
+    expect(ready(s, "Model", "m")!.message).toMatch(/missing\.gguf/);
+    expect(ready(s, "Agent", "helper")).toMatchObject({ status: "False", reason: "NotImplemented", message: "accepted and stored; Agent engine not available in this build" });
+    // --wait does not call a missing file ready
+    expect(r.json.wait.ready).toBe(false);
+
+    await writeTinyGguf(path.join(s.svc.modelsDir, "real.gguf"), "tiny");
+    const r2 = await apply(model("real.gguf") + "---\n" + agent, { wait: true, waitTimeoutSeconds: 20 });
+    expect(r2.json.wait.ready).toBe(true);
+    const m = s.svc.store.get("Model", "m")!;
+    expect(m.generation).toBe(2);
+    expect(m.status.observedGeneration).toBe(2);
+    expect(ready(s, "Model", "m")).toMatchObject({ status: "True" });
+  });
+
+  it("deleting runs the controller's cleanup and then purges the object", async () => {
+    const pool = s.svc.engines.pool as { list(): Array<{ name: string }> };
+    expect(pool.list().some((x) => x.name === "m")).toBe(true);
+    // prune deletes only kinds the document declares: keep one other Model so Model/m goes
+    const other = model("real.gguf").replace("name: m\n", "name: m2\n");
+    const r = await apply(other + "---\n" + agent, { prune: true, confirm: true, wait: true, waitTimeoutSeconds: 20 });
+    expect(r.status).toBe(200);
+    expect(r.json.wait.objects).toContainEqual(expect.objectContaining({ kind: "Model", name: "m", state: "deleted" }));
+    expect(s.svc.store.get("Model", "m")).toBeUndefined();
+    expect(pool.list().some((x) => x.name === "m")).toBe(false); // finalize unregistered it
+    const rows = await s.svc.db.prisma.resource.findMany({ where: { kind: "Model", name: "m" } });
+    expect(rows).toHaveLength(0);
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+describe("Server controller", () => {
+  it("binds where the Server manifest says and moves when it changes; server.json follows", async () => {
+    const [p1, p2] = [await freePort(), await freePort()];
+    const dir = await tempDir("svc-srv-");
+    const server = (port: number) => `apiVersion: svc/v1\nkind: Server\nmetadata:\n  name: local\nspec:\n  port: ${port}\n  exposure: loopback\n  host: 0.0.0.0\n`;
+    await writeFile(path.join(dir, "server.yaml"), server(p1));
+    const s = await startTestSvc({ port: undefined, host: undefined, config: [path.join(dir, "server.yaml")] });
+    try {
+      expect(s.port).toBe(p1);
+      expect(s.host).toBe("127.0.0.1"); // exposure loopback wins over host 0.0.0.0
+      await until(() => ready(s, "Server", "local")?.status === "True");
+      expect(ready(s, "Server", "local")!.message).toBe(`listening on http://127.0.0.1:${p1}`);
+
+      const r = await postJson(`http://127.0.0.1:${p1}/admin/config/apply`, { document: server(p2), source: "startup", wait: true, waitTimeoutSeconds: 10 });
+      expect(r.status).toBe(200);
+      expect(r.json.wait.ready).toBe(true);
+      expect(s.port).toBe(p2);
+      expect((await fetch(`http://127.0.0.1:${p2}/health`)).status).toBe(200);
+      await expect(fetch(`http://127.0.0.1:${p1}/health`)).rejects.toThrow();
+      await until(() => ready(s, "Server", "local")?.message === `listening on http://127.0.0.1:${p2}`);
+      await until(() => s.svc.server.port === p2);
+      const info = JSON.parse(await readFile(path.join(s.home, "server.json"), "utf8"));
+      expect(info).toMatchObject({ pid: process.pid, port: p2, url: `http://127.0.0.1:${p2}` });
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("an explicit start port beats the manifest and says so", async () => {
+    const s = await startTestSvc();
+    try {
+      const r = await postJson(`${s.url}/admin/config/apply`, {
+        document: "apiVersion: svc/v1\nkind: Server\nmetadata:\n  name: local\nspec:\n  port: 1\n",
+        wait: true,
+        waitTimeoutSeconds: 10,
+      });
+      expect(r.json.wait.ready).toBe(true);
+      expect(ready(s, "Server", "local")!.message).toMatch(new RegExp(`listening on http://127.0.0.1:${s.port} \\(port from start option overrides spec.port 1; host from start option\\)`));
+    } finally {
+      await s.stop();
+    }
+  });
+});
