@@ -1,7 +1,169 @@
-// Placeholder: filled in by the owner of this surface.
+// Loopback-only runtime views: /admin/cache-stats (the model pool's counters),
+// /admin/generation-settings (effective sampling per model with the source of each value) and
+// /admin/runtime-settings (the server's effective settings and versions).
 import Router from "@koa/router";
+import type { Context } from "koa";
+import os from "node:os";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 import type { Svc } from "../../engines/svc";
+import { loopbackOnly } from "../loopback";
+import { DEFAULT_BODY_LIMIT } from "../body";
+import { existingPool, resolveModelFile } from "../../controllers/kinds/model";
+import { SERVER_SAMPLING_DEFAULTS } from "../../engines/inference/sampling";
+import type { ModelSpec } from "../../schemas/kinds/model";
+import { invalidRequest, notFound } from "../../engines/gateway/errors";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+type Source = "request" | "model" | "server" | "unset";
+
+const KEYS = ["temperature", "topP", "topK", "minP", "repeatPenalty", "seed", "maxTokens", "stop"] as const;
+type Key = (typeof KEYS)[number];
+
+/** Query parameter names of hypothetical request overrides (OpenAI / llama.cpp spelling). */
+const QUERY: Record<Key, string> = {
+  temperature: "temperature",
+  topP: "top_p",
+  topK: "top_k",
+  minP: "min_p",
+  repeatPenalty: "repeat_penalty",
+  seed: "seed",
+  maxTokens: "max_tokens",
+  stop: "stop",
+};
+
+function overridesFrom(ctx: Context): Partial<Record<Key, unknown>> {
+  const out: Partial<Record<Key, unknown>> = {};
+  for (const k of KEYS) {
+    const raw = ctx.query[QUERY[k]];
+    if (raw === undefined) continue;
+    if (k === "stop") {
+      out.stop = Array.isArray(raw) ? raw : [raw];
+      continue;
+    }
+    const n = Number(Array.isArray(raw) ? raw[0] : raw);
+    if (!Number.isFinite(n)) throw invalidRequest(`query parameter '${QUERY[k]}' must be a number`, QUERY[k]);
+    out[k] = n;
+  }
+  return out;
+}
+
+/** request override -> Model manifest -> server default, with where each value came from. */
+export function effectiveSampling(spec: Partial<ModelSpec> | undefined, overrides: Partial<Record<Key, unknown>>) {
+  const m = (spec?.sampling ?? {}) as Record<string, unknown>;
+  const d = SERVER_SAMPLING_DEFAULTS as Record<string, unknown>;
+  const out: Record<string, { value: unknown; source: Source }> = {};
+  for (const k of KEYS) {
+    if (overrides[k] !== undefined) out[k] = { value: overrides[k], source: "request" };
+    else if (m[k] !== undefined) out[k] = { value: m[k], source: "model" };
+    else if (d[k] !== undefined) out[k] = { value: d[k], source: "server" };
+    else out[k] = { value: k === "stop" ? [] : null, source: "unset" };
+  }
+  return out;
+}
+
+let llamaVersion: string | null | undefined;
+function nodeLlamaCppVersion(): string | null {
+  if (llamaVersion !== undefined) return llamaVersion;
+  try {
+    const req = createRequire(import.meta.url);
+    let dir = path.dirname(req.resolve("node-llama-cpp"));
+    for (let i = 0; i < 6; i++) {
+      try {
+        const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+        if (pkg.name === "node-llama-cpp") return (llamaVersion = String(pkg.version));
+      } catch {
+        /* keep walking up */
+      }
+      dir = path.dirname(dir);
+    }
+  } catch {
+    /* not installed */
+  }
+  return (llamaVersion = null);
+}
+
+function svcVersion(): string | null {
+  try {
+    return JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export default function adminRuntime(svc: Svc): Router {
+  const r = new Router();
+
+  r.get("/admin/cache-stats", loopbackOnly, (ctx: Context) => {
+    const pool = existingPool(svc);
+    if (!pool) {
+      ctx.body = { models: [], totals: { loaded: 0, activeLeases: 0, queued: 0, generations: 0, promptTokensReused: 0, promptTokensEvaluated: 0 }, registered: [] };
+      return;
+    }
+    const stats = pool.stats();
+    ctx.body = {
+      ...stats,
+      registered: pool.list().map((m) => ({
+        name: m.name,
+        file: m.file,
+        sizeBytes: m.sizeBytes ?? null,
+        loaded: m.loaded,
+        idleUnloadSeconds: m.spec.idleUnloadSeconds ?? null,
+      })),
+    };
+  });
+
+  r.get("/admin/generation-settings", loopbackOnly, (ctx: Context) => {
+    const overrides = overridesFrom(ctx);
+    const only = typeof ctx.query.model === "string" ? ctx.query.model : undefined;
+    const pool = existingPool(svc);
+    const registered = new Map((pool?.list() ?? []).map((m) => [m.name, m]));
+    const objects = svc.store.list({ kind: "Model" }).filter((o) => !only || o.name === only || pool?.resolveName(only) === o.name);
+    if (only && objects.length === 0) throw notFound(`model '${only}' not found`);
+    ctx.body = {
+      precedence: ["request", "model", "server"],
+      serverDefaults: SERVER_SAMPLING_DEFAULTS,
+      ...(Object.keys(overrides).length ? { requestOverrides: overrides } : {}),
+      models: objects.map((o) => {
+        const spec = (registered.get(o.name)?.spec ?? o.spec) as Partial<ModelSpec>;
+        return {
+          name: o.name,
+          registered: registered.has(o.name),
+          contextSize: spec.contextSize ?? null,
+          threads: spec.threads ?? null,
+          parallel: spec.parallel ?? null,
+          sampling: effectiveSampling(spec, overrides),
+        };
+      }),
+    };
+  });
+
+  r.get("/admin/runtime-settings", loopbackOnly, (ctx: Context) => {
+    const s = svc.server;
+    const pool = existingPool(svc);
+    const models = svc.store.list({ kind: "Model" }).map((o) => ({
+      name: o.name,
+      file: typeof o.spec?.file === "string" ? resolveModelFile(svc, o.spec.file) : null,
+      threads: o.spec?.threads ?? 1,
+      contextSize: o.spec?.contextSize ?? 2048,
+      parallel: o.spec?.parallel ?? 4,
+      idleUnloadSeconds: o.spec?.idleUnloadSeconds ?? 300,
+      loaded: pool?.list().find((m) => m.name === o.name)?.loaded ?? false,
+    }));
+    ctx.body = {
+      host: s.host,
+      port: s.port,
+      listening: { address: ctx.req.socket.localAddress ?? null, port: ctx.req.socket.localPort ?? null },
+      exposure: s.exposure,
+      allowUnauthenticatedLoopback: s.allowUnauthenticatedLoopback,
+      home: svc.home,
+      modelsDir: svc.modelsDir,
+      limits: { maxBodyBytes: s.limits?.maxBodyBytes ?? DEFAULT_BODY_LIMIT, requestTimeoutSeconds: s.limits?.requestTimeoutSeconds ?? null, maxConcurrentDispatch: s.limits?.maxConcurrentDispatch ?? null },
+      threads: { cpus: os.availableParallelism?.() ?? os.cpus().length, models },
+      versions: { svc: svcVersion(), node: process.versions.node, nodeLlamaCpp: nodeLlamaCppVersion() },
+      platform: { os: process.platform, arch: process.arch },
+    };
+  });
+
+  return r;
 }

@@ -1,7 +1,49 @@
-// Placeholder: filled in by the owner of this surface.
+// Anthropic Messages: POST /v1/messages (no extra provider prefix). Accepts x-api-key or a bearer
+// token and the anthropic-version header; errors are rendered {type: "error", error: {type,
+// message}} with the matching status.
 import Router from "@koa/router";
+import type { Context, Next } from "koa";
 import type { Svc } from "../../engines/svc";
+import { toGatewayError } from "../errors";
+import { readJson } from "../body";
+import { agentIdOf, collectOrAbort, startChat, setHeaders } from "../caller";
+import { frames, sseEvent, streamEvents } from "../sse";
+import { parseMessagesRequest } from "../anthropic/request";
+import { anthropicMessage } from "../anthropic/response";
+import { messageEvents } from "../anthropic/stream";
+import { anthropicErrorBody, renderAnthropic } from "../anthropic/errors";
+import { newId } from "../openai/validate";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+async function anthropicShape(ctx: Context, next: Next) {
+  ctx.state.renderError = renderAnthropic;
+  ctx.set("request-id", String(ctx.state.requestId ?? ""));
+  await next();
+}
+
+export default function anthropicRoutes(svc: Svc): Router {
+  const r = new Router();
+
+  r.post("/v1/messages", anthropicShape, async (ctx: Context) => {
+    const req = parseMessagesRequest(await readJson(ctx), agentIdOf(ctx));
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    const meta = { id: newId("msg_"), model: s.start.model };
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, s);
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = anthropicMessage(result, meta);
+      return;
+    }
+    await streamEvents(ctx, {
+      format: "sse",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(messageEvents(events, meta), (ev) => sseEvent(ev.type, ev)),
+      onError: (e) => sseEvent("error", anthropicErrorBody(toGatewayError(e))),
+      log: (msg, fields) => svc.log.warn(msg, fields),
+    });
+  });
+
+  return r;
 }

@@ -1,7 +1,162 @@
-// Placeholder: filled in by the owner of this surface.
+// GET /v1/audit-logs: the audit log of the key named by X-API-Key-ID, newest first, with
+// cursor pagination and filters (since, until, action, status, limit, cursor).
+// Rights: any key reads its own log; the administrative key reads any; an organization key
+// with permissions.view_all_usage reads any key of its organization, or (without X-API-Key-ID)
+// the whole organization. The admin key may also omit the header to read every entry.
 import Router from "@koa/router";
+import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
+import type { KeyRecord, KeyRef } from "../../engines/gateway/key-types";
+import { tokenPrefix } from "../../engines/gateway/keys";
+import type { AuditLog, AuditQuery } from "../../engines/gateway/audit/log";
+import { GatewayError, invalidRequest, notFound } from "../../engines/gateway/errors";
+import { clientIp } from "../loopback";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+/**
+ * What this route needs from the gateway engine (svc.engines.gateway). `authenticate` may
+ * either throw a GatewayError 401 or return the KeyCache's {ok, key | code} result; both are
+ * accepted so the route does not depend on which wrapper the gateway exposes.
+ */
+export interface AuditGatewayAdapter {
+  keys: {
+    authenticate(token: string): KeyRecord | AuthOutcome;
+    get(id: string): KeyRecord | undefined;
+    isAdmin?(token: string): boolean;
+  };
+  /** the gateway may expose isAdmin here or on keys; else the key record's role decides */
+  isAdmin?(token: string): boolean;
+  audit: AuditLog;
+  /** optional: failed authentications feed the failed-auth alert */
+  alerts?: { failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void };
+}
+
+type AuthOutcome = { ok: true; key: KeyRecord } | { ok: false; code: "invalid_api_key" | "key_revoked" | "key_expired"; key?: KeyRecord & { ref?: KeyRef } };
+
+const authMessages = {
+  invalid_api_key: "invalid API key",
+  key_revoked: "this API key has been revoked",
+  key_expired: "this API key has expired",
+} as const;
+
+const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/;
+
+export default function routes(svc: Svc): Router {
+  const r = new Router();
+
+  r.get("/v1/audit-logs", async (ctx) => {
+    const gw = gatewayOf(svc);
+    const started = Date.now();
+    const token = bearer(ctx);
+    const caller = authenticate(gw, token, clientIp(ctx));
+    const isAdmin = gw.isAdmin ?? gw.keys.isAdmin?.bind(gw.keys);
+    const admin = isAdmin ? isAdmin(token) : (caller as { role?: string }).role === "admin";
+    const headerId = ctx.get("x-api-key-id").trim();
+    let status = "success";
+    try {
+      const scope = resolveScope(gw, caller, admin, headerId);
+      const page = await gw.audit.query({ ...scope, ...filters(ctx) });
+      ctx.body = { object: "list", data: page.data, next_cursor: page.next_cursor, has_more: page.has_more };
+    } catch (e) {
+      status = e instanceof GatewayError ? e.code : "internal_error";
+      throw e;
+    } finally {
+      // A read of the log is itself a request made with a key: it is audited too.
+      gw.audit.record({
+        timestamp: new Date(started),
+        apiKeyId: caller.id,
+        apiKeyName: caller.name,
+        organizationId: caller.spec.organization_id,
+        requestId: String(ctx.state.requestId ?? ""),
+        action: "audit_logs.list",
+        status,
+        latencyMs: Date.now() - started,
+        promptTokens: 0,
+        completionTokens: 0,
+        costMicros: 0n,
+        metadata: headerId ? { target_key_id: headerId } : {},
+        ipAddress: clientIp(ctx),
+        userAgent: ctx.get("user-agent") || undefined,
+      });
+    }
+  });
+
+  return r;
+}
+
+function gatewayOf(svc: Svc): AuditGatewayAdapter {
+  // Looked up per request: the gateway engine is attached to svc after the routers are built.
+  const gw = svc.engines.gateway as Partial<AuditGatewayAdapter> | undefined;
+  if (!gw?.keys || !gw.audit) throw new GatewayError(503, "internal_error", "the gateway is not running");
+  return gw as AuditGatewayAdapter;
+}
+
+function authenticate(gw: AuditGatewayAdapter, token: string, ip: string): KeyRecord {
+  let r: KeyRecord | AuthOutcome;
+  try {
+    r = gw.keys.authenticate(token);
+  } catch (e) {
+    if (e instanceof GatewayError && e.status === 401) gw.alerts?.failedAuth(tokenPrefix(token), ip);
+    throw e;
+  }
+  if (!("ok" in r)) return r;
+  if (r.ok) return r.key;
+  gw.alerts?.failedAuth(tokenPrefix(token), ip, r.key?.ref);
+  throw new GatewayError(401, r.code, authMessages[r.code]);
+}
+
+function bearer(ctx: Context): string {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get("authorization"));
+  if (!m) throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>");
+  return m[1];
+}
+
+/** Which entries the caller may read, as query restrictions; throws 400/403/404. */
+function resolveScope(gw: AuditGatewayAdapter, caller: KeyRecord, admin: boolean, headerId: string): Pick<AuditQuery, "keyIds" | "organizationId"> {
+  const orgViewer =
+    caller.spec.key_type === "organization" && caller.spec.permissions?.view_all_usage === true && caller.spec.organization_id
+      ? caller.spec.organization_id
+      : undefined;
+  if (!headerId) {
+    if (admin) return {};
+    if (orgViewer) return { organizationId: orgViewer };
+    throw invalidRequest("the X-API-Key-ID header must name the key whose log is read", "X-API-Key-ID");
+  }
+  if (!KEY_ID.test(headerId)) throw invalidRequest("X-API-Key-ID is not a valid key id", "X-API-Key-ID");
+  if (headerId === caller.id) return { keyIds: [caller.id] };
+  // Callers with no right to other keys' logs learn nothing about whether a key exists.
+  if (!admin && !orgViewer) throw new GatewayError(403, "permission_denied", "this key may read only its own audit log");
+  const target = gw.keys.get(headerId);
+  if (!target) throw notFound(`no API key with id ${headerId}`);
+  if (!admin && target.spec.organization_id !== orgViewer) {
+    throw new GatewayError(403, "permission_denied", "this key may read audit logs of its own organization only");
+  }
+  return { keyIds: [target.id] };
+}
+
+function filters(ctx: Context): Omit<AuditQuery, "keyIds" | "organizationId"> {
+  const q = ctx.query;
+  const one = (name: string): string | undefined => {
+    const v = q[name];
+    if (Array.isArray(v)) throw invalidRequest(`${name} may be given once`, name);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const date = (name: string): Date | undefined => {
+    const v = one(name);
+    if (v === undefined) return undefined;
+    const d = new Date(v);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(d.getTime())) throw invalidRequest(`${name} must be an ISO 8601 timestamp`, name);
+    return d;
+  };
+  const out: Omit<AuditQuery, "keyIds" | "organizationId"> = { since: date("since"), until: date("until") };
+  const limit = one("limit");
+  if (limit !== undefined) {
+    if (!/^\d+$/.test(limit) || +limit < 1 || +limit > 1000) throw invalidRequest("limit must be an integer from 1 to 1000", "limit");
+    out.limit = +limit;
+  } else out.limit = 100;
+  out.action = one("action");
+  out.status = one("status");
+  out.cursor = one("cursor");
+  if (out.action && out.action.length > 200) throw invalidRequest("action is too long", "action");
+  if (out.status && out.status.length > 100) throw invalidRequest("status is too long", "status");
+  return out;
 }

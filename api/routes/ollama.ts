@@ -1,7 +1,165 @@
-// Placeholder: filled in by the owner of this surface.
+// Ollama-compatible routes: /api/chat, /api/generate (NDJSON streams, stream defaults to true),
+// /api/embed (+ legacy /api/embeddings), /api/tags and /v1/tags, /api/show, /api/version.
+// Errors are {error: "message"} with the status; an unknown model is 404 "model 'x' not found".
 import Router from "@koa/router";
+import type { Context, Next } from "koa";
+import { readFileSync } from "node:fs";
 import type { Svc } from "../../engines/svc";
+import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import type { ModelListing } from "../../engines/gateway/pipeline-types";
+import type { ModelInfo } from "../../engines/inference/info";
+import { toGatewayError } from "../errors";
+import { readJson } from "../body";
+import { agentIdOf, callerFrom, collectOrAbort, pipelineOf, setHeaders, startChat } from "../caller";
+import { frames, ndjsonLine, streamEvents } from "../sse";
+import { parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
+import { chatResponse, generateResponse, loadResponse, timed, type Timing } from "../ollama/response";
+import { chatLines, generateLines } from "../ollama/stream";
+import { ollamaErrorMessage, renderOllama } from "../ollama/errors";
+import { showRemote, showResponse, tagEntry } from "../ollama/models";
+import { existingPool } from "../../controllers/kinds/model";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+async function ollamaShape(ctx: Context, next: Next) {
+  ctx.state.renderError = renderOllama;
+  await next();
+}
+
+const SVC_VERSION: string = (() => {
+  try {
+    return JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version ?? "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+})();
+
+export default function ollamaRoutes(svc: Svc): Router {
+  const r = new Router();
+  const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
+  const streamError = (ctx: Context) => (e: unknown) => ndjsonLine({ error: ollamaErrorMessage(ctx, toGatewayError(e)) });
+
+  /** Local GGUF metadata for a listed model, when the pool serves it. */
+  async function localInfo(m: ModelListing): Promise<ModelInfo | undefined> {
+    const pool = existingPool(svc);
+    if (m.providerType !== "local" || !pool?.has(m.id)) return undefined;
+    return pool.info(m.id).catch(() => undefined);
+  }
+
+  /** The listed model a name refers to (Ollama clients may append ":latest"). */
+  async function findModel(ctx: Context, name: string): Promise<ModelListing> {
+    const models = await pipelineOf(svc).listModels(callerFrom(ctx));
+    const m = models.find((x) => x.id === name) ?? models.find((x) => x.id === name.replace(/:latest$/, ""));
+    if (m) return m;
+    const alias = existingPool(svc)?.resolveName(name);
+    const viaAlias = alias ? models.find((x) => x.id === alias) : undefined;
+    if (viaAlias) return viaAlias;
+    throw new GatewayError(404, "model_not_found", `model '${name}' not found`, "model");
+  }
+
+  r.post("/api/chat", ollamaShape, async (ctx: Context) => {
+    const t: Timing = { startNs: process.hrtime.bigint() };
+    const req = parseOllamaChat(await readJson(ctx), agentIdOf(ctx));
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, { ...s, start: { ...s.start, events: timed(s.start.events, t) } });
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = chatResponse(result, req.model, t);
+      return;
+    }
+    await streamEvents(ctx, {
+      format: "ndjson",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(chatLines(events, req.model, t), ndjsonLine),
+      onError: streamError(ctx),
+      log,
+    });
+  });
+
+  r.post("/api/generate", ollamaShape, async (ctx: Context) => {
+    const t: Timing = { startNs: process.hrtime.bigint() };
+    const { req, loadOnly } = parseOllamaGenerate(await readJson(ctx), agentIdOf(ctx));
+    if (loadOnly) {
+      await findModel(ctx, req.model);
+      ctx.body = loadResponse(req.model);
+      return;
+    }
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, { ...s, start: { ...s.start, events: timed(s.start.events, t) } });
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = generateResponse(result, req.model, t);
+      return;
+    }
+    await streamEvents(ctx, {
+      format: "ndjson",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(generateLines(events, req.model, t), ndjsonLine),
+      onError: streamError(ctx),
+      log,
+    });
+  });
+
+  r.post("/api/embed", ollamaShape, async (ctx: Context) => {
+    const started = process.hrtime.bigint();
+    const req = parseOllamaEmbed(await readJson(ctx));
+    const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
+    setHeaders(ctx, out.headers);
+    ctx.body = {
+      model: req.model,
+      embeddings: out.vectors,
+      total_duration: Number(process.hrtime.bigint() - started),
+      load_duration: 0,
+      prompt_eval_count: out.promptTokens,
+    };
+  });
+
+  r.post("/api/embeddings", ollamaShape, async (ctx: Context) => {
+    const req = parseOllamaEmbed(await readJson(ctx), true);
+    const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
+    setHeaders(ctx, out.headers);
+    ctx.body = { embedding: out.vectors[0] ?? [] };
+  });
+
+  const tags = async (ctx: Context) => {
+    const models = await pipelineOf(svc).listModels(callerFrom(ctx));
+    ctx.body = { models: await Promise.all(models.map(async (m) => tagEntry(m, await localInfo(m)))) };
+  };
+  r.get("/api/tags", ollamaShape, tags);
+  r.get("/v1/tags", ollamaShape, tags);
+
+  r.post("/api/show", ollamaShape, async (ctx: Context) => {
+    const b = await readJson(ctx);
+    const name = typeof b.model === "string" && b.model ? b.model : typeof b.name === "string" && b.name ? b.name : undefined;
+    if (!name) throw invalidRequest("'model' is required", "model");
+    const m = await findModel(ctx, name);
+    const info = await localInfo(m);
+    const pool = existingPool(svc);
+    const spec = pool?.list().find((x) => x.name === m.id)?.spec;
+    ctx.body = info ? showResponse(info, spec) : showRemote(m);
+  });
+
+  // loaded models (Ollama's `ollama ps`): what the pool holds in memory right now
+  r.get("/api/ps", ollamaShape, async (ctx: Context) => {
+    const visible = new Map((await pipelineOf(svc).listModels(callerFrom(ctx))).map((m) => [m.id, m]));
+    const pool = existingPool(svc);
+    const out = [];
+    for (const s of pool?.stats().models ?? []) {
+      const m = visible.get(s.name);
+      if (!m) continue;
+      const entry = await tagEntry(m, await localInfo(m));
+      out.push({ ...entry, expires_at: s.idleUnloadAt ?? null, size_vram: 0, active_leases: s.activeLeases });
+    }
+    ctx.body = { models: out };
+  });
+
+  r.get("/api/version", ollamaShape, (ctx: Context) => {
+    ctx.body = { version: SVC_VERSION };
+  });
+
+  return r;
 }

@@ -1,7 +1,121 @@
-// Placeholder: filled in by the owner of this surface.
+// OpenAI-compatible routes: /v1/chat/completions, /v1/completions, /v1/responses,
+// /v1/embeddings, /v1/models. Thin: parse (api/openai/*-request), send through the gateway
+// pipeline, shape the answer (api/openai/*-response, *-stream). Errors use the default OpenAI
+// renderer {error: {message, type, code, param}}.
 import Router from "@koa/router";
+import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
+import { modelNotFound } from "../../engines/gateway/errors";
+import { toGatewayError } from "../errors";
+import { readJson } from "../body";
+import { agentIdOf, callerFrom, collectOrAbort, pipelineOf, setHeaders, startChat } from "../caller";
+import { frames, sseData, streamEvents } from "../sse";
+import { parseChatRequest } from "../openai/chat-request";
+import { chatCompletion } from "../openai/chat-response";
+import { chatChunks } from "../openai/chat-stream";
+import { completionChunks, parseCompletionRequest, textCompletion } from "../openai/completions";
+import { parseResponsesRequest } from "../openai/responses-request";
+import { responseFromResult } from "../openai/responses-response";
+import { responseEvents } from "../openai/responses-stream";
+import { embeddingsResponse, parseEmbeddingsRequest } from "../openai/embeddings";
+import { modelList, modelObject } from "../openai/models";
+import { newId } from "../openai/validate";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+const now = () => Math.floor(Date.now() / 1000);
+const DONE = "data: [DONE]\n\n";
+const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI());
+
+export default function openaiRoutes(svc: Svc): Router {
+  const r = new Router();
+  const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
+
+  r.post("/v1/chat/completions", async (ctx: Context) => {
+    const { req, includeUsage } = parseChatRequest(await readJson(ctx), agentIdOf(ctx));
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    const meta = { id: newId("chatcmpl-"), created: now(), model: s.start.model };
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, s);
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = chatCompletion(result, meta);
+      return;
+    }
+    await streamEvents(ctx, {
+      format: "sse",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(chatChunks(events, { ...meta, includeUsage }), sseData, DONE),
+      onError: sseError,
+      log,
+    });
+  });
+
+  r.post("/v1/completions", async (ctx: Context) => {
+    const { req, includeUsage, echo } = parseCompletionRequest(await readJson(ctx), agentIdOf(ctx));
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    const meta = { id: newId("cmpl-"), created: now(), model: s.start.model, prefix: echo ? (req.prompt ?? "") : "" };
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, s);
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = textCompletion(result, meta);
+      return;
+    }
+    await streamEvents(ctx, {
+      format: "sse",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(completionChunks(events, { ...meta, includeUsage }), sseData, DONE),
+      onError: sseError,
+      log,
+    });
+  });
+
+  r.post("/v1/responses", async (ctx: Context) => {
+    const { req, echo } = parseResponsesRequest(await readJson(ctx), agentIdOf(ctx));
+    const s = await startChat(ctx, svc, req);
+    if (!s) return; // client gone
+    const meta = { id: newId("resp_"), createdAt: now(), model: s.start.model, echo };
+    if (!req.stream) {
+      const result = await collectOrAbort(ctx, s);
+      if (!result) return;
+      setHeaders(ctx, s.start.headers);
+      ctx.body = responseFromResult(result, meta);
+      return;
+    }
+    let seq = 1_000_000; // error events after the stream began continue the sequence loosely
+    await streamEvents(ctx, {
+      format: "sse",
+      headers: s.start.headers,
+      events: s.start.events,
+      render: (events) => frames(responseEvents(events, meta), (ev) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`),
+      onError: (e) => {
+        const err = toGatewayError(e);
+        return `event: error\ndata: ${JSON.stringify({ type: "error", code: err.code, message: err.message, param: err.param, sequence_number: seq++ })}\n\n`;
+      },
+      log,
+    });
+  });
+
+  r.post("/v1/embeddings", async (ctx: Context) => {
+    const { req, format } = parseEmbeddingsRequest(await readJson(ctx));
+    const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
+    setHeaders(ctx, out.headers);
+    ctx.body = embeddingsResponse(out, out.model, format);
+  });
+
+  r.get("/v1/models", async (ctx: Context) => {
+    ctx.body = modelList(await pipelineOf(svc).listModels(callerFrom(ctx)));
+  });
+
+  r.get("/v1/models/:id", async (ctx: Context) => {
+    const id = ctx.params.id;
+    const m = (await pipelineOf(svc).listModels(callerFrom(ctx))).find((x) => x.id === id);
+    if (!m) throw modelNotFound(id);
+    ctx.body = modelObject(m);
+  });
+
+  return r;
 }

@@ -1,0 +1,38 @@
+// Errors in the Anthropic shape {type: "error", error: {type, message}}, typed by HTTP status as
+// Anthropic's API does.
+import type { Context } from "koa";
+import type { GatewayError } from "../../engines/gateway/errors";
+
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 400:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 402:
+      return "billing_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    case 504:
+      return "timeout_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+export const anthropicErrorBody = (err: GatewayError) => ({ type: "error" as const, error: { type: anthropicErrorType(err.status), message: err.message } });
+
+export function renderAnthropic(ctx: Context, err: GatewayError): void {
+  ctx.status = err.status;
+  for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+  ctx.body = anthropicErrorBody(err);
+}

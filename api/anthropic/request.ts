@@ -1,0 +1,153 @@
+// Request transform: Anthropic Messages body -> internal ChatRequest. System text (string or
+// blocks), text / tool_use / tool_result blocks, tools with input_schema, tool_choice
+// auto | any | tool | none, stop_sequences, temperature (0..1 here, as Anthropic defines it).
+import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolDef } from "../../engines/chat/types";
+import {
+  argsToJson, bad, checkToolChoice, checkUniqueTools, isObj, MAX_OUTPUT_TOKENS, optBool, optInt, optNumber, optObject, optSeed,
+  optStop, reqString, toolDef,
+} from "../openai/validate";
+
+function blocksText(v: unknown, param: string): string {
+  if (typeof v === "string") return v;
+  if (!Array.isArray(v)) throw bad(`'${param}' must be a string or an array of text blocks`, param);
+  return v
+    .map((b, i) => {
+      if (!isObj(b) || b.type !== "text" || typeof b.text !== "string") {
+        throw bad(`'${param}[${i}]' must be a text block {type: "text", text}`, `${param}[${i}]`);
+      }
+      return b.text;
+    })
+    .join("\n");
+}
+
+function parseMessage(m: unknown, i: number): ChatMessage[] {
+  const p = `messages[${i}]`;
+  if (!isObj(m)) throw bad(`'${p}' must be an object with role and content`, p);
+  if (m.role !== "user" && m.role !== "assistant") throw bad(`'${p}.role' must be "user" or "assistant"`, `${p}.role`);
+  if (typeof m.content === "string") return [{ role: m.role, content: m.content }];
+  if (!Array.isArray(m.content)) throw bad(`'${p}.content' must be a string or an array of content blocks`, `${p}.content`);
+  const text: string[] = [];
+  const calls: ToolCall[] = [];
+  const results: ChatMessage[] = [];
+  m.content.forEach((b: unknown, j: number) => {
+    const q = `${p}.content[${j}]`;
+    if (!isObj(b)) throw bad(`'${q}' must be a content block`, q);
+    switch (b.type) {
+      case "text":
+        if (typeof b.text !== "string") throw bad(`'${q}.text' must be a string`, `${q}.text`);
+        text.push(b.text);
+        break;
+      case "tool_use":
+        if (m.role !== "assistant") throw bad(`'${q}': tool_use blocks belong to assistant messages`, q);
+        calls.push({ id: reqString(b.id, `${q}.id`), name: reqString(b.name, `${q}.name`), arguments: argsToJson(b.input, `${q}.input`) });
+        break;
+      case "tool_result": {
+        if (m.role !== "user") throw bad(`'${q}': tool_result blocks belong to user messages`, q);
+        const content = b.content === undefined ? "" : blocksText(b.content, `${q}.content`);
+        results.push({ role: "tool", toolCallId: reqString(b.tool_use_id, `${q}.tool_use_id`), content: b.is_error === true ? `Error: ${content}` : content });
+        break;
+      }
+      case "thinking":
+      case "redacted_thinking":
+        break; // another model's reasoning: nothing the local model can use
+      default:
+        throw bad(`content block type '${String(b.type)}' is not supported; text, tool_use and tool_result are`, `${q}.type`);
+    }
+  });
+  if (m.role === "assistant") return [{ role: "assistant", content: text.join("\n"), ...(calls.length ? { toolCalls: calls } : {}) }];
+  // tool results answer the previous assistant turn, so they come before any new user text
+  return [...results, ...(text.length || !results.length ? [{ role: "user" as const, content: text.join("\n") }] : [])];
+}
+
+function parseTools(v: unknown): ToolDef[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw bad("'tools' must be an array", "tools");
+  const tools = v.map((t, i) => {
+    const p = `tools[${i}]`;
+    if (!isObj(t)) throw bad(`'${p}' must be a tool object`, p);
+    if (t.type !== undefined && t.type !== null && t.type !== "custom") {
+      throw bad(`tool type '${String(t.type)}' is not available here; only client tools with input_schema are`, `${p}.type`);
+    }
+    if (!isObj(t.input_schema)) throw bad(`'${p}.input_schema' must be a JSON Schema object`, `${p}.input_schema`);
+    return toolDef(t.name, t.description, t.input_schema, p);
+  });
+  checkUniqueTools(tools, "tools");
+  return tools.length ? tools : undefined;
+}
+
+function parseToolChoice(v: unknown, tools: ToolDef[] | undefined): ToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isObj(v)) throw bad("'tool_choice' must be an object {type: auto | any | tool | none}", "tool_choice");
+  optBool(v.disable_parallel_tool_use, "tool_choice.disable_parallel_tool_use");
+  let tc: ToolChoice;
+  switch (v.type) {
+    case "auto":
+      tc = "auto";
+      break;
+    case "any":
+      tc = "required";
+      break;
+    case "none":
+      tc = "none";
+      break;
+    case "tool":
+      tc = { name: reqString(v.name, "tool_choice.name") };
+      break;
+    default:
+      throw bad("'tool_choice.type' must be auto, any, tool or none", "tool_choice.type");
+  }
+  checkToolChoice(tools, tc, "tool_choice");
+  return tc;
+}
+
+/** output_config.format {type: "json_schema", schema}: structured output. */
+function parseOutputFormat(v: unknown): Record<string, unknown> | undefined {
+  const oc = optObject(v, "output_config");
+  const f = optObject(oc?.format, "output_config.format");
+  if (!f) return undefined;
+  if (f.type !== "json_schema" || !isObj(f.schema)) {
+    throw bad("'output_config.format' must be {type: \"json_schema\", schema: {…}}", "output_config.format");
+  }
+  return f.schema;
+}
+
+export function parseMessagesRequest(b: Record<string, any>, agentId?: string): ChatRequest {
+  const model = reqString(b.model, "model");
+  if (b.max_tokens === undefined || b.max_tokens === null) throw bad("'max_tokens' is required", "max_tokens");
+  const maxTokens = optInt(b.max_tokens, "max_tokens", 1, MAX_OUTPUT_TOKENS)!;
+  if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad("'messages' must be a non-empty array", "messages");
+  const messages: ChatMessage[] = [];
+  if (b.system !== undefined && b.system !== null) {
+    const sys = blocksText(b.system, "system");
+    if (sys) messages.push({ role: "system", content: sys });
+  }
+  b.messages.forEach((m: unknown, i: number) => messages.push(...parseMessage(m, i)));
+  const tools = parseTools(b.tools);
+  const toolChoice = parseToolChoice(b.tool_choice, tools);
+  const sampling = Object.fromEntries(
+    Object.entries({
+      temperature: optNumber(b.temperature, "temperature", 0, 1),
+      topP: optNumber(b.top_p, "top_p", 0, 1),
+      topK: optInt(b.top_k, "top_k", 0, 1_000_000),
+      seed: optSeed(b.seed, "seed"),
+      stop: optStop(b.stop_sequences, "stop_sequences"),
+    }).filter(([, v]) => v !== undefined),
+  );
+  const metadata = optObject(b.metadata, "metadata");
+  // `thinking` is accepted and ignored: local models answer directly (clients that ask for
+  // thinking still get a normal answer rather than an error)
+  optObject(b.thinking, "thinking");
+  const responseSchema = parseOutputFormat(b.output_config);
+  return {
+    model,
+    messages,
+    maxTokens,
+    sampling,
+    ...(tools ? { tools } : {}),
+    ...(toolChoice !== undefined ? { toolChoice } : {}),
+    ...(responseSchema ? { responseSchema } : {}),
+    stream: optBool(b.stream, "stream") ?? false,
+    ...(metadata ? { metadata } : {}),
+    ...(agentId ? { agentId } : {}),
+  };
+}

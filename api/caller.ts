@@ -1,0 +1,95 @@
+// Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer … or x-api-key,
+// so OpenAI and Anthropic clients both work), the socket address (never X-Forwarded-For), the
+// user agent, the request id and the route, for the gateway pipeline and its audit log.
+import type { Context } from "koa";
+import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
+import type { ChatRequest } from "../engines/chat/types";
+import { collectChat, type ChatResult } from "../engines/chat/collect";
+import { GatewayError } from "../engines/gateway/errors";
+import type { Svc } from "../engines/svc";
+import { clientIp, isLoopback } from "./loopback";
+import { clientAbortSignal, isAbortError } from "./sse";
+
+export function tokenFrom(ctx: Context): string | undefined {
+  const auth = ctx.get("authorization");
+  if (auth) {
+    const m = /^Bearer\s+(\S.*)$/i.exec(auth.trim());
+    if (m) return m[1].trim();
+  }
+  const key = ctx.get("x-api-key").trim();
+  return key || undefined;
+}
+
+export function callerFrom(ctx: Context): Caller {
+  const route = (ctx as any)._matchedRoute;
+  return {
+    token: tokenFrom(ctx),
+    ip: clientIp(ctx),
+    loopback: isLoopback(ctx),
+    userAgent: ctx.get("user-agent") || undefined,
+    requestId: String(ctx.state.requestId ?? ""),
+    route: typeof route === "string" ? route : ctx.path,
+  };
+}
+
+/** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */
+export function pipelineOf(svc: Svc): InferencePipeline {
+  const gw = svc.engines.gateway as { pipeline?: InferencePipeline } | undefined;
+  if (!gw?.pipeline) throw new GatewayError(503, "model_unavailable", "inference is unavailable: the gateway engine is not running");
+  return gw.pipeline;
+}
+
+/** X-Svc-Agent-Id: attribution only (it grants nothing). */
+export function agentIdOf(ctx: Context): string | undefined {
+  const v = ctx.get("x-svc-agent-id").trim();
+  return v ? v.slice(0, 200) : undefined;
+}
+
+export interface StartedChat {
+  start: ChatStart;
+  caller: Caller;
+  /** aborted when the client disconnects */
+  signal: AbortSignal;
+}
+
+/** The client went away: nothing is left to answer, and it is not a failure worth logging. */
+export function dropResponse(ctx: Context): void {
+  ctx.respond = false;
+  if (!ctx.res.destroyed) ctx.res.destroy();
+}
+
+/** Send a validated request through the pipeline (which may refuse it with a GatewayError).
+ * Returns null when the client disconnected while generation was being set up (the pipeline
+ * may already wait for the first token, e.g. during prefill): the response is dropped. */
+export async function startChat(ctx: Context, svc: Svc, req: ChatRequest): Promise<StartedChat | null> {
+  const caller = callerFrom(ctx);
+  const signal = clientAbortSignal(ctx);
+  try {
+    const start = await pipelineOf(svc).chat(caller, req, signal);
+    return { start, caller, signal };
+  } catch (e) {
+    if (isAbortError(e, signal)) {
+      dropResponse(ctx);
+      return null;
+    }
+    throw e;
+  }
+}
+
+export function setHeaders(ctx: Context, headers: Record<string, string> | undefined): void {
+  for (const [k, v] of Object.entries(headers ?? {})) ctx.set(k, v);
+}
+
+/** Fold the whole generation for a non-streaming response. Returns null when the client went
+ * away meanwhile (generation was cancelled through the signal; nothing is left to answer). */
+export async function collectOrAbort(ctx: Context, s: StartedChat): Promise<ChatResult | null> {
+  try {
+    return await collectChat(s.start.events);
+  } catch (e) {
+    if (isAbortError(e, s.signal)) {
+      dropResponse(ctx);
+      return null;
+    }
+    throw e;
+  }
+}

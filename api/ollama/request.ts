@@ -1,0 +1,143 @@
+// Request transforms: Ollama /api/chat, /api/generate and /api/embed bodies -> internal shapes.
+// `options` carries sampling (temperature, top_p, top_k, min_p, num_predict, seed, stop,
+// repeat_penalty); `format` is "json" or a JSON Schema; `stream` defaults to true.
+import type { ChatMessage, ChatRequest, EmbeddingRequest, ToolCall, ToolDef } from "../../engines/chat/types";
+import { embeddingInputs } from "../openai/embeddings";
+import {
+  argsToJson, bad, checkUniqueTools, isObj, MAX_OUTPUT_TOKENS, optBool, optInt, optNumber, optObject, optSeed, optStop, optString,
+  reqString, toolDef,
+} from "../openai/validate";
+
+function parseOptions(v: unknown) {
+  const o = optObject(v, "options") ?? {};
+  let maxTokens: number | undefined;
+  if (o.num_predict !== undefined && o.num_predict !== null) {
+    // -1: no limit, -2: fill the context (both: leave it to the model's configuration)
+    if (o.num_predict !== -1 && o.num_predict !== -2) maxTokens = optInt(o.num_predict, "options.num_predict", 1, MAX_OUTPUT_TOKENS);
+  }
+  const sampling = Object.fromEntries(
+    Object.entries({
+      temperature: optNumber(o.temperature, "options.temperature", 0, 2),
+      topP: optNumber(o.top_p, "options.top_p", 0, 1),
+      topK: optInt(o.top_k, "options.top_k", 0, 1_000_000),
+      minP: optNumber(o.min_p, "options.min_p", 0, 1),
+      repeatPenalty: optNumber(o.repeat_penalty, "options.repeat_penalty", 0, 10),
+      seed: optSeed(o.seed, "options.seed"),
+      stop: optStop(o.stop, "options.stop"),
+    }).filter(([, x]) => x !== undefined),
+  );
+  return { sampling, maxTokens };
+}
+
+function parseFormat(v: unknown): Record<string, unknown> | undefined {
+  if (v === undefined || v === null || v === "") return undefined;
+  if (v === "json") return { type: "object" };
+  if (isObj(v)) return v;
+  throw bad(`'format' must be "json" or a JSON Schema object`, "format");
+}
+
+function parseTools(v: unknown): ToolDef[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw bad("'tools' must be an array", "tools");
+  const tools = v.map((t, i) => {
+    const p = `tools[${i}]`;
+    if (!isObj(t) || (t.type !== undefined && t.type !== "function") || !isObj(t.function)) {
+      throw bad(`'${p}' must be {type: "function", function: {name, description?, parameters?}}`, p);
+    }
+    return toolDef(t.function.name, t.function.description, t.function.parameters, `${p}.function`);
+  });
+  checkUniqueTools(tools, "tools");
+  return tools.length ? tools : undefined;
+}
+
+const ROLES = new Set(["system", "user", "assistant", "tool"]);
+
+function parseMessages(v: unknown): ChatMessage[] {
+  if (!Array.isArray(v) || v.length === 0) throw bad("'messages' must be a non-empty array", "messages");
+  const out: ChatMessage[] = [];
+  let n = 0;
+  const pending: ToolCall[] = []; // calls not answered yet, to give tool results their call id
+  v.forEach((m, i) => {
+    const p = `messages[${i}]`;
+    if (!isObj(m)) throw bad(`'${p}' must be an object with role and content`, p);
+    if (typeof m.role !== "string" || !ROLES.has(m.role)) throw bad(`'${p}.role' must be one of system, user, assistant, tool`, `${p}.role`);
+    if (m.content !== undefined && m.content !== null && typeof m.content !== "string") throw bad(`'${p}.content' must be a string`, `${p}.content`);
+    if (Array.isArray(m.images) && m.images.length) throw bad(`'${p}.images': images are not supported by local text models`, `${p}.images`);
+    const content = (m.content as string | undefined) ?? "";
+    if (m.role === "assistant") {
+      const calls: ToolCall[] = [];
+      if (m.tool_calls !== undefined && m.tool_calls !== null) {
+        if (!Array.isArray(m.tool_calls)) throw bad(`'${p}.tool_calls' must be an array`, `${p}.tool_calls`);
+        m.tool_calls.forEach((c: unknown, j: number) => {
+          const q = `${p}.tool_calls[${j}]`;
+          if (!isObj(c) || !isObj(c.function)) throw bad(`'${q}' must be {function: {name, arguments}}`, q);
+          calls.push({
+            id: typeof c.id === "string" && c.id ? c.id : `call_${n++}`,
+            name: reqString(c.function.name, `${q}.function.name`),
+            arguments: argsToJson(c.function.arguments, `${q}.function.arguments`),
+          });
+        });
+      }
+      pending.push(...calls);
+      out.push({ role: "assistant", content, ...(calls.length ? { toolCalls: calls } : {}) });
+    } else if (m.role === "tool") {
+      const name = optString(m.tool_name, `${p}.tool_name`) ?? optString(m.name, `${p}.name`);
+      const at = name ? pending.findIndex((c) => c.name === name) : 0;
+      const call = at >= 0 ? pending.splice(at, 1)[0] : undefined;
+      out.push({ role: "tool", content, toolCallId: call?.id ?? (typeof m.tool_call_id === "string" ? m.tool_call_id : `call_${n++}`), ...(name ? { name } : {}) });
+    } else {
+      out.push({ role: m.role as "system" | "user", content });
+    }
+  });
+  return out;
+}
+
+export function parseOllamaChat(b: Record<string, any>, agentId?: string): ChatRequest {
+  const model = reqString(b.model, "model");
+  const messages = parseMessages(b.messages);
+  const tools = parseTools(b.tools);
+  const { sampling, maxTokens } = parseOptions(b.options);
+  const responseSchema = parseFormat(b.format);
+  return {
+    model,
+    messages,
+    sampling,
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(tools ? { tools, toolChoice: "auto" as const } : {}),
+    ...(responseSchema ? { responseSchema } : {}),
+    stream: optBool(b.stream, "stream") ?? true,
+    ...(agentId ? { agentId } : {}),
+  };
+}
+
+/** /api/generate. `prompt` absent or empty only loads the model (Ollama's convention): null. */
+export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): { req: ChatRequest; loadOnly: boolean } {
+  const model = reqString(b.model, "model");
+  const prompt = optString(b.prompt, "prompt") ?? "";
+  const system = optString(b.system, "system");
+  const raw = optBool(b.raw, "raw") ?? false;
+  if (typeof b.suffix === "string" && b.suffix) throw bad("'suffix' (fill-in-the-middle) is not supported", "suffix");
+  if (Array.isArray(b.images) && b.images.length) throw bad("'images' are not supported by local text models", "images");
+  const { sampling, maxTokens } = parseOptions(b.options);
+  const responseSchema = parseFormat(b.format);
+  const messages: ChatMessage[] = raw ? [] : [...(system ? [{ role: "system" as const, content: system }] : []), { role: "user" as const, content: prompt }];
+  const req: ChatRequest = {
+    model,
+    messages,
+    ...(raw ? { prompt } : {}),
+    sampling,
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(responseSchema ? { responseSchema } : {}),
+    stream: optBool(b.stream, "stream") ?? true,
+    ...(agentId ? { agentId } : {}),
+  };
+  return { req, loadOnly: prompt === "" };
+}
+
+/** /api/embed (input) and the older /api/embeddings (prompt). */
+export function parseOllamaEmbed(b: Record<string, any>, legacy = false): EmbeddingRequest {
+  const model = reqString(b.model, "model");
+  if (legacy) return { model, input: [typeof b.prompt === "string" ? b.prompt : reqString(b.prompt, "prompt")] };
+  optBool(b.truncate, "truncate");
+  return { model, input: embeddingInputs(b.input, "input") };
+}

@@ -1,0 +1,134 @@
+// Small field checks shared by the protocol request transforms (OpenAI, Anthropic, Ollama). Each
+// throws a 400 invalid_request GatewayError naming the offending field; the router renders it in
+// its protocol's shape.
+import { randomBytes } from "node:crypto";
+import { GatewayError } from "../../engines/gateway/errors";
+import type { ToolDef } from "../../engines/chat/types";
+
+/** Upper bound for any output-token limit: the largest context a Model manifest may declare.
+ * The pool caps a request further by the loaded model's actual context. */
+export const MAX_OUTPUT_TOKENS = 1_048_576;
+export const MAX_STOP_SEQUENCES = 16;
+
+export const bad = (message: string, param: string | null = null) => new GatewayError(400, "invalid_request", message, param);
+
+const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === "object" && !Array.isArray(v);
+export { isObj };
+
+export function reqString(v: unknown, param: string): string {
+  if (typeof v !== "string" || v.length === 0) throw bad(`'${param}' is required and must be a non-empty string`, param);
+  return v;
+}
+
+export function optString(v: unknown, param: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") throw bad(`'${param}' must be a string`, param);
+  return v;
+}
+
+export function optBool(v: unknown, param: string): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw bad(`'${param}' must be a boolean`, param);
+  return v;
+}
+
+export function optNumber(v: unknown, param: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isFinite(v)) throw bad(`'${param}' must be a number`, param);
+  if (v < min || v > max) throw bad(`'${param}' must be between ${min} and ${max}, got ${v}`, param);
+  return v;
+}
+
+export function optInt(v: unknown, param: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v)) throw bad(`'${param}' must be an integer`, param);
+  if (v < min || v > max) throw bad(`'${param}' must be between ${min} and ${max}, got ${v}`, param);
+  return v;
+}
+
+/** Output-token limit: a positive integer within MAX_OUTPUT_TOKENS. */
+export function optMaxTokens(v: unknown, param: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v)) throw bad(`'${param}' must be an integer`, param);
+  if (v < 1) throw bad(`'${param}' must be at least 1, got ${v}`, param);
+  if (v > MAX_OUTPUT_TOKENS) throw bad(`'${param}' must be at most ${MAX_OUTPUT_TOKENS}, got ${v}`, param);
+  return v;
+}
+
+export function optSeed(v: unknown, param: string): number | undefined {
+  return optInt(v, param, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+}
+
+/** stop: a string or an array of strings. */
+export function optStop(v: unknown, param: string): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  const list = typeof v === "string" ? [v] : v;
+  if (!Array.isArray(list) || list.some((s) => typeof s !== "string")) throw bad(`'${param}' must be a string or an array of strings`, param);
+  if (list.length > MAX_STOP_SEQUENCES) throw bad(`'${param}' may hold at most ${MAX_STOP_SEQUENCES} sequences`, param);
+  const out = list.filter((s) => s.length > 0);
+  return out.length ? out : undefined;
+}
+
+export function optObject(v: unknown, param: string): Record<string, any> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isObj(v)) throw bad(`'${param}' must be an object`, param);
+  return v;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_.:-]{1,128}$/;
+
+/** One function tool: name, description, JSON Schema of its arguments object. */
+export function toolDef(name: unknown, description: unknown, parameters: unknown, param: string): ToolDef {
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw bad(`'${param}.name' must be 1-128 letters, digits, '_', '-', '.' or ':'`, `${param}.name`);
+  }
+  const desc = optString(description, `${param}.description`);
+  let schema: Record<string, unknown> | undefined;
+  if (parameters !== undefined && parameters !== null) {
+    if (!isObj(parameters)) throw bad(`'${param}.parameters' must be a JSON Schema object`, `${param}.parameters`);
+    schema = parameters;
+  }
+  return { name, ...(desc !== undefined ? { description: desc } : {}), ...(schema ? { parameters: schema } : {}) };
+}
+
+export function checkUniqueTools(tools: ToolDef[], param: string): void {
+  const seen = new Set<string>();
+  for (const t of tools) {
+    if (seen.has(t.name)) throw bad(`tool names must be unique; '${t.name}' appears twice`, param);
+    seen.add(t.name);
+  }
+}
+
+/** A named tool choice must name an offered tool; a forcing choice needs tools at all. */
+export function checkToolChoice(choice: ToolDef[] | undefined, tc: "none" | "auto" | "required" | { name: string } | undefined, param: string): void {
+  if (tc === undefined || tc === "none" || tc === "auto") return;
+  const tools = choice ?? [];
+  if (tools.length === 0) throw bad(`'${param}' requires 'tools' to be set`, param);
+  if (typeof tc === "object" && !tools.some((t) => t.name === tc.name)) {
+    throw bad(`'${param}' names the tool '${tc.name}', which is not among 'tools'`, param);
+  }
+}
+
+/** Tool arguments as JSON text (protocols that carry objects, Anthropic and Ollama). */
+export function argsToJson(v: unknown, param: string): string {
+  if (v === undefined || v === null) return "{}";
+  if (typeof v === "string") return v; // some clients already send JSON text
+  if (!isObj(v)) throw bad(`'${param}' must be an object`, param);
+  return JSON.stringify(v);
+}
+
+/** Tool arguments JSON text as an object (for protocols that carry objects); unparseable text
+ * (possible only if generation was cut off) comes back as {}. */
+export function argsToObject(json: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(json || "{}");
+    return isObj(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Response / message / call ids: prefix + 24 random hex digits (chatcmpl-…, msg_…, call_…). */
+export function newId(prefix: string): string {
+  return prefix + randomBytes(12).toString("hex");
+}

@@ -1,0 +1,179 @@
+// Alerts: turn what the pipeline sees into key.* webhook events, without flooding receivers.
+// Every method is synchronous and cheap for the request path; the only database work is one
+// AlertMark insert per newly crossed budget threshold (the insert is the once-only check, so a
+// restart, or a second process, does not fire the same threshold again).
+import type { PrismaClient } from "../../../prisma/client";
+import type { AlertSettingsSpec } from "../../../schemas/kinds/alert-settings";
+import type { KeyRef } from "../key-types";
+import type { WebhookOutbox } from "../webhooks/outbox";
+import { BUDGET_PERIODS, budgetMark, periodId, type BudgetPeriod } from "./periods";
+import { SlidingCount } from "./sliding-count";
+import { UsagePatterns } from "./usage-patterns";
+
+const LIMIT_EVENT_INTERVAL_MS = 60_000;
+const FAILED_AUTH_WINDOW_MS = 5 * 60_000;
+const SUSPICIOUS_INTERVAL_MS = 60 * 60_000;
+
+export interface AlertsOptions {
+  outbox: WebhookOutbox;
+  prisma: PrismaClient;
+  settings: () => AlertSettingsSpec;
+  now?: () => Date;
+  log?: (m: string) => void;
+  /** Known key for a token prefix (e.g. a revoked or expired key's token), if the caller can tell. */
+  keyForToken?: (tokenPrefix: string) => KeyRef | undefined;
+}
+
+export class Alerts {
+  private readonly now: () => Date;
+  private readonly log: (m: string) => void;
+  private readonly lastLimitEvent = new Map<string, number>();
+  private readonly lastSuspicious = new Map<string, number>();
+  /** budget marks fired (or being inserted) in this process, by "period:id": skips the database.
+   * Only current periods are kept; older ones are dropped when a new one begins. */
+  private readonly marks = new Map<string, Set<string>>();
+  private readonly failedByIp = new SlidingCount(FAILED_AUTH_WINDOW_MS);
+  private readonly failedByToken = new SlidingCount(FAILED_AUTH_WINDOW_MS);
+  private readonly patterns = new UsagePatterns();
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(private readonly opts: AlertsOptions) {
+    this.now = opts.now ?? (() => new Date());
+    this.log = opts.log ?? ((m) => console.error(m));
+  }
+
+  /** key.limit_exceeded, at most once per key and limit per minute. */
+  limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void {
+    const now = this.now().getTime();
+    const id = `${key.id}\u0000${limit}`;
+    const last = this.lastLimitEvent.get(id);
+    if (last !== undefined && now - last < LIMIT_EVENT_INTERVAL_MS) return;
+    if (this.lastLimitEvent.size > 10_000) prune(this.lastLimitEvent, now - LIMIT_EVENT_INTERVAL_MS);
+    this.lastLimitEvent.set(id, now);
+    this.opts.outbox.emit(key, "key.limit_exceeded", { ...detail, limit });
+  }
+
+  /** key.budget_threshold once per threshold per period (UTC day, UTC month, lifetime). */
+  spendChanged(
+    key: KeyRef,
+    spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
+    budgets: { daily?: number; monthly?: number; total?: number },
+    thresholds: number[],
+  ): void {
+    const list = thresholds.length ? thresholds : this.opts.settings().budget_threshold;
+    if (!list.length) return;
+    const spent: Record<BudgetPeriod, bigint> = { daily: spend.dailyMicros, monthly: spend.monthlyMicros, total: spend.totalMicros };
+    let now: Date | undefined;
+    for (const period of BUDGET_PERIODS) {
+      const budget = budgets[period];
+      if (budget === undefined || !(budget > 0)) continue; // a zero budget allows nothing: no percentage
+      const percent = (Number(spent[period]) / (budget * 1e6)) * 100;
+      for (const t of list) {
+        if (percent < t) continue;
+        now ??= this.now();
+        const pid = periodId(period, now);
+        const seen = this.marksOf(period, pid);
+        const memo = `${key.id}\u0000${t}`;
+        if (seen.has(memo)) continue;
+        seen.add(memo);
+        const mark = budgetMark(period, pid, t);
+        this.track(
+          this.fireOnce(key, mark, "key.budget_threshold", {
+            period,
+            period_id: pid,
+            threshold: t,
+            percent_used: Math.round(percent * 100) / 100,
+            spend_usd: Number(spent[period]) / 1e6,
+            budget_usd: budget,
+          }),
+        );
+      }
+    }
+  }
+
+  /**
+   * A failed authentication. After settings.failed_auth_threshold failures within 5 minutes from
+   * one IP, or with one token prefix, emits key.suspicious_activity for the key the token
+   * belongs to when known (`key`, or opts.keyForToken), else only logs.
+   */
+  failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void {
+    const threshold = Math.max(1, this.opts.settings().failed_auth_threshold);
+    const now = this.now().getTime();
+    const byToken = tokenPrefix ? this.failedByToken.add(tokenPrefix, now, threshold) : 0;
+    const byIp = ip ? this.failedByIp.add(ip, now, threshold) : 0;
+    if (byToken < threshold && byIp < threshold) return;
+    // Start counting afresh, so the next report needs another `threshold` failures.
+    if (byToken >= threshold) this.failedByToken.reset(tokenPrefix);
+    if (byIp >= threshold) this.failedByIp.reset(ip);
+    const known = key ?? (tokenPrefix ? this.opts.keyForToken?.(tokenPrefix) : undefined);
+    const detail = {
+      reason: "failed_auth",
+      failures: threshold,
+      window_seconds: FAILED_AUTH_WINDOW_MS / 1000,
+      by: byToken >= threshold ? "token" : "ip_address",
+      ip_address: ip,
+      token_prefix: tokenPrefix,
+    };
+    if (known) this.suspicious(known, "failed_auth", detail);
+    else this.log(`alerts: ${threshold} failed authentications within 5 minutes (ip ${ip || "?"}, token ${tokenPrefix || "-"}), no known key`);
+  }
+
+  /** Unusual usage patterns (settings.unusual_patterns): new IP, rate spike. */
+  requestSeen(key: KeyRef, ip: string): void {
+    if (!this.opts.settings().unusual_patterns) return;
+    const hit = this.patterns.observe(key.id, ip, this.now().getTime());
+    if (hit) this.suspicious(key, "unusual_pattern", { reason: hit.reason, ...hit.detail });
+  }
+
+  /** Wait for pending alert writes (tests, shutdown before the outbox closes). */
+  async idle(): Promise<void> {
+    while (this.pending.size) await Promise.allSettled([...this.pending]);
+  }
+
+  close(): Promise<void> {
+    return this.idle();
+  }
+
+  private marksOf(period: BudgetPeriod, pid: string): Set<string> {
+    const id = `${period}:${pid}`;
+    let set = this.marks.get(id);
+    if (!set) {
+      for (const k of this.marks.keys()) if (k.startsWith(`${period}:`)) this.marks.delete(k);
+      this.marks.set(id, (set = new Set()));
+    }
+    return set;
+  }
+
+  /** key.suspicious_activity at most once per hour per key and kind. */
+  private suspicious(key: KeyRef, kind: string, detail: Record<string, unknown>): void {
+    const now = this.now().getTime();
+    const id = `${key.id}\u0000${kind}`;
+    const last = this.lastSuspicious.get(id);
+    if (last !== undefined && now - last < SUSPICIOUS_INTERVAL_MS) return;
+    if (this.lastSuspicious.size > 10_000) prune(this.lastSuspicious, now - SUSPICIOUS_INTERVAL_MS);
+    this.lastSuspicious.set(id, now);
+    this.log(`alerts: suspicious activity on key ${key.id}: ${String(detail.reason)}`);
+    this.opts.outbox.emit(key, "key.suspicious_activity", detail);
+  }
+
+  /** Insert the AlertMark; only the inserter emits. A unique violation means it already fired. */
+  private async fireOnce(key: KeyRef, mark: string, event: "key.budget_threshold", data: Record<string, unknown>): Promise<void> {
+    try {
+      await this.opts.prisma.alertMark.create({ data: { keyId: key.id, mark, firedAt: this.now() } });
+    } catch (e: any) {
+      if (e?.code === "P2002") return;
+      // Could not persist: better to alert (maybe again after a restart) than never.
+      this.log(`alerts: could not record ${mark} for key ${key.id}: ${String(e?.message ?? e)}`);
+    }
+    this.opts.outbox.emit(key, event, data);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.pending.add(p);
+    p.finally(() => this.pending.delete(p)).catch(() => undefined);
+  }
+}
+
+function prune(m: Map<string, number>, before: number): void {
+  for (const [k, t] of m) if (t < before) m.delete(k);
+}

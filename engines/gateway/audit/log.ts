@@ -1,0 +1,203 @@
+// The audit log: record() is O(1) on the request path (push to a queue); a timer flushes the
+// queue in batches, one transaction per flush (createMany chunks), so Prisma never sits on the
+// hot path. close() flushes everything, so nothing recorded before SIGTERM handling is lost.
+import { randomBytes } from "node:crypto";
+import type { PrismaClient } from "../../../prisma/client";
+import type { Prisma } from "../../../prisma/generated/client";
+import type { AuditRecord } from "../key-types";
+import { decodeCursor, encodeCursor } from "./cursor";
+import { toEntryJson, type AuditEntryJson } from "./entry-json";
+
+export type { AuditEntryJson } from "./entry-json";
+
+export interface AuditQuery {
+  keyIds?: string[];
+  organizationId?: string;
+  since?: Date;
+  until?: Date;
+  /** exact action, or a dotted prefix: "chat" matches chat.completions and chat.stream */
+  action?: string;
+  /** "success", an error code, or "error"/"failed" for every non-success entry */
+  status?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+export interface AuditPage {
+  data: AuditEntryJson[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/** Caller metadata larger than this is replaced by a marker (an audit row is not a blob store). */
+const MAX_METADATA_CHARS = 16_384;
+
+export class AuditLog {
+  private queue: Prisma.AuditEntryCreateManyInput[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private flushScheduled = false;
+  private closed = false;
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+  private readonly log: (m: string) => void;
+  private seq = 0;
+  private readonly idTail = randomBytes(4).toString("hex");
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    opts: { flushMs?: number; maxBatch?: number; log?: (m: string) => void } = {},
+  ) {
+    this.flushMs = opts.flushMs ?? 250;
+    // 19 columns per row: 500 rows stays well under SQLite's bound-parameter limit.
+    this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 500, 1500));
+    this.log = opts.log ?? ((m) => console.error(m));
+    this.timer = setInterval(() => this.flushQuietly(), this.flushMs);
+    this.timer.unref(); // a pending flush must not keep a CLI process alive; close() flushes
+  }
+
+  /** Queue one entry; never throws, never awaits. */
+  record(e: AuditRecord): void {
+    this.queue.push(this.toRow(e));
+    if (this.closed) {
+      // Late writes (after close) still go out while the client is open.
+      this.flushQuietly();
+    } else if (this.queue.length >= this.maxBatch && !this.flushScheduled) {
+      // A full batch should not wait for the timer; setImmediate keeps it off this request.
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flushQuietly();
+      });
+    }
+  }
+
+  /** Write everything queued so far. Flushes are serialized; a failed write is re-queued. */
+  flush(): Promise<void> {
+    const run = this.chain.then(() => this.writeQueued());
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Background flush: a failure is logged by writeQueued and retried on the next tick. */
+  private flushQuietly(): void {
+    this.flush().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    // A busy database at shutdown is usually transient: retry a few times before giving up.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.flush();
+        // One more round picks up anything recorded while the last write was in flight.
+        if (this.queue.length) await this.flush();
+        return;
+      } catch (e) {
+        if (attempt >= 3) throw e;
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
+  }
+
+  /** Newest first. Flushes first so a caller reads its own writes. */
+  async query(f: AuditQuery): Promise<AuditPage> {
+    await this.flush().catch(() => undefined); // a failed write is logged and retried; still answer
+    const limit = Math.max(1, Math.min(Math.trunc(f.limit ?? 100), 1000));
+    const and: Prisma.AuditEntryWhereInput[] = [];
+    if (f.keyIds) and.push({ apiKeyId: { in: f.keyIds } });
+    if (f.organizationId !== undefined) and.push({ organizationId: f.organizationId });
+    if (f.since) and.push({ timestamp: { gte: f.since } });
+    if (f.until) and.push({ timestamp: { lte: f.until } });
+    if (f.action) and.push({ OR: [{ action: f.action }, { action: { startsWith: `${f.action}.` } }] });
+    if (f.status) {
+      const s = f.status;
+      and.push(s === "error" || s === "failed" || s === "failure" ? { status: { not: "success" } } : { status: s });
+    }
+    if (f.cursor) {
+      const c = decodeCursor(f.cursor);
+      const at = new Date(c.ts);
+      and.push({ OR: [{ timestamp: { lt: at } }, { timestamp: at, id: { lt: c.id } }] });
+    }
+    const rows = await this.prisma.auditEntry.findMany({
+      where: { AND: and },
+      orderBy: [{ timestamp: "desc" }, { id: "desc" }],
+      take: limit + 1,
+    });
+    const has_more = rows.length > limit;
+    const page = has_more ? rows.slice(0, limit) : rows;
+    const last = page[page.length - 1];
+    return {
+      data: page.map(toEntryJson),
+      next_cursor: has_more && last ? encodeCursor({ ts: last.timestamp.getTime(), id: last.id }) : null,
+      has_more,
+    };
+  }
+
+  /** Entries waiting to be written (for tests and shutdown logs). */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private async writeQueued(): Promise<void> {
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    const chunks: Prisma.AuditEntryCreateManyInput[][] = [];
+    for (let i = 0; i < batch.length; i += this.maxBatch) chunks.push(batch.slice(i, i + this.maxBatch));
+    try {
+      await this.prisma.$transaction(chunks.map((data) => this.prisma.auditEntry.createMany({ data })));
+    } catch (e) {
+      // The transaction rolled back: put the batch back in front so the next flush retries it.
+      this.queue = batch.concat(this.queue);
+      this.log(`audit: writing ${batch.length} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
+      throw e;
+    }
+  }
+
+  /** Ids sort by creation within this process, so equal timestamps keep recording order. */
+  private nextId(ms: number): string {
+    this.seq = (this.seq + 1) % 2_176_782_336; // 36^6
+    return `aud_${ms.toString(36).padStart(9, "0")}${this.seq.toString(36).padStart(6, "0")}${this.idTail}`;
+  }
+
+  private toRow(e: AuditRecord): Prisma.AuditEntryCreateManyInput {
+    const ts = e.timestamp instanceof Date && !Number.isNaN(e.timestamp.getTime()) ? e.timestamp : new Date();
+    let metadata: string;
+    try {
+      metadata = JSON.stringify(e.metadata ?? {}) ?? "{}";
+    } catch {
+      metadata = '{"_unserializable":true}';
+    }
+    if (metadata.length > MAX_METADATA_CHARS) metadata = JSON.stringify({ _truncated: true, _chars: metadata.length });
+    const prompt = toInt(e.promptTokens);
+    const completion = toInt(e.completionTokens);
+    return {
+      id: this.nextId(ts.getTime()),
+      timestamp: ts,
+      apiKeyId: e.apiKeyId ?? null,
+      apiKeyName: e.apiKeyName ?? null,
+      organizationId: e.organizationId ?? null,
+      requestId: e.requestId,
+      action: e.action,
+      model: e.model ?? null,
+      provider: e.provider ?? null,
+      status: e.status,
+      errorCode: e.errorCode ?? (e.status !== "success" ? e.status : null),
+      latencyMs: toInt(e.latencyMs),
+      promptTokens: prompt,
+      completionTokens: completion,
+      totalTokens: prompt + completion,
+      costMicros: typeof e.costMicros === "bigint" ? e.costMicros : BigInt(toInt(Number(e.costMicros ?? 0))),
+      metadata,
+      ipAddress: e.ipAddress ?? null,
+      userAgent: e.userAgent ?? null,
+    };
+  }
+}
+
+function toInt(n: number | undefined): number {
+  return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
+}

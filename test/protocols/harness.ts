@@ -1,0 +1,53 @@
+// One svc per test file for the protocol suites: the real server (api/server.ts) on an ephemeral
+// port with a temp home, the generated tiny GGUF in its models dir, and Model manifests applied
+// at start-up (so the Model controller registers them in the pool). One thread per model.
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { ensureTinyModel } from "../../engines/inference/gguf";
+import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
+
+/** the main model: never unloads during a suite */
+export const MODEL = "tiny";
+/** a second registration of the same file that unloads after 1 s idle */
+export const IDLE_MODEL = "tiny-idle";
+
+export type ProtocolSvc = TestSvc;
+
+export async function startProtocolSvc(): Promise<ProtocolSvc> {
+  const home = await tempDir("svc-protocols-");
+  const modelsDir = path.join(home, "models");
+  await mkdir(modelsDir, { recursive: true });
+  await ensureTinyModel(modelsDir);
+  const manifest = path.join(home, "models.yaml");
+  const model = (name: string, idle: number) =>
+    `apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: ${name}\nspec:\n  file: svc-tiny.gguf\n  threads: 1\n  parallel: 2\n  contextSize: 1024\n  idleUnloadSeconds: ${idle}\n`;
+  await writeFile(manifest, [model(MODEL, 0), model(IDLE_MODEL, 1)].join("---\n"));
+  const prev = process.env.SVC_MODELS_DIR;
+  delete process.env.SVC_MODELS_DIR; // models live in <home>/models
+  try {
+    const t = await startTestSvc({ home, config: [manifest] });
+    await t.manager.idle();
+    // every route must go through the real enforcement pipeline
+    if (!(t.svc.engines.gateway as { pipeline?: unknown } | undefined)?.pipeline) {
+      await t.stop();
+      throw new Error("the gateway engine did not start; see the svc log");
+    }
+    return t;
+  } finally {
+    if (prev !== undefined) process.env.SVC_MODELS_DIR = prev;
+  }
+}
+
+export async function cacheStats(t: TestSvc): Promise<any> {
+  const r = await fetch(`${t.url}/admin/cache-stats`);
+  return r.json();
+}
+
+export async function waitFor(cond: () => Promise<boolean>, timeoutMs = 20_000, stepMs = 50): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error("timed out waiting for condition");
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
