@@ -5,6 +5,9 @@
 // in a bounded cache keyed by the chunk's text, so re-loading an unchanged (or mostly unchanged)
 // manifest set — watch mode, a no-op re-plan — parses only what changed. Positions are kept
 // relative to the chunk; nodes for error positions are re-parsed only when a message needs one.
+// A chunk is first read with js-yaml (about ten times faster); only a chunk js-yaml refuses, or
+// one that is not a single plain mapping, goes through `yaml`, which reports exact positions.
+import jsyaml from "js-yaml";
 import { isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from "yaml";
 import type { ManifestIssue, SourcePos } from "./types";
 import { locateNode } from "./yaml-locate";
@@ -125,6 +128,8 @@ function parseChunk(src: string, line0: number, file: string, out: RawDoc[], iss
     return;
   }
 
+  if (fastChunk(src, shift, locator, out)) return;
+
   const lc = new LineCounter();
   let parsed: Document.Parsed[];
   try {
@@ -165,6 +170,46 @@ function parseChunk(src: string, line0: number, file: string, out: RawDoc[], iss
     }
   }
   if (cacheable) remember(src, entry);
+}
+
+/**
+ * The fast path: a chunk holding one mapping document that js-yaml reads without complaint.
+ * CORE_SCHEMA matches `yaml`'s YAML 1.2 core schema (no timestamps, no merge keys), and
+ * js-yaml refuses duplicate keys, so anything it accepts here `yaml` reads the same way.
+ */
+function fastChunk(
+  src: string,
+  shift: (line: number, col: number) => SourcePos,
+  locator: (i: number) => (path: string, atKey?: boolean) => SourcePos,
+  out: RawDoc[],
+): boolean {
+  let docs: unknown[];
+  try {
+    docs = jsyaml.loadAll(src, undefined, { schema: jsyaml.CORE_SCHEMA }) as unknown[];
+  } catch {
+    return false;
+  }
+  const values = docs.filter((d) => d != null);
+  if (values.length !== 1 || typeof values[0] !== "object" || Array.isArray(values[0])) return false;
+  const start = rootStart(src);
+  if (!start) return false;
+  remember(src, { roots: [{ value: values[0], line: start.line, col: start.col }] });
+  out.push({ value: structuredClone(values[0]), pos: shift(start.line, start.col), locate: locator(0) });
+  return true;
+}
+
+/** Line and column (1-based) where a block or flow mapping's first key starts. */
+function rootStart(src: string): { line: number; col: number } | undefined {
+  const lines = src.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i].replace(/\r$/, "");
+    const body = i === 0 || /^---/.test(text) ? text.replace(/^---(?=[ \t]|$)[ \t]*/, "") : text;
+    const lead = text.length - body.length;
+    const trimmed = body.trimStart();
+    if (trimmed === "" || trimmed.startsWith("#")) continue;
+    return { line: i + 1, col: lead + (body.length - trimmed.length) + 1 };
+  }
+  return undefined;
 }
 
 function yamlIssue(

@@ -1,7 +1,95 @@
-// Placeholder: filled in by the owner of this surface.
+// Key management routes (spec/gateway.md "Endpoints"); the rules live in
+// engines/gateway/key-admin.ts. Statuses: 201 create / temporary, 200 list / get / patch /
+// delete (revoke, the key is kept for audit), 400 invalid_request naming the field, 401 for a
+// missing/invalid/revoked/expired caller key, 403 permission_denied, 404 unknown id (or one
+// outside an organization key's organization), 409 conflict for manifest-owned or revoked keys.
+// Every call is audited under the calling key (action keys.create, keys.list, …).
 import Router from "@koa/router";
+import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
+import type { Gateway } from "../../engines/gateway";
+import type { KeyEntry } from "../../engines/gateway/keys";
+import { ipAllowed, tokenPrefix } from "../../engines/gateway/keys";
+import { GatewayError } from "../../engines/gateway/errors";
+import { readJson } from "../body";
+import { tokenFrom } from "../caller";
+import { clientIp } from "../loopback";
 
-export default function routes(_svc: Svc): Router {
-  return new Router();
+const AUTH_MESSAGES = {
+  invalid_api_key: "invalid API key",
+  key_revoked: "this API key has been revoked",
+  key_expired: "this API key has expired",
+} as const;
+
+function gatewayOf(svc: Svc): Gateway {
+  const gw = svc.engines.gateway as Gateway | undefined;
+  if (!gw?.admin) throw new GatewayError(503, "model_unavailable", "key management is unavailable: the gateway engine is not running");
+  return gw;
+}
+
+/** The calling key (401 when missing or not usable, 403 outside its IP allowlist). */
+function actorOf(gw: Gateway, ctx: Context): KeyEntry {
+  const token = tokenFrom(ctx);
+  if (!token) throw new GatewayError(401, "invalid_api_key", "missing API key: key management needs the administrative key (Authorization: Bearer <key>)");
+  const r = gw.keys.authenticate(token);
+  if (!r.ok) {
+    gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), r.key?.ref);
+    throw new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
+  }
+  if (r.key.ipRanges && !ipAllowed(clientIp(ctx), r.key.ipRanges)) {
+    throw new GatewayError(403, "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
+  }
+  return r.key;
+}
+
+export default function routes(svc: Svc): Router {
+  const r = new Router();
+
+  /** Run one management operation: authenticate, do it, audit it. */
+  const op = (action: string, fn: (gw: Gateway, actor: KeyEntry, ctx: Context) => Promise<unknown> | unknown, okStatus = 200) =>
+    async (ctx: Context) => {
+      const gw = gatewayOf(svc);
+      const started = Date.now();
+      const actor = actorOf(gw, ctx);
+      let status = "success";
+      try {
+        const body = await fn(gw, actor, ctx);
+        ctx.status = okStatus;
+        ctx.body = body;
+        ctx.set("cache-control", "no-store");
+      } catch (e) {
+        status = e instanceof GatewayError ? e.code : "internal_error";
+        throw e;
+      } finally {
+        gw.audit.record({
+          timestamp: new Date(started),
+          apiKeyId: actor.id,
+          apiKeyName: actor.name,
+          organizationId: actor.spec.organization_id,
+          requestId: String(ctx.state.requestId ?? ""),
+          action,
+          status,
+          latencyMs: Date.now() - started,
+          promptTokens: 0,
+          completionTokens: 0,
+          costMicros: 0n,
+          metadata: ctx.params?.id ? { target_key_id: ctx.params.id } : {},
+          ipAddress: clientIp(ctx),
+          userAgent: ctx.get("user-agent") || undefined,
+        });
+      }
+    };
+
+  r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => gw.admin.createTemporary(a, await readJson(ctx)), 201));
+  r.post("/v1/api-keys", op("keys.create", async (gw, a, ctx) => gw.admin.create(a, await readJson(ctx)), 201));
+  r.get("/v1/api-keys", op("keys.list", (gw, a, ctx) => {
+    const q = ctx.query as Record<string, string | undefined>;
+    const keys = gw.admin.list(a, { status: q.status, key_type: q.key_type, organization_id: q.organization_id, team_id: q.team_id, user_id: q.user_id });
+    return { object: "list", keys };
+  }));
+  r.get("/v1/api-keys/:id", op("keys.get", (gw, a, ctx) => gw.admin.get(a, ctx.params.id)));
+  r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => gw.admin.patch(a, ctx.params.id, await readJson(ctx))));
+  r.delete("/v1/api-keys/:id", op("keys.revoke", (gw, a, ctx) => gw.admin.revoke(a, ctx.params.id)));
+
+  return r;
 }

@@ -14,10 +14,12 @@ export type GatewayErrorCode =
   | "capacity_exceeded"
   | "invalid_request"
   | "not_found"
+  | "model_not_found"
   | "model_unavailable"
   | "upstream_error"
   | "upstream_timeout"
   | "context_length_exceeded"
+  | "conflict"
   | "internal_error";
 
 const typeOf: Record<GatewayErrorCode, string> = {
@@ -33,10 +35,12 @@ const typeOf: Record<GatewayErrorCode, string> = {
   capacity_exceeded: "rate_limit_error",
   invalid_request: "invalid_request_error",
   not_found: "not_found_error",
+  model_not_found: "invalid_request_error",
   model_unavailable: "service_unavailable",
   upstream_error: "api_error",
   upstream_timeout: "timeout_error",
   context_length_exceeded: "invalid_request_error",
+  conflict: "conflict_error",
   internal_error: "api_error",
 };
 
@@ -60,3 +64,5 @@ export class GatewayError extends Error {
 
 export const invalidRequest = (message: string, param: string | null = null) => new GatewayError(400, "invalid_request", message, param);
 export const notFound = (message: string) => new GatewayError(404, "not_found", message);
+/** The requested model is served by no Provider and no local Model (404, like OpenAI). */
+export const modelNotFound = (model: string) => new GatewayError(404, "model_not_found", `model ${JSON.stringify(model)} is not served by this gateway`, "model");

@@ -1,16 +1,179 @@
-// Placeholder: the gateway engine (keys, policy, limits, audit, webhooks, routing) is built here.
+// The gateway engine: keys, policies, limits, routing, the enforcement pipeline, audit,
+// webhooks and alerts, wired once per running svc (api/server.ts calls createGateway).
+//
+// In-memory indexes (keys, policies, providers/models, alert settings) follow the store's
+// "change" event synchronously, so a change made by apply or by the key routes is in force for
+// the very next request; the controllers report status (and requeue keys at their expiry).
 import type { Svc } from "../svc";
 import type { Controller } from "../../controllers/types";
+import type { Ref } from "../../prisma/resource-store";
+import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 import type { InferencePipeline } from "./pipeline-types";
+import { KeyCache, loadAdminKey, type AuthResult, type KeyEntry } from "./keys";
+import { PolicyIndex } from "./policy";
+import { Limits } from "./limits";
+import { GatewayPipeline } from "./pipeline";
+import { KeyAdmin } from "./key-admin";
+import { ProviderRouter } from "../providers/router";
+import { closePools } from "../providers/http";
+import { resolveSecretRef } from "../providers/credentials";
+import type { LocalPool } from "../providers/local";
+import { AuditLog } from "./audit/log";
+import { WebhookOutbox } from "./webhooks/outbox";
+import { Alerts } from "./alerts/alerts";
+import { apiKeyController } from "../../controllers/kinds/api-key";
+import { accessPolicyController } from "../../controllers/kinds/access-policy";
+import { providerController } from "../../controllers/kinds/provider";
+import { alertSettingsController, withAlertDefaults } from "../../controllers/kinds/alert-settings";
 
 export interface Gateway {
-  pipeline: InferencePipeline;
+  pipeline: InferencePipeline & GatewayPipeline;
   /** controllers for ApiKey, AccessPolicy, Provider, AlertSettings */
   controllers: Controller[];
-  /** flush audit/usage batches, stop webhook delivery */
+  keys: KeyCache;
+  policies: PolicyIndex;
+  limits: Limits;
+  router: ProviderRouter;
+  admin: KeyAdmin;
+  audit: AuditLog;
+  outbox: WebhookOutbox;
+  alerts: Alerts;
+  /** current AlertSettings (defaults when none is applied) */
+  alertSettings(): AlertSettingsSpec;
+  /** authenticate a token without the pipeline (key routes, audit route) */
+  authenticate(token: string): AuthResult;
+  isAdmin(token: string): boolean;
+  /** flush usage counters and audit entries, stop webhook delivery */
   close(): Promise<void>;
 }
 
-export async function createGateway(_svc: Svc): Promise<Gateway> {
-  throw new Error("gateway not built yet");
+export interface GatewayOptions {
+  /** injectable clock (tests) */
+  now?: () => number;
+  /** counters flush interval (default 1000 ms) */
+  flushMs?: number;
+  /** audit flush interval (default 250 ms) */
+  auditFlushMs?: number;
+  /** webhook delivery poll interval */
+  webhookPollMs?: number;
+  env?: NodeJS.ProcessEnv;
 }
+
+export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promise<Gateway> {
+  const env = opts.env ?? process.env;
+  const prisma = svc.db.prisma;
+  const store = svc.store;
+  const logMsg = (m: string) => svc.log.warn(m);
+
+  const keys = new KeyCache(store);
+  const adminSecret = loadAdminKey(svc.home, env);
+  keys.setSpecial("admin", adminSecret);
+  if (env.SVC_MASTER_KEY) keys.setSpecial("master", env.SVC_MASTER_KEY.trim());
+  const isAdmin = (token: string) => {
+    const r = keys.authenticate(token);
+    return r.ok && r.key.role === "admin";
+  };
+
+  const policies = new PolicyIndex(store);
+  const limits = new Limits(prisma, keys, { now: opts.now, flushMs: opts.flushMs });
+  await limits.load();
+  const router = new ProviderRouter(store, () => svc.engines.pool as LocalPool | undefined);
+
+  // alert settings follow the store (singleton)
+  let settings = withAlertDefaults(undefined);
+  const refreshSettings = () => {
+    const o = store.list({ kind: "AlertSettings" }).sort((a, b) => a.name.localeCompare(b.name))[0];
+    settings = withAlertDefaults(o?.spec);
+  };
+  refreshSettings();
+  const settingsListener = (refs: Ref[]) => {
+    if (refs.some((r) => r.kind === "AlertSettings")) refreshSettings();
+  };
+  store.on("change", settingsListener);
+
+  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg });
+  const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
+  outbox.start();
+  const alerts = new Alerts({
+    outbox,
+    prisma,
+    settings: () => settings,
+    log: logMsg,
+    now: opts.now ? () => new Date(opts.now!()) : undefined,
+  });
+
+  const pipeline = new GatewayPipeline({
+    keys,
+    policies,
+    limits,
+    router,
+    audit,
+    alerts,
+    allowUnauthenticatedLoopback: () => svc.server.allowUnauthenticatedLoopback !== false,
+    now: opts.now,
+  });
+
+  const admin = new KeyAdmin({
+    store,
+    keys,
+    policies,
+    limits,
+    home: svc.home,
+    emit: (k, ev, data) => outbox.emit(k, ev, data),
+    now: opts.now,
+  });
+
+  const controllers: Controller[] = [
+    apiKeyController({ keys, policies, limits, now: opts.now }),
+    accessPolicyController({
+      policies,
+      touchKeys: (name) => {
+        const mgr = svc.engines.controllers as { enqueue?: (r: Ref) => void } | undefined;
+        if (!mgr?.enqueue) return;
+        for (const k of keys.all()) if (k.spec.policies?.includes(name)) mgr.enqueue({ kind: "ApiKey", name: k.id });
+      },
+    }),
+    providerController({ router, hasLocalPool: () => !!svc.engines.pool }),
+    alertSettingsController({ current: () => settings, refresh: refreshSettings }),
+  ];
+
+  let closing: Promise<void> | null = null;
+  return {
+    pipeline,
+    controllers,
+    keys,
+    policies,
+    limits,
+    router,
+    admin,
+    audit,
+    outbox,
+    alerts,
+    alertSettings: () => settings,
+    authenticate: (token) => keys.authenticate(token),
+    isAdmin,
+    close: () =>
+      (closing ??= (async () => {
+        store.off("change", settingsListener);
+        keys.close();
+        policies.close();
+        router.close();
+        const errors: unknown[] = [];
+        const step = async (f: () => Promise<unknown>) => {
+          try {
+            await f();
+          } catch (e) {
+            errors.push(e);
+          }
+        };
+        await step(() => limits.close());
+        await step(() => alerts.close());
+        await step(() => audit.close());
+        await step(() => outbox.close());
+        await step(() => closePools());
+        if (errors.length) svc.log.warn("gateway close: some data could not be flushed", { errors: errors.map((e) => String((e as Error)?.message ?? e)) });
+      })()),
+  };
+}
+
+export type { KeyEntry };

@@ -1,0 +1,434 @@
+// Key management (POST/GET/PATCH/DELETE /v1/api-keys, POST /v1/api-keys/temporary): the
+// engine side; api/routes/keys.ts only parses HTTP and calls these.
+//
+// Keys made here are ApiKey objects owned by "api", named by an opaque id (key_ + 20 chars of
+// [a-z0-9]); their secret is returned once and stored only as sha256. Manifest keys (owner
+// config:*) are listed but cannot be changed over HTTP (409).
+//
+// Rights: the administrative key manages every key (and is a master key); the master key
+// (SVC_MASTER_KEY) only creates temporary keys; an organization key with
+// permissions.manage_keys creates, lists, reads, patches and revokes team and user keys of its
+// own organization; any other key gets 403 permission_denied.
+//
+// Webhook signing secrets: a `secret` given as a reference (env:NAME, file:/path) is stored as
+// given; a secret given in clear is written to <home>/secrets/webhook-<key id> (mode 0600,
+// directory 0700) and the object stores only `file:<that path>`, so neither the store, a plan
+// nor an export ever holds it in clear. The outbox resolves the reference when signing.
+import { mkdirSync, writeFileSync, chmodSync } from "node:fs";
+import path from "node:path";
+import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
+import addFormats from "ajv-formats";
+import { Type, type TSchema } from "@sinclair/typebox";
+import {
+  ApiKeySpec,
+  BudgetAlerts,
+  BudgetLimits,
+  IpAllowlist,
+  Permissions,
+  RateLimits,
+  TokenLimits,
+  WebhookEvent,
+} from "../../schemas/kinds/api-key";
+import { PolicyDocument } from "../../schemas/kinds/access-policy";
+import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
+import { GatewayError, invalidRequest, notFound } from "./errors";
+import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
+import type { PolicyIndex } from "./policy";
+import { minutesInZone } from "./policy";
+import type { Limits } from "./limits";
+import type { KeyRef, WebhookEventName } from "./key-types";
+import { keyRefOf } from "./key-types";
+import { refuseReason } from "./webhooks/url-policy";
+
+/** Longest life of a temporary key: 30 days. */
+export const MAX_TEMPORARY_SECONDS = 30 * 86_400;
+
+const SECRET_REF = /^(env:[A-Za-z_][A-Za-z0-9_]*|file:.+)$/;
+
+const WebhookBody = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    url: Type.String({ format: "uri" }),
+    events: Type.Array(WebhookEvent, { default: [] }),
+    secret: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+
+const ExpiresAt = Type.Union([Type.String({ format: "date-time" }), Type.Null()]);
+
+const mutable = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.String({ maxLength: 2000 }),
+  permissions: Permissions,
+  policies: Type.Array(Type.String({ minLength: 1 })),
+  policy: PolicyDocument,
+  rate_limits: RateLimits,
+  budget_limits: BudgetLimits,
+  budget_alerts: BudgetAlerts,
+  token_limits: TokenLimits,
+  expires_at: ExpiresAt,
+  ip_allowlist: IpAllowlist,
+  webhook: WebhookBody,
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+};
+
+const opt = (o: Record<string, TSchema>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Type.Optional(v)])) as Record<string, TSchema>;
+
+const CreateBody = Type.Object(
+  {
+    ...opt(mutable),
+    key_type: Type.Optional(Type.Union([Type.Literal("organization"), Type.Literal("team"), Type.Literal("user")])),
+    organization_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    team_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+/** PATCH: JSON merge patch (RFC 7396) of the mutable fields; null removes a field. */
+const PatchBody = Type.Object(
+  Object.fromEntries(Object.keys(mutable).map((k) => [k, Type.Optional(Type.Unknown())])),
+  { additionalProperties: false },
+);
+
+const TemporaryBody = Type.Object(
+  {
+    expires_in: Type.Integer({ minimum: 1, maximum: MAX_TEMPORARY_SECONDS }),
+    permissions: Type.Optional(
+      Type.Object(
+        { models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))), max_requests: Type.Optional(Type.Integer({ minimum: 1 })) },
+        { additionalProperties: false },
+      ),
+    ),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  { additionalProperties: false },
+);
+
+let ajv: Ajv | undefined;
+const compiled = new Map<TSchema, ValidateFunction>();
+function validator(s: TSchema): ValidateFunction {
+  let v = compiled.get(s);
+  if (!v) {
+    if (!ajv) {
+      ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
+      addFormats(ajv);
+    }
+    v = ajv.compile(s);
+    compiled.set(s, v);
+  }
+  return v;
+}
+
+function describe(e: ErrorObject): { field: string; message: string } {
+  let ptr = e.instancePath;
+  if (e.keyword === "additionalProperties") ptr += `/${(e.params as any).additionalProperty}`;
+  if (e.keyword === "required") ptr += `/${(e.params as any).missingProperty}`;
+  const field = ptr.replace(/^\//, "").replace(/\//g, ".") || "(body)";
+  let message = e.message ?? "is invalid";
+  if (e.keyword === "additionalProperties") message = "is not a known field";
+  if (e.keyword === "required") message = "is required";
+  if (e.keyword === "enum" || e.keyword === "const") message += `: ${JSON.stringify((e.params as any).allowedValues ?? (e.params as any).allowedValue)}`;
+  return { field, message };
+}
+
+function check(s: TSchema, value: unknown, prefix = ""): void {
+  const v = validator(s);
+  if (v(value)) return;
+  // unions report every branch; the first error is the most specific for our schemas
+  const errs = v.errors ?? [];
+  const e = errs.find((x) => x.keyword !== "anyOf" && x.keyword !== "oneOf") ?? errs[0];
+  const { field, message } = describe(e);
+  const f = prefix ? (field === "(body)" ? prefix : `${prefix}.${field}`) : field;
+  throw invalidRequest(`invalid ${f}: ${message}`, f);
+}
+
+/** Who calls a management route. */
+export type Actor = KeyEntry;
+
+export interface KeyAdminDeps {
+  store: ResourceStore;
+  keys: KeyCache;
+  policies: PolicyIndex;
+  limits: Limits;
+  home: string;
+  emit?: (key: KeyRef, event: WebhookEventName, data: Record<string, unknown>) => void;
+  now?: () => number;
+}
+
+/** The key as the API shows it: every field, never the secret or its hash. */
+export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record<string, unknown> {
+  const s = o.spec as ApiKeySpec;
+  const entry = e ?? ({ revoked: !!s.revoked_at, expiresAtMs: s.expires_at ? Date.parse(s.expires_at) : Infinity } as KeyEntry);
+  const out: Record<string, unknown> = {
+    id: o.name,
+    object: "api_key",
+    name: s.name ?? o.name,
+    description: s.description ?? null,
+    key_type: s.key_type ?? "user",
+    organization_id: s.organization_id ?? null,
+    team_id: s.team_id ?? null,
+    user_id: s.user_id ?? null,
+    permissions: s.permissions ?? {},
+    policies: s.policies ?? [],
+    policy: s.policy ?? null,
+    rate_limits: s.rate_limits ?? null,
+    budget_limits: s.budget_limits ?? null,
+    budget_alerts: s.budget_alerts ?? null,
+    token_limits: s.token_limits ?? null,
+    expires_at: s.expires_at ?? null,
+    ip_allowlist: s.ip_allowlist ?? null,
+    webhook: s.webhook ? { enabled: s.webhook.enabled !== false, url: s.webhook.url, events: s.webhook.events ?? [], secret_configured: !!s.webhook.secret } : null,
+    metadata: s.metadata ?? {},
+    status: keyState(entry, now),
+    created_at: o.createdAt,
+    updated_at: o.updatedAt,
+    revoked_at: s.revoked_at ?? null,
+    managed_by: o.owner,
+  };
+  return out;
+}
+
+const denied = (m: string) => new GatewayError(403, "permission_denied", m);
+
+export class KeyAdmin {
+  private readonly now: () => number;
+  constructor(private readonly d: KeyAdminDeps) {
+    this.now = d.now ?? Date.now;
+  }
+
+  // -- rights ----------------------------------------------------------------------------
+
+  private isOrgManager(a: Actor): boolean {
+    return a.role === "key" && a.spec.key_type === "organization" && a.spec.permissions?.manage_keys === true && !!a.spec.organization_id;
+  }
+
+  /** May the actor use the management routes at all? */
+  assertManager(a: Actor): void {
+    if (a.role === "admin" || this.isOrgManager(a)) return;
+    if (a.role === "master") throw denied("the master key can only create temporary keys (POST /v1/api-keys/temporary)");
+    throw denied("this key cannot manage keys: use the administrative key, or an organization key with permissions.manage_keys");
+  }
+
+  /** May the actor see/change this key? */
+  private canManage(a: Actor, s: ApiKeySpec): boolean {
+    if (a.role === "admin") return true;
+    return this.isOrgManager(a) && s.organization_id === a.spec.organization_id && (s.key_type === "team" || s.key_type === "user");
+  }
+
+  private target(a: Actor, id: string): StoredObject {
+    this.assertManager(a);
+    const o = this.d.store.get("ApiKey", id);
+    if (!o || o.deleting) throw notFound(`no API key with id ${JSON.stringify(id)}`);
+    if (!this.canManage(a, o.spec)) {
+      // an organization manager must not learn which ids exist elsewhere
+      throw a.role === "admin" ? denied("not allowed") : notFound(`no API key with id ${JSON.stringify(id)}`);
+    }
+    return o;
+  }
+
+  private assertApiOwned(o: StoredObject) {
+    if (o.owner !== "api") {
+      throw new GatewayError(409, "conflict", `API key ${o.name} is managed by ${o.owner}; change it in its manifest`);
+    }
+  }
+
+  // -- validation pieces --------------------------------------------------------------------
+
+  private validateSemantics(spec: Record<string, any>) {
+    for (const a of spec.ip_allowlist?.addresses ?? []) {
+      try {
+        checkRange(a);
+      } catch (e: any) {
+        throw invalidRequest(`invalid ip_allowlist.addresses: ${e.message}`, "ip_allowlist.addresses");
+      }
+    }
+    if (spec.webhook) {
+      const why = refuseReason(spec.webhook.url);
+      if (why) throw invalidRequest(`invalid webhook.url: ${why}`, "webhook.url");
+    }
+    for (const n of spec.policies ?? []) {
+      if (!this.d.policies.has(n)) throw invalidRequest(`invalid policies: access policy ${JSON.stringify(n)} does not exist`, "policies");
+    }
+    if (spec.budget_limits?.currency && spec.budget_limits.currency !== "USD") {
+      throw invalidRequest(`invalid budget_limits.currency: only USD is supported (prices are in USD)`, "budget_limits.currency");
+    }
+    for (const st of spec.policy?.statements ?? []) {
+      const tz = st.condition?.time_between?.timezone;
+      if (tz) {
+        try {
+          minutesInZone(0, tz);
+        } catch {
+          throw invalidRequest(`invalid policy: unknown time zone ${JSON.stringify(tz)}`, "policy");
+        }
+      }
+    }
+    if (spec.expires_at && Date.parse(spec.expires_at) <= this.now()) {
+      throw invalidRequest("invalid expires_at: must be in the future (omit it or send null for a key that never expires)", "expires_at");
+    }
+  }
+
+  /** Store a clear webhook secret out of the store; return the reference to keep. */
+  private secretRef(id: string, secret: string | undefined): string | undefined {
+    if (secret === undefined || SECRET_REF.test(secret)) return secret;
+    const dir = path.join(this.d.home, "secrets");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const file = path.join(dir, `webhook-${id}`);
+    writeFileSync(file, secret, { mode: 0o600 });
+    chmodSync(file, 0o600);
+    return `file:${file}`;
+  }
+
+  private async put(id: string, spec: Record<string, unknown>): Promise<StoredObject> {
+    const clean = JSON.parse(JSON.stringify(spec)); // drop undefined
+    await this.d.store.write([{ op: "upsert", kind: "ApiKey", name: id, owner: "api", spec: clean }]);
+    return this.d.store.get("ApiKey", id)!;
+  }
+
+  private emit(o: StoredObject, event: WebhookEventName, data: Record<string, unknown>) {
+    const e = this.d.keys.get(o.name);
+    const ref: KeyRef = e ? e.ref : keyRefOf({ id: o.name, name: o.spec.name ?? o.name, owner: o.owner, spec: o.spec, hash: "", createdAt: o.createdAt });
+    this.d.emit?.(ref, event, data);
+  }
+
+  // -- operations ---------------------------------------------------------------------------
+
+  async create(a: Actor, body: any): Promise<Record<string, unknown>> {
+    this.assertManager(a);
+    check(CreateBody, body);
+    const keyType = body.key_type ?? "user";
+    if (a.role !== "admin") {
+      if (keyType === "organization") throw denied("an organization key can create only team and user keys");
+      if (body.organization_id !== undefined && body.organization_id !== a.spec.organization_id) {
+        throw denied(`an organization key can create keys only in its own organization (${a.spec.organization_id})`);
+      }
+      body.organization_id = a.spec.organization_id;
+    }
+    if (keyType === "organization" && !body.organization_id) throw invalidRequest("invalid organization_id: is required for an organization key", "organization_id");
+    if (keyType === "team" && !body.team_id) throw invalidRequest("invalid team_id: is required for a team key", "team_id");
+    this.validateSemantics(body);
+
+    const id = newKeyId();
+    const secret = generateSecret();
+    const spec: Record<string, unknown> = {
+      name: body.name,
+      description: body.description,
+      key_type: keyType,
+      organization_id: body.organization_id,
+      team_id: body.team_id,
+      user_id: body.user_id,
+      permissions: body.permissions,
+      policies: body.policies,
+      policy: body.policy,
+      rate_limits: body.rate_limits,
+      budget_limits: body.budget_limits,
+      budget_alerts: body.budget_alerts,
+      token_limits: body.token_limits,
+      expires_at: body.expires_at ?? undefined,
+      ip_allowlist: body.ip_allowlist,
+      webhook: body.webhook ? { ...body.webhook, secret: this.secretRef(id, body.webhook.secret) } : undefined,
+      metadata: body.metadata,
+      secretHash: `sha256:${hashSecret(secret)}`,
+    };
+    check(ApiKeySpec, JSON.parse(JSON.stringify(spec)));
+    const o = await this.put(id, spec);
+    this.emit(o, "key.created", { key_type: keyType, created_by: a.id });
+    return { api_key: secret, ...keyJson(o, this.now(), this.d.keys.get(id)) };
+  }
+
+  async createTemporary(a: Actor, body: any): Promise<Record<string, unknown>> {
+    if (a.role !== "admin" && a.role !== "master") throw denied("temporary keys are created with the master key (or the administrative key)");
+    check(TemporaryBody, body);
+    const now = this.now();
+    const id = newKeyId("tmp_");
+    const secret = generateSecret();
+    const expires = new Date(now + body.expires_in * 1000).toISOString();
+    const spec: Record<string, unknown> = {
+      name: body.name ?? `temporary ${id}`,
+      description: body.description,
+      key_type: "temporary",
+      permissions: body.permissions,
+      expires_at: expires,
+      metadata: body.metadata,
+      secretHash: `sha256:${hashSecret(secret)}`,
+    };
+    const o = await this.put(id, spec);
+    return { api_key: secret, ...keyJson(o, now, this.d.keys.get(id)), expires_in: body.expires_in };
+  }
+
+  list(a: Actor, q: { status?: string; key_type?: string; organization_id?: string; team_id?: string; user_id?: string }): Record<string, unknown>[] {
+    this.assertManager(a);
+    const now = this.now();
+    const out: Record<string, unknown>[] = [];
+    const objs = this.d.store.list({ kind: "ApiKey" }).sort((x, y) => (x.createdAt < y.createdAt ? -1 : x.createdAt > y.createdAt ? 1 : x.name < y.name ? -1 : 1));
+    for (const o of objs) {
+      const s = o.spec as ApiKeySpec;
+      if (!this.canManage(a, s)) continue;
+      if (q.key_type && (s.key_type ?? "user") !== q.key_type) continue;
+      if (q.organization_id && s.organization_id !== q.organization_id) continue;
+      if (q.team_id && s.team_id !== q.team_id) continue;
+      if (q.user_id && s.user_id !== q.user_id) continue;
+      const j = keyJson(o, now, this.d.keys.get(o.name));
+      if (q.status && j.status !== q.status) continue;
+      out.push(j);
+    }
+    return out;
+  }
+
+  get(a: Actor, id: string): Record<string, unknown> {
+    const o = this.target(a, id);
+    return { ...keyJson(o, this.now(), this.d.keys.get(id)), usage: this.d.limits.report(id) };
+  }
+
+  async patch(a: Actor, id: string, body: any): Promise<Record<string, unknown>> {
+    const o = this.target(a, id);
+    this.assertApiOwned(o);
+    check(PatchBody, body);
+    const cur = o.spec as ApiKeySpec;
+    if (cur.revoked_at) throw new GatewayError(409, "conflict", `API key ${id} is revoked; create a new key instead`);
+    const next: Record<string, any> = JSON.parse(JSON.stringify(cur));
+    for (const [k, v] of Object.entries(body)) {
+      const piece = (mutable as Record<string, TSchema>)[k];
+      if (v === null) delete next[k];
+      else if (isMergeable(k) && isObj(v) && isObj(next[k])) next[k] = mergePatch(next[k], v);
+      else next[k] = v;
+      if (next[k] !== undefined) check(piece, next[k], k);
+    }
+    if ("webhook" in body && next.webhook) {
+      if (body.webhook && typeof body.webhook.secret === "string") next.webhook.secret = this.secretRef(id, body.webhook.secret);
+    }
+    if (a.role !== "admin" && next.permissions?.manage_keys) throw denied("an organization key cannot grant manage_keys");
+    this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined });
+    check(ApiKeySpec, JSON.parse(JSON.stringify(next)));
+    const saved = await this.put(id, next);
+    return keyJson(saved, this.now(), this.d.keys.get(id));
+  }
+
+  async revoke(a: Actor, id: string): Promise<Record<string, unknown>> {
+    const o = this.target(a, id);
+    this.assertApiOwned(o);
+    if (o.spec.revoked_at) return keyJson(o, this.now(), this.d.keys.get(id));
+    const saved = await this.put(id, { ...o.spec, revoked_at: new Date(this.now()).toISOString() });
+    this.d.limits.forget(id);
+    this.emit(saved, "key.revoked", { revoked_by: a.id });
+    return keyJson(saved, this.now(), this.d.keys.get(id));
+  }
+}
+
+const MERGEABLE = new Set(["permissions", "rate_limits", "budget_limits", "budget_alerts", "token_limits", "ip_allowlist", "webhook", "metadata"]);
+const isMergeable = (k: string) => MERGEABLE.has(k);
+const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** RFC 7396 JSON merge patch. */
+export function mergePatch(target: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...target };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else if (isObj(v) && isObj(out[k])) out[k] = mergePatch(out[k] as Record<string, unknown>, v);
+    else out[k] = v;
+  }
+  return out;
+}

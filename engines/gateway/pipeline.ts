@@ -1,0 +1,427 @@
+// The one enforcement pipeline every inference route goes through (DESIGN.md "Gateway pipeline"):
+// authenticate -> IP allowlist -> permissions and policy -> limits (reserve) -> route ->
+// forward (streaming passes through) -> settle cost and tokens -> audit entry -> alerts.
+// Everything before forwarding is synchronous and in memory; nothing here touches Prisma.
+//
+// Status codes (see errors.ts for types):
+//   401 invalid_api_key (missing or unknown key) / key_revoked / key_expired
+//   403 ip_not_allowed; permission_denied (model or action outside permissions, master key used
+//       for inference, unpriced model for a budgeted key); policy_denied (a Deny statement, no
+//       Allow, or a bound policy that does not exist)
+//   404 model_not_found (no Provider or Model serves the name)
+//   402 budget_exceeded / quota_exceeded (tokens incl. per_request_max, max_requests)
+//   429 rate_limit_exceeded with Retry-After and x-ratelimit-* headers
+//   502 upstream_error / 504 upstream_timeout / 429 from the upstream (see providers/http.ts)
+import { performance } from "node:perf_hooks";
+import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
+import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
+import type { AuditRecord, KeyRef } from "./key-types";
+import { GatewayError, modelNotFound, invalidRequest } from "./errors";
+import { ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
+import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
+import type { Admission, Limits } from "./limits";
+import type { ProviderRouter } from "../providers/router";
+import { costMicros, type RouteTarget } from "../providers/types";
+import { isFallbackable } from "../providers/http";
+import { estimateTokens } from "../providers/estimate";
+
+/** Output tokens reserved when the request sets no max_tokens. */
+export const DEFAULT_OUTPUT_RESERVE = 4096;
+
+export interface AuditSink {
+  record(e: AuditRecord): void;
+}
+
+/** The parts of engines/gateway/alerts/alerts.ts the pipeline calls. */
+export interface AlertsSink {
+  limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void;
+  spendChanged(
+    key: KeyRef,
+    spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
+    budgets: { daily?: number; monthly?: number; total?: number },
+    thresholds: number[],
+  ): void;
+  failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void;
+  requestSeen(key: KeyRef, ip: string): void;
+}
+
+export interface PipelineOptions {
+  keys: KeyCache;
+  policies: PolicyIndex;
+  limits: Limits;
+  router: ProviderRouter;
+  audit?: AuditSink;
+  alerts?: AlertsSink;
+  /** Server.allowUnauthenticatedLoopback, read live */
+  allowUnauthenticatedLoopback: () => boolean;
+  now?: () => number;
+}
+
+const AUTH_MESSAGES = {
+  invalid_api_key: "invalid API key",
+  key_revoked: "this API key has been revoked",
+  key_expired: "this API key has expired",
+} as const;
+
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+interface RunCtx {
+  caller: Caller;
+  key: KeyEntry | null;
+  adm?: Admission;
+  target?: RouteTarget;
+  model: string;
+  action: string;
+  promptEst: number;
+  t0: number;
+  metadata: Record<string, unknown>;
+  ts: Date;
+}
+
+export class GatewayPipeline implements InferencePipeline {
+  private readonly now: () => number;
+  private readonly started = Math.floor(Date.now() / 1000);
+
+  constructor(private readonly o: PipelineOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // authentication and authorization
+
+  /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted). */
+  authenticate(caller: Caller, now = this.now()): KeyEntry | null {
+    if (!caller.token) {
+      if (caller.loopback && this.o.allowUnauthenticatedLoopback()) return null;
+      throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key> (or x-api-key)");
+    }
+    const r = this.o.keys.authenticate(caller.token, now);
+    if (r.ok) return r.key;
+    this.o.alerts?.failedAuth(tokenPrefix(caller.token), caller.ip, r.key?.ref);
+    const err = new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
+    if (r.key) this.auditFailure(caller, r.key, caller.route.includes("embed") ? "embeddings" : "chat.completions", undefined, undefined, err, performance.now(), {});
+    throw err;
+  }
+
+  /** IP allowlist and role checks that apply to any use of a key for inference. */
+  private checkUse(key: KeyEntry, caller: Caller) {
+    if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
+      throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
+    }
+    if (key.role === "master") {
+      throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key for inference");
+    }
+  }
+
+  /** Permissions and policy; returns the candidates the key may use (never empty). */
+  private authorize(key: KeyEntry, action: PolicyAction, model: string, cands: readonly RouteTarget[], now: number): readonly RouteTarget[] {
+    const p = key.spec.permissions;
+    if (p?.models && !p.models.some((g) => globMatch(g, model))) {
+      throw new GatewayError(403, "permission_denied", `model ${JSON.stringify(model)} is not in this key's permissions.models`, "model");
+    }
+    if (p?.actions && !p.actions.some((a) => a === "*" || a === action)) {
+      throw new GatewayError(403, "permission_denied", `action ${action} is not in this key's permissions.actions`);
+    }
+    const kp = this.o.policies.forKey(key);
+    if (kp.missing.length) {
+      throw new GatewayError(403, "policy_denied", `access policy ${JSON.stringify(kp.missing[0])} bound to this key does not exist`);
+    }
+    let out = cands;
+    if (kp.statements.length) {
+      const monthSpendMicros = this.o.limits.monthSpend(key);
+      let denial: string | undefined;
+      out = cands.filter((t) => {
+        const d = evaluate(kp.statements, { action, model, provider: t.provider, monthSpendMicros, now });
+        if (!d.allowed) denial ??= d.message;
+        return d.allowed;
+      });
+      if (out.length === 0) throw new GatewayError(403, "policy_denied", denial!, "model");
+    }
+    if (this.o.limits.needsPrice(key, now)) {
+      const priced = out.filter((t) => t.priced);
+      if (priced.length === 0) {
+        throw new GatewayError(
+          403,
+          "permission_denied",
+          `model ${JSON.stringify(model)} has no price configured (Provider ${out[0].provider}); keys with a budget may only use priced models`,
+          "model",
+        );
+      }
+      out = priced;
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // chat
+
+  async chat(caller: Caller, req: ChatRequest, signal: AbortSignal): Promise<ChatStart> {
+    const t0 = performance.now();
+    const now = this.now();
+    const action: PolicyAction = req.stream ? "chat:stream" : "chat:completions";
+    const run: RunCtx = {
+      caller,
+      key: null,
+      model: req.model,
+      action: req.stream ? "chat.stream" : "chat.completions",
+      promptEst: 0,
+      t0,
+      metadata: req.metadata ?? {},
+      ts: new Date(now),
+    };
+    run.key = this.authenticate(caller, now);
+    const key = run.key;
+    let headers = NO_HEADERS;
+    try {
+      if (key) this.checkUse(key, caller);
+      const routing = req.metadata?.routing as { strategy?: unknown; fallback?: unknown } | undefined;
+      const fallback = routing?.fallback === true;
+      if (!req.model) throw invalidRequest("model is required", "model");
+      let cands = this.o.router.targets(req.model, routing?.strategy === "cost-optimized");
+      if (cands.length === 0) throw modelNotFound(req.model);
+
+      let out = req;
+      run.promptEst = estimateTokens(req);
+      if (key && key.role === "key") {
+        cands = this.authorize(key, action, req.model, cands, now);
+        if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
+        const lim = this.o.limits.limitsOf(key);
+        let maxTokens = req.maxTokens;
+        if (lim.tokensPerRequest !== undefined && maxTokens === undefined && run.promptEst < lim.tokensPerRequest) {
+          // cap the output so the request stays within per_request_max
+          maxTokens = lim.tokensPerRequest - run.promptEst;
+          out = { ...req, maxTokens };
+        }
+        const reserveOut = maxTokens ?? DEFAULT_OUTPUT_RESERVE;
+        let spend = 0;
+        for (const t of cands) spend = Math.max(spend, costMicros(t, run.promptEst, reserveOut));
+        run.adm = this.o.limits.admit(key, {
+          spend,
+          tokens: run.promptEst + reserveOut,
+          requestTokens: run.promptEst + (req.maxTokens ?? 0),
+          priced: true,
+          model: req.model,
+        }, now);
+        headers = this.o.limits.rateHeaders(key, now);
+        this.o.alerts?.requestSeen(key.ref, caller.ip);
+      } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
+
+      let events: AsyncIterable<ChatEvent> | undefined;
+      let lastErr: unknown;
+      for (const t of cands) {
+        run.target = t;
+        try {
+          events = await this.o.router.adapter(t.type).chat(this.o.router.resolve(t), out, signal);
+          break;
+        } catch (e) {
+          lastErr = e;
+          if (signal.aborted || !isFallbackable(e)) break;
+        }
+      }
+      if (!events) throw lastErr;
+      return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
+    } catch (e) {
+      if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
+      if (key) {
+        if (e instanceof GatewayError && headers !== NO_HEADERS) {
+          for (const [k, v] of Object.entries(headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = v;
+        }
+        this.auditFailure(caller, key, run.action, run.model, run.target?.provider, e, t0, run.metadata);
+        this.limitAlert(key, e);
+      }
+      throw e;
+    }
+  }
+
+  /** Pass events through; at the end (or on error / early exit) settle and audit. */
+  private async *track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
+    let usage: Usage | undefined;
+    let chars = 0;
+    let failure: unknown;
+    try {
+      for await (const ev of events) {
+        if (ev.type === "text") chars += ev.text.length;
+        else if (ev.type === "tool_call_delta") chars += ev.argumentsDelta.length;
+        else if (ev.type === "done") usage = ev.usage;
+        yield ev;
+      }
+    } catch (e) {
+      failure = e;
+      throw e;
+    } finally {
+      this.finish(run, usage, chars, failure);
+    }
+  }
+
+  private finish(run: RunCtx, usage: Usage | undefined, chars: number, failure: unknown) {
+    const prompt = usage?.promptTokens ?? run.promptEst;
+    const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
+    const t = run.target!;
+    const cost = costMicros(t, prompt, completion);
+    const key = run.key;
+    if (run.adm) {
+      this.o.limits.settle(run.adm, cost, prompt + completion, true);
+      if (key && cost > 0) this.spendAlert(key);
+    }
+    if (!key) return;
+    const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
+    this.o.audit?.record({
+      timestamp: run.ts,
+      apiKeyId: key.id,
+      apiKeyName: key.name,
+      organizationId: key.spec.organization_id,
+      requestId: run.caller.requestId,
+      action: run.action,
+      model: run.model,
+      provider: t.provider,
+      status,
+      latencyMs: Math.round(performance.now() - run.t0),
+      promptTokens: prompt,
+      completionTokens: completion,
+      costMicros: BigInt(cost),
+      metadata: run.metadata,
+      ipAddress: run.caller.ip,
+      userAgent: run.caller.userAgent,
+    });
+  }
+
+  private auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>) {
+    const code = codeOf(e);
+    this.o.audit?.record({
+      timestamp: new Date(),
+      apiKeyId: key.id,
+      apiKeyName: key.name,
+      organizationId: key.spec.organization_id,
+      requestId: caller.requestId,
+      action,
+      model,
+      provider,
+      status: code,
+      errorCode: code,
+      latencyMs: Math.round(performance.now() - t0),
+      promptTokens: 0,
+      completionTokens: 0,
+      costMicros: 0n,
+      metadata,
+      ipAddress: caller.ip,
+      userAgent: caller.userAgent,
+    });
+  }
+
+  private limitAlert(key: KeyEntry, e: unknown) {
+    if (!this.o.alerts || !(e instanceof GatewayError)) return;
+    if (e.code !== "rate_limit_exceeded" && e.code !== "budget_exceeded" && e.code !== "quota_exceeded") return;
+    if (e.message.startsWith("provider ")) return; // an upstream's 429 is not this key's limit
+    const m = /(?:rate limit|budget|token limit|request quota) ([a-z_]+=[^\s]+)/.exec(e.message);
+    this.o.alerts.limitExceeded(key.ref, m ? m[1] : e.code, { code: e.code, message: e.message });
+  }
+
+  private spendAlert(key: KeyEntry) {
+    const a = this.o.alerts;
+    if (!a) return;
+    const lim = this.o.limits.limitsOf(key);
+    if (!lim.budgeted) return;
+    const s = this.o.limits.spendOf(key);
+    a.spendChanged(
+      key.ref,
+      { dailyMicros: BigInt(s.day), monthlyMicros: BigInt(s.month), totalMicros: BigInt(s.total) },
+      { daily: lim.budgetDaily !== undefined ? lim.budgetDaily / 1e6 : undefined, monthly: lim.budgetMonthly !== undefined ? lim.budgetMonthly / 1e6 : undefined, total: lim.budgetTotal !== undefined ? lim.budgetTotal / 1e6 : undefined },
+      key.spec.budget_alerts?.thresholds ?? [],
+    );
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // embeddings and model listing
+
+  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }> {
+    const t0 = performance.now();
+    const now = this.now();
+    const key = this.authenticate(caller, now);
+    let adm: Admission | undefined;
+    let target: RouteTarget | undefined;
+    let headers = NO_HEADERS;
+    const promptEst = req.input.reduce((n, s) => n + Math.ceil(s.length / 4) + 1, 0);
+    try {
+      if (key) this.checkUse(key, caller);
+      let cands = this.o.router.targets(req.model);
+      if (cands.length === 0) throw modelNotFound(req.model);
+      if (key && key.role === "key") {
+        cands = this.authorize(key, "embeddings", req.model, cands, now);
+        let spend = 0;
+        for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
+        adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, priced: true, model: req.model }, now);
+        headers = this.o.limits.rateHeaders(key, now);
+      }
+      target = cands[0];
+      const adapter = this.o.router.adapter(target.type);
+      if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
+      const r = await adapter.embed(this.o.router.resolve(target), req);
+      const cost = costMicros(target, r.promptTokens, 0);
+      if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
+      if (key) {
+        this.o.audit?.record({
+          timestamp: new Date(now),
+          apiKeyId: key.id,
+          apiKeyName: key.name,
+          organizationId: key.spec.organization_id,
+          requestId: caller.requestId,
+          action: "embeddings",
+          model: req.model,
+          provider: target.provider,
+          status: "success",
+          latencyMs: Math.round(performance.now() - t0),
+          promptTokens: r.promptTokens,
+          completionTokens: 0,
+          costMicros: BigInt(cost),
+          metadata: {},
+          ipAddress: caller.ip,
+          userAgent: caller.userAgent,
+        });
+      }
+      return { ...r, provider: target.provider, model: req.model, headers };
+    } catch (e) {
+      if (adm) this.o.limits.settle(adm, 0, 0, false);
+      if (key) {
+        if (e instanceof GatewayError && headers !== NO_HEADERS) Object.assign(e.headers, headers);
+        this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});
+        this.limitAlert(key, e);
+      }
+      throw e;
+    }
+  }
+
+  async listModels(caller: Caller): Promise<ModelListing[]> {
+    const now = this.now();
+    const key = this.authenticate(caller, now);
+    if (key) this.checkUse(key, caller);
+    const seen = new Set<string>();
+    const out: ModelListing[] = [];
+    for (const m of this.o.router.listing()) {
+      if (seen.has(m.model)) continue;
+      if (key && key.role === "key") {
+        try {
+          this.authorize(key, "chat:completions", m.model, this.o.router.targets(m.model), now);
+        } catch {
+          continue;
+        }
+      }
+      seen.add(m.model);
+      out.push({ id: m.model, provider: m.provider, providerType: m.type, created: this.started });
+    }
+    return out;
+  }
+}
+
+/** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */
+function codeOf(e: unknown): string {
+  if (e instanceof GatewayError) return e.code;
+  if (isAbortLike(e)) return "cancelled";
+  const x = e as { status?: unknown; code?: unknown } | undefined;
+  if (typeof x?.status === "number" && typeof x.code === "string") return x.code;
+  return "internal_error";
+}
+
+function isAbortLike(e: unknown): boolean {
+  const x = e as { name?: string; code?: string } | undefined;
+  return x?.name === "AbortError" || x?.code === "UND_ERR_ABORTED" || x?.code === "ABORT_ERR";
+}

@@ -1,0 +1,160 @@
+// Anthropic Messages upstream (type anthropic): POST {baseUrl}/v1/messages with x-api-key and
+// anthropic-version. System messages become `system`; tool calls/results become tool_use /
+// tool_result blocks. max_tokens is required by the API: when the caller set none, 4096.
+import type { ChatEvent, ChatMessage, ChatRequest, FinishReason } from "../chat/types";
+import { GatewayError } from "../gateway/errors";
+import { postJson, readJsonBody, sseMessages } from "./http";
+import { primed, type ProviderAdapter, type RouteTarget } from "./types";
+import { estimateTokens } from "./estimate";
+
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+function toBlocks(msgs: ChatMessage[]): { system?: string; messages: any[] } {
+  const system: string[] = [];
+  const out: any[] = [];
+  const push = (role: "user" | "assistant", block: any) => {
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.content.push(block);
+    else out.push({ role, content: [block] });
+  };
+  for (const m of msgs) {
+    if (m.role === "system") {
+      system.push(m.content);
+    } else if (m.role === "tool") {
+      push("user", { type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.content });
+    } else if (m.role === "assistant") {
+      if (m.content) push("assistant", { type: "text", text: m.content });
+      for (const c of m.toolCalls ?? []) {
+        let input: unknown = {};
+        try {
+          input = c.arguments ? JSON.parse(c.arguments) : {};
+        } catch {
+          input = {};
+        }
+        push("assistant", { type: "tool_use", id: c.id, name: c.name, input });
+      }
+    } else {
+      push("user", { type: "text", text: m.content });
+    }
+  }
+  return { system: system.length ? system.join("\n\n") : undefined, messages: out };
+}
+
+export function toAnthropicBody(t: RouteTarget, req: ChatRequest): Record<string, unknown> {
+  const msgs = req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user" as const, content: req.prompt }] : req.messages;
+  const { system, messages } = toBlocks(msgs);
+  const body: Record<string, unknown> = { model: t.upstreamModel, max_tokens: req.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS, messages };
+  if (system) body.system = system;
+  if (req.stream) body.stream = true;
+  const s = req.sampling;
+  if (s.temperature !== undefined) body.temperature = Math.min(1, s.temperature);
+  if (s.topP !== undefined) body.top_p = s.topP;
+  if (s.topK !== undefined) body.top_k = s.topK;
+  if (s.stop?.length) body.stop_sequences = s.stop;
+  if (req.tools?.length) {
+    body.tools = req.tools.map((x) => ({ name: x.name, description: x.description, input_schema: x.parameters ?? { type: "object", properties: {} } }));
+    const tc = req.toolChoice;
+    if (tc === "required") body.tool_choice = { type: "any" };
+    else if (tc === "auto") body.tool_choice = { type: "auto" };
+    else if (tc === "none") body.tool_choice = { type: "none" };
+    else if (tc && typeof tc === "object") body.tool_choice = { type: "tool", name: tc.name };
+  }
+  return body;
+}
+
+const finish = (r: unknown): FinishReason => (r === "max_tokens" ? "length" : r === "tool_use" ? "tool_calls" : "stop");
+
+function headers(t: RouteTarget): Record<string, string> {
+  const h: Record<string, string> = { "anthropic-version": "2023-06-01", ...(t.headers ?? {}) };
+  if (t.credential) h["x-api-key"] = t.credential;
+  return h;
+}
+
+const messagesPath = (base: string) => (/\/v1\/?$/.test(base) ? "/messages" : "/v1/messages");
+
+async function* fromJson(t: RouteTarget, req: ChatRequest, j: any): AsyncGenerator<ChatEvent> {
+  if (!Array.isArray(j?.content)) throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no content`);
+  let idx = 0;
+  let chars = 0;
+  for (const b of j.content) {
+    if (b.type === "text" && b.text) {
+      chars += b.text.length;
+      yield { type: "text", text: b.text };
+    } else if (b.type === "tool_use") {
+      const i = idx++;
+      yield { type: "tool_call_start", index: i, id: b.id, name: b.name };
+      yield { type: "tool_call_delta", index: i, argumentsDelta: JSON.stringify(b.input ?? {}) };
+    }
+  }
+  yield {
+    type: "done",
+    finishReason: finish(j.stop_reason),
+    usage: { promptTokens: j.usage?.input_tokens ?? estimateTokens(req), completionTokens: j.usage?.output_tokens ?? Math.ceil(chars / 4) },
+  };
+}
+
+async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerator<{ event?: string; data: string }>): AsyncGenerator<ChatEvent> {
+  let input: number | undefined;
+  let output: number | undefined;
+  let stop: unknown = null;
+  let chars = 0;
+  const toolIndex = new Map<number, number>(); // content block index -> tool call index
+  for await (const m of msgs) {
+    let j: any;
+    try {
+      j = JSON.parse(m.data);
+    } catch {
+      continue;
+    }
+    switch (j.type) {
+      case "message_start":
+        input = j.message?.usage?.input_tokens;
+        output = j.message?.usage?.output_tokens;
+        break;
+      case "content_block_start":
+        if (j.content_block?.type === "tool_use") {
+          const i = toolIndex.size;
+          toolIndex.set(j.index, i);
+          yield { type: "tool_call_start", index: i, id: j.content_block.id, name: j.content_block.name };
+        } else if (j.content_block?.type === "text" && j.content_block.text) {
+          chars += j.content_block.text.length;
+          yield { type: "text", text: j.content_block.text };
+        }
+        break;
+      case "content_block_delta":
+        if (j.delta?.type === "text_delta" && j.delta.text) {
+          chars += j.delta.text.length;
+          yield { type: "text", text: j.delta.text };
+        } else if (j.delta?.type === "input_json_delta" && toolIndex.has(j.index) && j.delta.partial_json) {
+          yield { type: "tool_call_delta", index: toolIndex.get(j.index)!, argumentsDelta: j.delta.partial_json };
+        }
+        break;
+      case "message_delta":
+        if (j.delta?.stop_reason) stop = j.delta.stop_reason;
+        if (j.usage?.output_tokens !== undefined) output = j.usage.output_tokens;
+        if (j.usage?.input_tokens !== undefined) input = j.usage.input_tokens;
+        break;
+      case "error":
+        throw new GatewayError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${j.error?.message ?? "error"}`);
+      case "message_stop":
+        break;
+    }
+    if (j.type === "message_stop") break;
+  }
+  yield {
+    type: "done",
+    finishReason: finish(stop),
+    usage: { promptTokens: input ?? estimateTokens(req), completionTokens: output ?? Math.ceil(chars / 4) },
+  };
+}
+
+export const anthropicAdapter: ProviderAdapter = {
+  async chat(t, req, signal) {
+    const res = await postJson(t.provider, t.baseUrl!, messagesPath(t.baseUrl!), headers(t), toAnthropicBody(t, req), t.timeoutMs, signal);
+    const ct = String(res.headers["content-type"] ?? "");
+    if (!req.stream || !ct.includes("text/event-stream")) {
+      return fromJson(t, req, await readJsonBody(t.provider, res, t.timeoutMs, signal));
+    }
+    return primed(fromStream(t, req, sseMessages(t.provider, res, t.timeoutMs, signal)));
+  },
+};

@@ -1,0 +1,164 @@
+// Shared HTTP plumbing for upstream providers: one keep-alive undici Pool per origin, and the
+// mapping of upstream failures to clear gateway errors.
+//   connection refused/reset, DNS         -> 502 upstream_error  "provider X unreachable: …"
+//   no answer within timeoutSeconds        -> 504 upstream_timeout
+//   upstream 429                           -> 429 rate_limit_exceeded (Retry-After passed on)
+//   upstream 400/413/422                   -> 400 invalid_request "provider X refused the request: …"
+//   upstream 401/403                       -> 502 upstream_error (the gateway's credential is wrong)
+//   upstream other 4xx / 5xx               -> 502 upstream_error "provider X answered N: …"
+// 502/503/504 are "fallback-able": routing may try the next provider when fallback is on.
+import { Pool, type Dispatcher } from "undici";
+import { createParser } from "eventsource-parser";
+import { GatewayError } from "../gateway/errors";
+
+const pools = new Map<string, Pool>();
+
+export function poolFor(origin: string): Pool {
+  let p = pools.get(origin);
+  if (!p) {
+    p = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+    pools.set(origin, p);
+  }
+  return p;
+}
+
+export async function closePools(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.close().catch(() => undefined)));
+}
+
+/** Split a base URL into origin and path prefix (no trailing slash). */
+export function splitUrl(base: string): { origin: string; prefix: string } {
+  const u = new URL(base);
+  return { origin: u.origin, prefix: u.pathname.replace(/\/+$/, "") };
+}
+
+export function isAbort(e: any, signal?: AbortSignal): boolean {
+  return signal?.aborted === true || e?.name === "AbortError" || e?.code === "UND_ERR_ABORTED";
+}
+
+/** Map a thrown transport error. */
+export function transportError(provider: string, e: any, timeoutMs: number, midStream = false): GatewayError {
+  const code: string = e?.code ?? e?.cause?.code ?? "";
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT" || e?.name === "TimeoutError") {
+    return new GatewayError(504, "upstream_timeout", `provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)}s`);
+  }
+  const why = code ? `${code}${e?.message && !String(e.message).includes(code) ? ` (${e.message})` : ""}` : String(e?.message ?? e);
+  return new GatewayError(502, "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
+}
+
+function upstreamMessage(body: string): string {
+  try {
+    const j = JSON.parse(body);
+    const m = j?.error?.message ?? j?.message ?? j?.error;
+    if (typeof m === "string") return m.slice(0, 500);
+  } catch {
+    /* not JSON */
+  }
+  return body.slice(0, 200).trim() || "(empty body)";
+}
+
+/** Map a non-2xx upstream answer. */
+export function statusError(provider: string, status: number, body: string, headers: Dispatcher.ResponseData["headers"]): GatewayError {
+  const msg = upstreamMessage(body);
+  if (status === 429) {
+    const ra = headers["retry-after"];
+    return new GatewayError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, null, ra ? { "retry-after": String(ra) } : {});
+  }
+  if (status === 400 || status === 413 || status === 422) {
+    return new GatewayError(400, "invalid_request", `provider ${provider} refused the request: ${msg}`);
+  }
+  if (status === 401 || status === 403) {
+    return new GatewayError(502, "upstream_error", `provider ${provider} rejected the gateway's credential (${status}): ${msg}`);
+  }
+  if (status === 504 || status === 408) return new GatewayError(504, "upstream_timeout", `provider ${provider} timed out (${status}): ${msg}`);
+  return new GatewayError(502, "upstream_error", `provider ${provider} answered ${status}: ${msg}`);
+}
+
+/** May the router try the next provider after this failure? */
+export function isFallbackable(e: unknown): boolean {
+  if (e instanceof GatewayError) return e.status === 502 || e.status === 503 || e.status === 504;
+  const x = e as { status?: unknown; name?: unknown } | undefined;
+  if (typeof x?.status === "number") return x.status >= 500; // e.g. the local pool's errors
+  return !(typeof x?.name === "string" && x.name.includes("Abort"));
+}
+
+/** POST JSON upstream; resolves with the response once the status is 2xx, else throws mapped. */
+export async function postJson(
+  provider: string,
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  const { origin, prefix } = splitUrl(baseUrl);
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await poolFor(origin).request({
+      method: "POST",
+      path: prefix + path,
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify(body),
+      signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+  } catch (e) {
+    if (isAbort(e, signal)) throw e;
+    throw transportError(provider, e, timeoutMs);
+  }
+  if (res.statusCode >= 200 && res.statusCode < 300) return res;
+  let text = "";
+  try {
+    text = await res.body.text();
+  } catch {
+    /* ignore */
+  }
+  throw statusError(provider, res.statusCode, text, res.headers);
+}
+
+/** Read a whole JSON body, mapping transport failures. */
+export async function readJsonBody(provider: string, res: Dispatcher.ResponseData, timeoutMs: number, signal?: AbortSignal): Promise<any> {
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (e) {
+    if (isAbort(e, signal)) throw e;
+    throw transportError(provider, e, timeoutMs, true);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new GatewayError(502, "upstream_error", `provider ${provider} sent a body that is not JSON: ${text.slice(0, 120)}`);
+  }
+}
+
+/** Iterate the SSE messages of a response body (eventsource-parser), mapping transport failures. */
+export async function* sseMessages(
+  provider: string,
+  res: Dispatcher.ResponseData,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): AsyncGenerator<{ event?: string; data: string }> {
+  const queue: { event?: string; data: string }[] = [];
+  const parser = createParser({ onEvent: (m) => queue.push({ event: m.event, data: m.data }) });
+  const dec = new TextDecoder();
+  try {
+    for await (const chunk of res.body) {
+      parser.feed(dec.decode(chunk as Buffer, { stream: true }));
+      while (queue.length) yield queue.shift()!;
+    }
+    parser.feed(dec.decode());
+    parser.reset({ consume: true });
+    while (queue.length) yield queue.shift()!;
+  } catch (e) {
+    if (isAbort(e, signal)) throw e;
+    throw transportError(provider, e, timeoutMs, true);
+  } finally {
+    // stop the upstream if the consumer left early
+    if (!res.body.readableEnded && !res.body.destroyed) res.body.destroy();
+  }
+}

@@ -1,0 +1,33 @@
+// The local provider: GGUF models served by the inference pool (svc.engines.pool), reached
+// through the same pipeline as any upstream. Local models cost 0 unless a Provider of type
+// local gives them a price.
+import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
+import { GatewayError } from "../gateway/errors";
+import { primed, type ProviderAdapter } from "./types";
+
+/** What the gateway needs of engines/inference/pool.ts's ModelPool. */
+export interface LocalPool {
+  chat(req: ChatRequest, signal: AbortSignal): AsyncIterable<ChatEvent>;
+  embed?(req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult>;
+  has?(name: string): boolean;
+  list?(): Array<{ name: string } | string> | Promise<Array<{ name: string } | string>>;
+}
+
+export function localAdapter(getPool: () => LocalPool | undefined): ProviderAdapter {
+  const pool = () => {
+    const p = getPool();
+    if (!p) throw new GatewayError(503, "model_unavailable", "local inference is not available in this server");
+    return p;
+  };
+  return {
+    async chat(t, req, signal) {
+      const r = t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel };
+      return primed(pool().chat(r, signal));
+    },
+    async embed(t, req, signal) {
+      const p = pool();
+      if (!p.embed) throw new GatewayError(503, "model_unavailable", "local embeddings are not available in this server");
+      return p.embed(t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel }, signal);
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// OpenAI-compatible upstream (type openai, and ollama through its /v1 API): the internal
+// ChatRequest to /chat/completions and back to ChatEvents. Streaming requests go upstream with
+// `stream: true` and `stream_options.include_usage` so usage is counted; non-streaming requests
+// go upstream non-streaming (one JSON body).
+import type { ChatEvent, ChatMessage, ChatRequest, EmbeddingRequest, EmbeddingResult, FinishReason } from "../chat/types";
+import { GatewayError } from "../gateway/errors";
+import { postJson, readJsonBody, sseMessages } from "./http";
+import { primed, type ProviderAdapter, type RouteTarget } from "./types";
+import { estimateTokens } from "./estimate";
+
+function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
+  const o: Record<string, unknown> = { role: m.role, content: m.content };
+  if (m.toolCalls?.length) {
+    o.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+    if (!m.content) o.content = null;
+  }
+  if (m.toolCallId) o.tool_call_id = m.toolCallId;
+  if (m.name) o.name = m.name;
+  return o;
+}
+
+export function toOpenAIBody(t: RouteTarget, req: ChatRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: t.upstreamModel,
+    messages: req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user", content: req.prompt }] : req.messages.map(toOpenAIMessage),
+  };
+  if (req.stream) {
+    body.stream = true;
+    body.stream_options = { include_usage: true };
+  }
+  if (req.maxTokens !== undefined) body.max_tokens = req.maxTokens;
+  const s = req.sampling;
+  if (s.temperature !== undefined) body.temperature = s.temperature;
+  if (s.topP !== undefined) body.top_p = s.topP;
+  if (s.seed !== undefined) body.seed = s.seed;
+  if (s.stop?.length) body.stop = s.stop;
+  if (t.type === "ollama") {
+    if (s.topK !== undefined) body.top_k = s.topK;
+    if (s.repeatPenalty !== undefined) body.repeat_penalty = s.repeatPenalty;
+  }
+  if (req.tools?.length) {
+    body.tools = req.tools.map((x) => ({ type: "function", function: { name: x.name, description: x.description, parameters: x.parameters ?? { type: "object", properties: {} } } }));
+  }
+  if (req.toolChoice !== undefined) {
+    body.tool_choice = typeof req.toolChoice === "string" ? req.toolChoice : { type: "function", function: { name: req.toolChoice.name } };
+  }
+  if (req.responseSchema) body.response_format = { type: "json_schema", json_schema: { name: "response", schema: req.responseSchema } };
+  return body;
+}
+
+function finish(r: unknown, hadTools: boolean): FinishReason {
+  if (r === "length") return "length";
+  if (r === "tool_calls" || r === "function_call" || (hadTools && r !== "stop")) return "tool_calls";
+  return "stop";
+}
+
+function authHeaders(t: RouteTarget): Record<string, string> {
+  const h: Record<string, string> = { ...(t.headers ?? {}) };
+  if (t.credential) h.authorization = `Bearer ${t.credential}`;
+  return h;
+}
+
+function* eventsOfResponse(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
+  const choice = j?.choices?.[0];
+  if (!choice) throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no choices`);
+  const msg = choice.message ?? {};
+  const text = typeof msg.content === "string" ? msg.content : "";
+  if (text) yield { type: "text", text };
+  const calls: any[] = Array.isArray(msg.tool_calls) ? msg.tool_calls : [];
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i];
+    yield { type: "tool_call_start", index: i, id: c.id ?? `call_${i}`, name: c.function?.name ?? "" };
+    if (c.function?.arguments) yield { type: "tool_call_delta", index: i, argumentsDelta: String(c.function.arguments) };
+  }
+  const u = j.usage;
+  yield {
+    type: "done",
+    finishReason: finish(choice.finish_reason, calls.length > 0),
+    usage: {
+      promptTokens: u?.prompt_tokens ?? estimateTokens(req),
+      completionTokens: u?.completion_tokens ?? Math.ceil(text.length / 4),
+    },
+  };
+}
+
+async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGenerator<{ event?: string; data: string }>): AsyncGenerator<ChatEvent> {
+  let finishReason: unknown = null;
+  let usage: any = null;
+  let chars = 0;
+  // upstream tool call index -> our index
+  const seen = new Map<number, number>();
+  for await (const m of messages) {
+    if (m.data === "[DONE]") break;
+    let j: any;
+    try {
+      j = JSON.parse(m.data);
+    } catch {
+      continue;
+    }
+    if (j.error) throw new GatewayError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${j.error.message ?? JSON.stringify(j.error)}`);
+    if (j.usage) usage = j.usage;
+    const ch = j.choices?.[0];
+    if (!ch) continue;
+    const d = ch.delta ?? {};
+    if (typeof d.content === "string" && d.content) {
+      chars += d.content.length;
+      yield { type: "text", text: d.content };
+    }
+    if (Array.isArray(d.tool_calls)) {
+      for (const tc of d.tool_calls) {
+        const up = tc.index ?? 0;
+        let idx = seen.get(up);
+        if (idx === undefined) {
+          idx = seen.size;
+          seen.set(up, idx);
+          yield { type: "tool_call_start", index: idx, id: tc.id ?? `call_${idx}`, name: tc.function?.name ?? "" };
+        }
+        if (tc.function?.arguments) {
+          chars += tc.function.arguments.length;
+          yield { type: "tool_call_delta", index: idx, argumentsDelta: tc.function.arguments };
+        }
+      }
+    }
+    if (ch.finish_reason) finishReason = ch.finish_reason;
+  }
+  yield {
+    type: "done",
+    finishReason: finish(finishReason, seen.size > 0),
+    usage: {
+      promptTokens: usage?.prompt_tokens ?? estimateTokens(req),
+      completionTokens: usage?.completion_tokens ?? Math.ceil(chars / 4),
+    },
+  };
+}
+
+async function* once(events: Generator<ChatEvent>): AsyncGenerator<ChatEvent> {
+  yield* events;
+}
+
+export const openaiAdapter: ProviderAdapter = {
+  async chat(t, req, signal) {
+    const res = await postJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, signal);
+    if (!req.stream) {
+      const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+      return once(eventsOfResponse(t, req, j));
+    }
+    const ct = String(res.headers["content-type"] ?? "");
+    if (!ct.includes("text/event-stream")) {
+      // some servers ignore stream:true and answer JSON
+      const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+      return once(eventsOfResponse(t, req, j));
+    }
+    return primed(streamEvents(t, req, sseMessages(t.provider, res, t.timeoutMs, signal)));
+  },
+
+  async embed(t: RouteTarget, req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult> {
+    const res = await postJson(t.provider, t.baseUrl!, "/embeddings", authHeaders(t), { model: t.upstreamModel, input: req.input }, t.timeoutMs, signal);
+    const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+    const data: any[] = Array.isArray(j?.data) ? j.data : [];
+    data.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    return {
+      vectors: data.map((d) => d.embedding as number[]),
+      promptTokens: j?.usage?.prompt_tokens ?? req.input.reduce((n, s) => n + Math.ceil(s.length / 4), 0),
+    };
+  },
+};

@@ -1,0 +1,65 @@
+// What the router hands a provider adapter, and what an adapter does with it.
+import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
+import type { ProviderSpec } from "../../schemas/kinds/provider";
+
+export type ProviderType = ProviderSpec["type"];
+
+/** One (provider, model) pair able to serve a requested model name. */
+export interface RouteTarget {
+  /** Provider object name, or "local" for Model objects served by the local pool */
+  provider: string;
+  type: ProviderType;
+  /** model name the client asked for */
+  model: string;
+  /** model name sent upstream */
+  upstreamModel: string;
+  /** micro-USD per million tokens; undefined when the model has no price */
+  inPerM?: number;
+  outPerM?: number;
+  priced: boolean;
+  /** resolved connection settings (HTTP providers) */
+  baseUrl?: string;
+  credential?: string;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+}
+
+export interface ProviderAdapter {
+  /**
+   * Start generation. Resolves once the upstream accepted the request (HTTP status known, first
+   * event available), so a failure before any byte can fall back to the next target.
+   * Throws GatewayError (upstream_error 502, upstream_timeout 504, rate_limit_exceeded 429, …).
+   */
+  chat(t: RouteTarget, req: ChatRequest, signal: AbortSignal): Promise<AsyncIterable<ChatEvent>>;
+  embed?(t: RouteTarget, req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult>;
+}
+
+/** Cost of a request in integer micro-USD (rounded up), given prices per million tokens in micro-USD. */
+export function costMicros(t: Pick<RouteTarget, "inPerM" | "outPerM">, promptTokens: number, completionTokens: number): number {
+  const v = promptTokens * (t.inPerM ?? 0) + completionTokens * (t.outPerM ?? 0);
+  return v === 0 ? 0 : Math.ceil(v / 1e6);
+}
+
+/** Prefetch the first event so failures surface before the caller commits to a response. */
+export async function primed(it: AsyncIterable<ChatEvent>): Promise<AsyncIterable<ChatEvent>> {
+  const iter = it[Symbol.asyncIterator]();
+  const first = await iter.next();
+  let started = false;
+  return {
+    [Symbol.asyncIterator]() {
+      return {
+        next() {
+          if (!started) {
+            started = true;
+            return Promise.resolve(first);
+          }
+          return iter.next();
+        },
+        return(v?: any) {
+          started = true;
+          return iter.return ? iter.return(v) : Promise.resolve({ done: true as const, value: v });
+        },
+      };
+    },
+  };
+}

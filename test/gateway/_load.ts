@@ -1,0 +1,27 @@
+// Dev tool (not a test): svc in this process (profile it with --cpu-prof), the stand-in upstream
+// and autocannon in child processes. node --cpu-prof --import tsx test/gateway/_load.ts [connections] [seconds]
+// NOAUDIT=1 replaces audit.record with a no-op (to see what the audit write path costs).
+import { spawn } from "node:child_process";
+import { startEnv } from "./fixtures";
+const conns = process.argv[2] ?? "50";
+const secs = process.argv[3] ?? "5";
+const up = spawn(process.execPath, ["--import", "tsx", "bench/upstream.ts"], { stdio: ["ignore", "pipe", "inherit"] });
+const port: number = await new Promise((r) => up.stdout!.once("data", (d) => r(Number(String(d).trim()))));
+const env = await startEnv();
+await env.apply([
+  { kind: "Provider", name: "standin", spec: { type: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, models: [{ name: "bench-model", inputPerMillion: 0.5, outputPerMillion: 1.5 }] } },
+  { kind: "AccessPolicy", name: "p", spec: { version: "2024-01-01", statements: [{ effect: "Allow", actions: ["*"], resources: ["model:bench-model"] }, { effect: "Deny", actions: ["*"], resources: ["provider:forbidden"] }] } },
+]);
+const k = await env.key({
+  key_type: "user", organization_id: "o", team_id: "t", policies: ["p"],
+  rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+  budget_limits: { daily: 1_000_000, monthly: 1_000_000 }, token_limits: { per_request_max: 4096, daily: 1e12 },
+  ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8"] },
+});
+if (process.env.NOAUDIT) env.gw.audit.record = () => {};
+const body = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }] });
+const ac = spawn(process.execPath, ["node_modules/autocannon/autocannon.js", "-c", conns, "-d", secs, "-m", "POST", "-H", `authorization=Bearer ${k.secret}`, "-H", "content-type=application/json", "-b", body, `${env.url}/v1/chat/completions`], { stdio: "inherit" });
+await new Promise((r) => ac.on("exit", r));
+await env.stop();
+up.kill();
+process.exit(0);

@@ -1,0 +1,81 @@
+// The gateway's events reach a key's webhook: key.created and key.revoked from the key routes,
+// key.limit_exceeded from the pipeline, signed with the secret given in clear at creation (kept
+// out of the store as a 0600 file reference), only the events the webhook lists.
+import { describe, it, expect, afterAll, beforeAll } from "vitest";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { statSync } from "node:fs";
+import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
+import { until } from "../helpers/http";
+import { verifySignature } from "../../engines/gateway/webhooks/signature";
+
+let env: Env;
+let up: StandIn;
+const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+let hookUrl = "";
+let close: () => Promise<void>;
+const msg = [{ role: "user" as const, content: "hi" }];
+
+beforeAll(async () => {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  close = () => new Promise<void>((r) => server.close(() => r()));
+  up = await standIn();
+  env = await startEnv();
+  await env.apply([provider("up", up, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 1 }])]);
+});
+afterAll(async () => {
+  await env?.stop();
+  await up?.close();
+  await close?.();
+});
+
+const events = (keyId: string) => got.map((g) => ({ ...g, json: JSON.parse(g.body) })).filter((g) => g.json.data.key_id === keyId);
+
+describe("webhook events", () => {
+  it("key.created, key.limit_exceeded and key.revoked are delivered signed with the key's secret", async () => {
+    const secret = "whsec_test_signing_secret";
+    const r = await env.createKey({
+      name: "hooked",
+      rate_limits: { per_minute: 1 },
+      webhook: { enabled: true, url: hookUrl, events: ["key.created", "key.revoked", "key.limit_exceeded"], secret },
+    });
+    expect(r.status).toBe(201);
+    const id = r.json.id;
+    const ref = env.svc.svc.store.get("ApiKey", id)!.spec.webhook.secret as string;
+    expect(ref).toMatch(/^file:/);
+    expect(statSync(ref.slice(5)).mode & 0o777).toBe(0o600);
+
+    await until(() => events(id).some((e) => e.json.type === "key.created"));
+    const c = env.client(r.json.api_key);
+    await c.chat.completions.create({ model: "gpt-x", messages: msg });
+    await expectError(c.chat.completions.create({ model: "gpt-x", messages: msg }), 429, "rate_limit_exceeded");
+    await until(() => events(id).some((e) => e.json.type === "key.limit_exceeded"));
+    expect((await env.api("DELETE", `/v1/api-keys/${id}`)).status).toBe(200);
+    await until(() => events(id).some((e) => e.json.type === "key.revoked"));
+
+    for (const e of events(id)) {
+      expect(verifySignature(secret, String(e.headers["svc-webhook-timestamp"]), e.body, String(e.headers["svc-webhook-signature"]))).toBe(true);
+      expect(e.body).not.toContain(r.json.api_key);
+    }
+    const limit = events(id).find((e) => e.json.type === "key.limit_exceeded")!;
+    expect(limit.json.data.limit).toBe("per_minute=1");
+  });
+
+  it("a webhook gets only the events it lists", async () => {
+    const r = await env.createKey({ name: "only-revoked", webhook: { url: hookUrl, events: ["key.revoked"], secret: "another-secret-value" } });
+    const id = r.json.id;
+    await env.api("DELETE", `/v1/api-keys/${id}`);
+    await until(() => events(id).length > 0);
+    await env.gw.outbox.deliverDue();
+    expect(events(id).map((e) => e.json.type)).toEqual(["key.revoked"]);
+  });
+});
