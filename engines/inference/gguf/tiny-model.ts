@@ -1,6 +1,9 @@
 // Generator of svc's embedded default model: a small llama-architecture GGUF with seeded random
 // weights. No weights can be downloaded here, so this file is what tests, the quickstart and the
 // benchmark run on. Same bytes on every run (fixed seeds, no timestamps).
+// Its output is fluent-looking noise: deterministic at temperature 0, printable, never ending on
+// its own (finish "length"). Under a JSON grammar it emits valid JSON, but a string without
+// maxLength may never close: random weights rarely pick the closing quote.
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
