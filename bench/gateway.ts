@@ -7,15 +7,20 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import autocannon from "autocannon";
 import { table, ms, type Section } from "./report";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
-function start(cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+// Core 1 runs the gateway under test; core 0 runs the load generator and the upstream, so each
+// gateway is measured on one core of its own rather than fighting autocannon for it.
+const pin = (core: number, cmd: string, args: string[]): [string, string[]] =>
+  existsSync("/usr/bin/taskset") && os.cpus().length >= 2 ? ["/usr/bin/taskset", ["-c", String(core), cmd, ...args]] : [cmd, args];
+
+function start(core: number, cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  const [c, a] = pin(core, cmd, args);
+  return spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
 async function firstLine(p: ChildProcess): Promise<string> {
@@ -44,9 +49,16 @@ async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000) {
 
 interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number }
 
+/** autocannon as a child process on core 0; its JSON result on stdout. */
 async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
   const body = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
-  const r: any = await autocannon({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration: seconds, pipelining: 1 });
+  const args = [require.resolve("autocannon/autocannon.js"), "--json", "-c", String(connections), "-d", String(seconds), "-m", "POST", "-b", body,
+    "-H", "content-type=application/json", ...Object.entries(headers).flatMap(([k, v]) => ["-H", `${k}=${v}`]), url];
+  const p = start(0, process.execPath, args);
+  let out = "";
+  p.stdout!.on("data", (d) => (out += d));
+  await new Promise((r) => p.on("exit", r));
+  const r = JSON.parse(out);
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
 }
 
@@ -55,7 +67,7 @@ export async function gatewayBench(): Promise<Section> {
   const procs: ChildProcess[] = [];
   const seconds = Number(process.env.BENCH_SECONDS ?? 8);
   try {
-    const up = start(process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
+    const up = start(0, process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
     procs.push(up);
     const upPort = Number(await firstLine(up));
     const upstream = `http://127.0.0.1:${upPort}/v1`;
@@ -84,7 +96,7 @@ spec:
 `);
     const home = path.join(tmp, "home");
     const admin = "sk-svc-benchadminkey0000000000000000000000000000";
-    const svc = start(process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
+    const svc = start(1, process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
       SVC_HOME: home, SVC_ADMIN_KEY: admin, BENCH_UPSTREAM_KEY: "sk-upstream-bench",
     });
     procs.push(svc);
@@ -112,7 +124,7 @@ spec:
 
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
     const pkPort = upPort + 1 + Math.floor(Math.random() * 1000);
-    const pk = start(process.execPath, [require.resolve("@portkey-ai/gateway/build/start-server.js"), "--headless", `--port=${pkPort}`]);
+    const pk = start(1, process.execPath, [require.resolve("@portkey-ai/gateway/build/start-server.js"), "--headless", `--port=${pkPort}`]);
     procs.push(pk);
     const pkUrl = `http://127.0.0.1:${pkPort}`;
     await waitHttp(`${pkUrl}/`);
@@ -143,7 +155,7 @@ spec:
     const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
     const s1 = results.svc[1], s50 = results.svc[50];
     const body = [
-      `Load: autocannon, ${seconds} s per cell, non-streaming chat completions; the stand-in upstream, svc and Portkey each run in their own process on this 2-core machine, so the load generator competes for the same cores.`,
+      `Load: autocannon, ${seconds} s per cell, non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream.`,
       "",
       table(["connections", "path", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
       "",

@@ -1,0 +1,244 @@
+// One generation on a leased sequence: prepares the prompt (chat template or raw), then streams
+// node-llama-cpp's callbacks out as ChatEvents. Plain text, forced tool calls (JSON-schema
+// grammar), model-chosen tool calls (node-llama-cpp function calling, never executed here), and
+// raw completions all share the lease, abort and accounting logic below.
+import { randomBytes } from "node:crypto";
+import type { ChatHistoryItem, ChatModelFunctions, ChatWrapperGeneratedContextState, LlamaGrammar, LlamaModel, LlamaText, Token } from "node-llama-cpp";
+import type { ChatEvent, ChatRequest, FinishReason, ToolDef } from "../chat/types";
+import { EventChannel } from "./channel";
+import { abortError, InferenceError } from "./errors";
+import { forcedToolInstruction, toChatHistory } from "./history";
+import { type GrammarCache, toGbnfSchema } from "./json-schema";
+import type { Lease, LoadedModel } from "./loaded-model";
+import { llamaSamplingOptions, type ResolvedSampling } from "./sampling";
+import { WrappedCallParser } from "./wrapped-call";
+
+type Mode =
+  | { kind: "completion" }
+  | { kind: "text" }
+  | { kind: "forced"; tools: ToolDef[] } // one tool: grammar = its arguments; several: {"name", "arguments"}
+  | { kind: "auto"; functions: ChatModelFunctions };
+
+interface Prepared {
+  mode: Mode;
+  history?: ChatHistoryItem[];
+  /** prompt tokens as the sequence will hold them */
+  tokens: Token[];
+  /** generate with LlamaCompletion: the prompt without the BOS token it prepends itself */
+  completionInput?: Token[];
+  /** the chat template's end-of-turn triggers, when a chat generates through LlamaCompletion */
+  templateStops?: LlamaText[];
+  grammar?: LlamaGrammar;
+}
+
+export const newCallId = () => "call_" + randomBytes(12).toString("hex");
+
+/** Holds back trailing whitespace until more text follows: JSON grammars end with newlines
+ * (their stop trigger) that are not part of the arguments. */
+function trailingWhitespaceHoldback(emit: (text: string) => void) {
+  let pending = "";
+  return (text: string) => {
+    pending += text;
+    const end = pending.trimEnd().length;
+    if (end === 0) return;
+    emit(pending.slice(0, end));
+    pending = pending.slice(end);
+  };
+}
+
+function chooseMode(req: ChatRequest): Mode {
+  if (req.prompt !== undefined) return { kind: "completion" };
+  const tools = req.tools ?? [];
+  const choice = req.toolChoice ?? (tools.length ? "auto" : "none");
+  if (choice !== "none" && !tools.length) throw new InferenceError("invalid_request", "tool_choice needs tools");
+  if (new Set(tools.map((t) => t.name)).size !== tools.length) throw new InferenceError("invalid_request", "tool names must be unique");
+  if (choice === "none") return { kind: "text" };
+  if (typeof choice === "object") {
+    const tool = tools.find((t) => t.name === choice.name);
+    if (!tool) throw new InferenceError("invalid_request", `tool_choice names unknown tool ${choice.name}`);
+    return { kind: "forced", tools: [tool] };
+  }
+  if (choice === "required") return { kind: "forced", tools };
+  const functions: Record<string, { description?: string; params?: never }> = {};
+  for (const t of tools) functions[t.name] = { description: t.description, params: (t.parameters ? toGbnfSchema(t.parameters) : undefined) as never };
+  return { kind: "auto", functions };
+}
+
+function grammarSchema(mode: Mode, req: ChatRequest): unknown {
+  if (mode.kind === "forced") {
+    if (mode.tools.length === 1) return mode.tools[0].parameters ?? { type: "object" };
+    // "name" first: properties are generated in order, so the name is known before the arguments
+    return {
+      anyOf: mode.tools.map((t) => ({
+        type: "object",
+        properties: { name: { const: t.name }, arguments: t.parameters ?? { type: "object" } },
+        required: ["name", "arguments"],
+      })),
+    };
+  }
+  return mode.kind === "auto" ? undefined : req.responseSchema;
+}
+
+/** Validates the request and renders its prompt (no lease is held yet). */
+export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<Prepared> {
+  const p = await render(lm, req, grammars);
+  const ctxSize = lm.context.contextSize;
+  if (p.tokens.length >= ctxSize) {
+    throw new InferenceError("context_length_exceeded", `prompt of ${p.tokens.length} tokens does not fit the context size ${ctxSize} of ${lm.name}`);
+  }
+  return p;
+}
+
+async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<Prepared> {
+  const mode = chooseMode(req);
+  const schema = grammarSchema(mode, req);
+  const grammar = schema === undefined ? undefined : await grammars.get(toGbnfSchema(schema));
+  const model = lm.model;
+  if (mode.kind === "completion") {
+    const input = model.tokenize(req.prompt ?? "", false, "trimLeadingSpace");
+    const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
+    return { mode, tokens: bos != null ? [bos, ...input] : input, completionInput: input, grammar };
+  }
+  if (!req.messages?.length) throw new InferenceError("invalid_request", "messages must not be empty");
+  const history = toChatHistory(req.messages);
+  if (mode.kind === "forced") history.unshift(forcedToolInstruction(mode.tools, mode.tools.length > 1));
+  // Rendered the way LlamaChat renders it, to count prompt tokens and find the cached prefix.
+  const state = lm.chatWrapper.generateContextState({
+    chatHistory: history,
+    availableFunctions: mode.kind === "auto" ? mode.functions : undefined,
+    documentFunctionParams: true,
+  });
+  const tokens = state.contextText.tokenize(model.tokenizer);
+  const prepared: Prepared = { mode, history, tokens, grammar };
+  if (mode.kind === "text" && isPlainTemplateState(state, lm)) {
+    const input = stripPrependedBos(model, tokens);
+    if (input) Object.assign(prepared, { completionInput: input, templateStops: state.stopGenerationTriggers });
+  }
+  return prepared;
+}
+
+/** Plain text from a template with no segments (thoughts), no start text to skip and no special
+ * triggers is generated through LlamaCompletion: the same tokens and sampling as LlamaChat,
+ * with less per-token work (measurable on small models, where decode is sub-millisecond). */
+function isPlainTemplateState(state: ChatWrapperGeneratedContextState, lm: LoadedModel): boolean {
+  const segments = lm.chatWrapper.settings.segments;
+  if (segments?.thought || segments?.comment) return false;
+  return Object.keys(state).every((k) => k === "contextText" || k === "stopGenerationTriggers" || (state as Record<string, unknown>)[k] == null);
+}
+
+/** LlamaCompletion prepends BOS to its input when the model wants one; the rendered template
+ * already starts with it. Undefined when the two would not line up. */
+function stripPrependedBos(model: LlamaModel, tokens: Token[]): Token[] | undefined {
+  const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
+  if (bos == null) return tokens;
+  return tokens[0] === bos ? tokens.slice(1) : undefined;
+}
+
+/** Streams one generation on a leased sequence. Generation stops when the stream ends, fails, is
+ * aborted through `signal`, or the consumer stops iterating; the caller releases the lease. */
+export async function* generate(lm: LoadedModel, lease: Lease, p: Prepared, sampling: ResolvedSampling, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
+  const promptTokens = p.tokens.length;
+  // capped so the sequence never needs a context shift (which would drop history silently)
+  const maxTokens = Math.min(sampling.maxTokens, lm.context.contextSize - promptTokens);
+  const ac = new AbortController();
+  const onAbort = (s: AbortSignal) => () => ac.abort(abortError(s));
+  const stopOnCaller = signal ? onAbort(signal) : undefined;
+  const stopOnDispose = onAbort(lease.signal);
+  signal?.addEventListener("abort", stopOnCaller!);
+  lease.signal.addEventListener("abort", stopOnDispose);
+  let run: Promise<void> | undefined;
+  try {
+    if (signal?.aborted) throw abortError(signal);
+    const { sequence } = lease.slot;
+    // the sequence keeps its tokens between leases: LlamaChat/LlamaCompletion evaluate only past
+    // the common prefix (at least one token is always re-evaluated to sample from)
+    const reused = Math.min(sequence.compareContextTokens(p.tokens).firstDifferentIndex, promptTokens - 1);
+    lm.recordPrompt(promptTokens, reused);
+    const outputBefore = sequence.tokenMeter.usedOutputTokens;
+    const ch = new EventChannel<ChatEvent>();
+    run = runOn(lm, lease.slot, p, sampling, maxTokens, ac.signal, ch).then(
+      (finishReason) => {
+        ch.push({ type: "done", finishReason, usage: { promptTokens, completionTokens: sequence.tokenMeter.usedOutputTokens - outputBefore } });
+        ch.end();
+      },
+      (err) => ch.end(ac.signal.aborted ? ac.signal.reason : err),
+    );
+    yield* ch;
+  } finally {
+    ac.abort(abortError()); // no-op when finished; stops generation when the consumer left early
+    await run;
+    signal?.removeEventListener("abort", stopOnCaller!);
+    lease.signal.removeEventListener("abort", stopOnDispose);
+  }
+}
+
+async function runOn(
+  lm: LoadedModel, slot: LoadedModel["slots"][number], p: Prepared, sampling: ResolvedSampling,
+  maxTokens: number, signal: AbortSignal, ch: EventChannel<ChatEvent>,
+): Promise<FinishReason> {
+  const base = { ...llamaSamplingOptions(sampling), maxTokens, signal, stopOnAbortSignal: false };
+  const text = (t: string) => { if (t) ch.push({ type: "text", text: t }); };
+  const mode = p.mode;
+
+  if (p.completionInput) {
+    const stops = [...(p.templateStops ?? []), ...sampling.stop];
+    const res = await lm.completionFor(slot).generateCompletionWithMeta(p.completionInput, {
+      ...base, ...(stops.length ? { customStopTriggers: stops } : {}), onTextChunk: text, grammar: p.grammar, disableContextShift: true,
+    });
+    return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+  }
+
+  if (mode.kind === "forced") {
+    let onChunk: (t: string) => void;
+    const delta = trailingWhitespaceHoldback((argumentsDelta) => ch.push({ type: "tool_call_delta", index: 0, argumentsDelta }));
+    if (mode.tools.length === 1) {
+      ch.push({ type: "tool_call_start", index: 0, id: newCallId(), name: mode.tools[0].name });
+      onChunk = delta;
+    } else {
+      const parser = new WrappedCallParser();
+      onChunk = (t) => {
+        const { name, args } = parser.push(t);
+        if (name !== undefined) ch.push({ type: "tool_call_start", index: 0, id: newCallId(), name });
+        if (args) delta(args);
+      };
+    }
+    // stop strings apply to text, never inside the arguments JSON
+    const { customStopTriggers: _unused, ...noStop } = base as typeof base & { customStopTriggers?: string[] };
+    const res = await slot.chat.generateResponse(p.history!, { ...noStop, grammar: p.grammar, onTextChunk: onChunk });
+    return res.metadata.stopReason === "maxTokens" ? "length" : "tool_calls";
+  }
+
+  if (mode.kind === "auto") {
+    const started = new Map<number, { index: number; delta: (t: string) => void }>(); // by node-llama-cpp callIndex
+    const res = await slot.chat.generateResponse(p.history!, {
+      ...base,
+      functions: mode.functions,
+      documentFunctionParams: true,
+      onTextChunk: text,
+      onFunctionCallParamsChunk: (c) => {
+        let call = started.get(c.callIndex);
+        if (!call) {
+          const index = started.size;
+          call = { index, delta: trailingWhitespaceHoldback((argumentsDelta) => ch.push({ type: "tool_call_delta", index, argumentsDelta })) };
+          started.set(c.callIndex, call);
+          ch.push({ type: "tool_call_start", index, id: newCallId(), name: c.functionName });
+        }
+        call.delta(c.paramsChunk);
+      },
+    });
+    const calls = res.functionCalls ?? [];
+    // calls whose parameters never streamed (functions without parameters) still get reported
+    calls.forEach((call, i) => {
+      if (started.has(i)) return;
+      const index = started.size;
+      started.set(i, { index, delta: () => {} });
+      ch.push({ type: "tool_call_start", index, id: newCallId(), name: call.functionName });
+      ch.push({ type: "tool_call_delta", index, argumentsDelta: JSON.stringify(call.params ?? {}) });
+    });
+    if (calls.length) return "tool_calls";
+    return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+  }
+
+  const res = await slot.chat.generateResponse(p.history!, { ...base, grammar: p.grammar, onTextChunk: text });
+  return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+}

@@ -1,0 +1,7 @@
+// Public surface of the local inference engine.
+export { ModelPool, type ModelPoolOptions, type ModelListing, type PoolStats, type LoadedModelStats } from "./pool";
+export { InferenceError, type InferenceErrorCode } from "./errors";
+export { type ModelInfo } from "./info";
+export { SERVER_SAMPLING_DEFAULTS, resolveSampling, type ResolvedSampling } from "./sampling";
+export { rawDecodeBenchmark, type RawDecodeResult } from "./raw-bench";
+export { writeTinyGguf, defaultModelPath, ensureTinyModel, DEFAULT_MODEL_FILE, type TinyModelSize } from "./gguf";
