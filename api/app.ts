@@ -1,8 +1,9 @@
 // The Koa app: request id, error shape, body limit, then one router per surface.
 import Koa from "koa";
-import { randomUUID } from "node:crypto";
+import Router from "@koa/router";
 import { errorMiddleware } from "./errors";
 import { GatewayError } from "../engines/gateway/errors";
+import { uniqueId } from "../engines/ids";
 import { routers } from "./routes";
 import type { Svc } from "../engines/svc";
 
@@ -10,18 +11,19 @@ export function createApp(svc: Svc): Koa {
   const app = new Koa({ proxy: false }); // never trust X-Forwarded-For: loopback checks use the socket
   app.silent = true;
   app.use(async (ctx, next) => {
-    const id = ctx.get("x-request-id") || `req_${randomUUID().replace(/-/g, "")}`;
+    const sent = ctx.get("x-request-id");
+    const id = sent && /^[\w.:-]{1,128}$/.test(sent) ? sent : uniqueId("req_"); // echo a sane client id, else make one
     ctx.state.requestId = id;
     ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
     ctx.set("x-request-id", id);
     await next();
   });
   app.use(errorMiddleware(svc.log));
-  for (const make of routers) {
-    const r = make(svc);
-    app.use(r.routes());
-    app.use(r.allowedMethods());
-  }
+  // One root router: a request is matched once, not once per surface.
+  const root = new Router();
+  for (const make of routers) root.use(make(svc).routes());
+  app.use(root.routes());
+  app.use(root.allowedMethods());
   app.use(async (ctx) => {
     throw new GatewayError(404, "not_found", `no route for ${ctx.method} ${ctx.path}`);
   });

@@ -1,4 +1,5 @@
 // The Prisma client factory: one SQLite file in the data dir, through the better-sqlite3 driver adapter.
+import Database from "better-sqlite3";
 import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "./generated/client";
 import { migrate } from "./migrate";
@@ -7,6 +8,9 @@ export type { PrismaClient };
 
 export interface OpenedDb {
   prisma: PrismaClient;
+  /** A direct connection to the same file for batched writes off the request path (audit
+   * entries): through Prisma's JS engine each inserted row costs ~55 µs of CPU, here ~5 µs. */
+  sqlite: Database.Database;
   file: string;
   close(): Promise<void>;
 }
@@ -20,5 +24,16 @@ export async function openDb(file: string): Promise<OpenedDb> {
   // WAL lets the CLI read while the server writes; busy_timeout avoids SQLITE_BUSY between processes.
   await prisma.$queryRawUnsafe("PRAGMA journal_mode = WAL");
   await prisma.$executeRawUnsafe("PRAGMA busy_timeout = 5000");
-  return { prisma, file, close: () => prisma.$disconnect() };
+  const sqlite = new Database(file);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("busy_timeout = 5000");
+  return {
+    prisma,
+    sqlite,
+    file,
+    close: async () => {
+      await prisma.$disconnect();
+      if (sqlite.open) sqlite.close();
+    },
+  };
 }

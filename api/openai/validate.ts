@@ -1,7 +1,7 @@
 // Small field checks shared by the protocol request transforms (OpenAI, Anthropic, Ollama). Each
 // throws a 400 invalid_request GatewayError naming the offending field; the router renders it in
 // its protocol's shape.
-import { randomBytes } from "node:crypto";
+import { uniqueId } from "../../engines/ids";
 import { GatewayError } from "../../engines/gateway/errors";
 import type { ToolDef } from "../../engines/chat/types";
 
@@ -130,5 +130,5 @@ export function argsToObject(json: string): Record<string, unknown> {
 
 /** Response / message / call ids: prefix + 24 random hex digits (chatcmpl-…, msg_…, call_…). */
 export function newId(prefix: string): string {
-  return prefix + randomBytes(12).toString("hex");
+  return uniqueId(prefix);
 }

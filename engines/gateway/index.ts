@@ -91,7 +91,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   };
   store.on("change", settingsListener);
 
-  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg });
+  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg, sqlite: svc.db.sqlite });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
   outbox.start();
   const alerts = new Alerts({

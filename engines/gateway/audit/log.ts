@@ -1,8 +1,9 @@
 // The audit log: record() is O(1) on the request path (push to a queue); a timer flushes the
-// queue in batches, one transaction per flush (multi-row INSERTs: Prisma's createMany costs
-// ~0.4 ms of CPU per row through the JS engine, the same rows as raw SQL ~0.03 ms), so Prisma
-// never sits on the hot path. close() flushes everything, so nothing recorded before SIGTERM handling is lost.
+// queue in batches, one transaction per flush of multi-row INSERTs. With a direct SQLite handle
+// (OpenedDb.sqlite) the batch is written synchronously through a prepared statement (~5 µs of
+// CPU a row; through Prisma's JS engine ~55 µs), otherwise through Prisma raw SQL. close() flushes everything, so nothing recorded before SIGTERM handling is lost.
 import { randomBytes } from "node:crypto";
+import type Database from "better-sqlite3";
 import type { PrismaClient } from "../../../prisma/client";
 import type { Prisma } from "../../../prisma/generated/client";
 import type { AuditRecord } from "../key-types";
@@ -44,11 +45,14 @@ export class AuditLog {
   private readonly log: (m: string) => void;
   private seq = 0;
   private readonly idTail = randomBytes(4).toString("hex");
+  private readonly sqlite?: Database.Database;
+  private readonly statements = new Map<number, Database.Statement>();
 
   constructor(
     private readonly prisma: PrismaClient,
-    opts: { flushMs?: number; maxBatch?: number; log?: (m: string) => void } = {},
+    opts: { flushMs?: number; maxBatch?: number; log?: (m: string) => void; sqlite?: Database.Database } = {},
   ) {
+    this.sqlite = opts.sqlite;
     this.flushMs = opts.flushMs ?? 250;
     // 19 columns per row: 500 rows stays well under SQLite's bound-parameter limit.
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 500, 1500));
@@ -149,13 +153,31 @@ export class AuditLog {
     const chunks: Prisma.AuditEntryCreateManyInput[][] = [];
     for (let i = 0; i < batch.length; i += this.maxBatch) chunks.push(batch.slice(i, i + this.maxBatch));
     try {
-      await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flatMap(rowParams))));
+      const db = this.sqlite;
+      if (db?.open) {
+        db.transaction(() => {
+          for (const rows of chunks) this.statement(db, rows.length).run(...rows.flatMap(rowParams));
+        })();
+      } else {
+        await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flatMap(rowParams))));
+      }
     } catch (e) {
       // The transaction rolled back: put the batch back in front so the next flush retries it.
       this.queue = batch.concat(this.queue);
       this.log(`audit: writing ${batch.length} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
       throw e;
     }
+  }
+
+  /** Prepared multi-row INSERTs, one per batch size (flushes mostly repeat a few sizes). */
+  private statement(db: Database.Database, n: number): Database.Statement {
+    let st = this.statements.get(n);
+    if (!st) {
+      if (this.statements.size > 64) this.statements.clear();
+      st = db.prepare(insertSql(n));
+      this.statements.set(n, st);
+    }
+    return st;
   }
 
   /** Ids sort by creation within this process, so equal timestamps keep recording order. */
