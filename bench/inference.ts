@@ -1,17 +1,14 @@
 // Inference benchmark on a generated mid-size model: decode tokens/s through svc's streaming
 // endpoints vs raw node-llama-cpp in this process, time-to-first-token overhead, and aggregate
 // tokens/s for 1, 2 and 4 concurrent streams. svc runs as its own process, 1 thread, like raw.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createParser } from "eventsource-parser";
 import { writeTinyGguf, rawDecodeBenchmark } from "../engines/inference";
 import { table, ms, type Section } from "./report";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
+import { sleep, startSvcProcess } from "./processes";
 const PROMPT = "The quick brown fox jumps over the lazy dog and then";
 
 interface StreamRun { firstMs: number; tokens: number; decodeTps: number; totalMs: number }
@@ -66,16 +63,9 @@ metadata: {name: medium}
 spec: {file: ${JSON.stringify(file)}, threads: 1, parallel: 4, contextSize: 2048, idleUnloadSeconds: 0}
 `);
     const home = path.join(tmp, "home");
-    svc = spawn(process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
-      cwd: root, env: { ...process.env, SVC_HOME: home }, stdio: ["ignore", "ignore", "ignore"],
-    });
-    let base = "";
-    for (let i = 0; i < 600 && !base; i++) {
-      const f = path.join(home, "server.json");
-      if (existsSync(f)) base = JSON.parse(readFileSync(f, "utf8")).url;
-      else await sleep(100);
-    }
-    if (!base) throw new Error("svc did not start");
+    const started = await startSvcProcess({ home, config: cfg });
+    svc = started.proc;
+    const base = started.url;
     const completions = { model: "medium", prompt: PROMPT, max_tokens: tokens, temperature: 0, stream: true, stream_options: { include_usage: true } };
     const chat = { model: "medium", messages: [{ role: "user", content: PROMPT }], max_tokens: tokens, temperature: 0, stream: true, stream_options: { include_usage: true } };
     await streamOnce(`${base}/v1/completions`, { ...completions, max_tokens: 4 }); // load the model

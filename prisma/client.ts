@@ -27,6 +27,7 @@ export async function openDb(file: string): Promise<OpenedDb> {
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: durable across a process crash, commits without fsync
   return {
     prisma,
     sqlite,

@@ -58,7 +58,7 @@ spec: {type: openai, baseUrl: "${up.baseUrl}", models: [{name: gpt-standin, inpu
     const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     expect(url, err).toBeTruthy();
 
-    const created = await (await fetch(`${url}/v1/api-keys`, {
+    const created: any = await (await fetch(`${url}/v1/api-keys`, {
       method: "POST",
       headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
       body: JSON.stringify({ name: "load", key_type: "user", budget_limits: { monthly: 100 } }),

@@ -150,22 +150,33 @@ export class AuditLog {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
+    const db = this.sqlite;
+    if (db?.open) return this.writeDirect(db, batch);
     const chunks: Prisma.AuditEntryCreateManyInput[][] = [];
     for (let i = 0; i < batch.length; i += this.maxBatch) chunks.push(batch.slice(i, i + this.maxBatch));
     try {
-      const db = this.sqlite;
-      if (db?.open) {
-        db.transaction(() => {
-          for (const rows of chunks) this.statement(db, rows.length).run(...rows.flatMap(rowParams));
-        })();
-      } else {
-        await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flatMap(rowParams))));
-      }
+      await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flatMap(rowParams))));
     } catch (e) {
       // The transaction rolled back: put the batch back in front so the next flush retries it.
       this.queue = batch.concat(this.queue);
       this.log(`audit: writing ${batch.length} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
       throw e;
+    }
+  }
+
+  /** Synchronous writes block the event loop, so they go in small transactions with a yield
+   * between them: no request waits behind more than ~1 ms of audit writing. */
+  private async writeDirect(db: Database.Database, batch: Prisma.AuditEntryCreateManyInput[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
+      const rows = batch.slice(i, i + DIRECT_CHUNK);
+      try {
+        this.statement(db, rows.length).run(...rows.flatMap(rowParams)); // one statement: atomic
+      } catch (e) {
+        this.queue = batch.slice(i).concat(this.queue);
+        this.log(`audit: writing ${batch.length - i} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
+        throw e;
+      }
+      if (i + DIRECT_CHUNK < batch.length) await new Promise((r) => setImmediate(r));
     }
   }
 
@@ -220,6 +231,9 @@ export class AuditLog {
     };
   }
 }
+
+/** Rows per synchronous INSERT on the direct handle (~13 µs each). */
+const DIRECT_CHUNK = 64;
 
 const COLUMNS = [
   "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",

@@ -1,8 +1,8 @@
 // Dev tool (not a test): svc in this process (profile it with --cpu-prof), the stand-in upstream
-// and autocannon in child processes. node --cpu-prof --import tsx test/gateway/_load.ts [connections] [seconds]
+// and autocannon in child processes. node --cpu-prof --import tsx bench/dev/gateway-load.ts [connections] [seconds]
 // NOAUDIT=1 replaces audit.record with a no-op (to see what the audit write path costs).
 import { spawn } from "node:child_process";
-import { startEnv } from "./fixtures";
+import { startEnv } from "../../test/gateway/fixtures";
 const conns = process.argv[2] ?? "50";
 const secs = process.argv[3] ?? "5";
 const up = spawn(process.execPath, ["--import", "tsx", "bench/upstream.ts"], { stdio: ["ignore", "pipe", "inherit"] });

@@ -1,5 +1,5 @@
-// Dev tool (not a test): where the gateway's added latency goes. node --import tsx test/gateway/_prof.ts
-import { startEnv, standIn, provider } from "./fixtures";
+// Dev tool (not a test): where the gateway's added latency goes. node --import tsx bench/dev/gateway-latency.ts
+import { startEnv, standIn, provider } from "../../test/gateway/fixtures";
 import { request } from "undici";
 const up = await standIn();
 const env = await startEnv();
