@@ -45,15 +45,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function inferenceBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-inf-"));
   const tokens = Number(process.env.BENCH_TOKENS ?? 200);
-  const reps = Number(process.env.BENCH_REPS ?? 3);
+  const reps = Number(process.env.BENCH_REPS ?? 5);
   let svc: ChildProcess | undefined;
   try {
     const file = path.join(tmp, "svc-medium.gguf");
     const { bytes } = await writeTinyGguf(file, "medium");
 
-    // Raw node-llama-cpp, this process, same prompt, greedy, 1 thread.
-    const raw = [];
-    for (let i = 0; i < reps; i++) raw.push(await rawDecodeBenchmark(file, { threads: 1, tokens, prompt: PROMPT }));
 
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
@@ -70,9 +67,13 @@ spec: {file: ${JSON.stringify(file)}, threads: 1, parallel: 4, contextSize: 2048
     const chat = { model: "medium", messages: [{ role: "user", content: PROMPT }], max_tokens: tokens, temperature: 0, stream: true, stream_options: { include_usage: true } };
     await streamOnce(`${base}/v1/completions`, { ...completions, max_tokens: 4 }); // load the model
 
+    // Raw node-llama-cpp (this process, same prompt, greedy, 1 thread) and svc alternate, so
+    // drift in the machine's speed during the run affects both alike.
+    const raw: Awaited<ReturnType<typeof rawDecodeBenchmark>>[] = [];
     const viaCompletions: StreamRun[] = [];
     const viaChat: StreamRun[] = [];
     for (let i = 0; i < reps; i++) {
+      raw.push(await rawDecodeBenchmark(file, { threads: 1, tokens, prompt: PROMPT }));
       viaCompletions.push(await streamOnce(`${base}/v1/completions`, completions));
       viaChat.push(await streamOnce(`${base}/v1/chat/completions`, chat));
     }
