@@ -75,7 +75,7 @@ interface HttpListener extends Listener {
   close(graceMs: number): Promise<void>;
 }
 
-function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void): HttpListener {
+function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void, requestTimeoutMs: () => number): HttpListener {
   let server: http.Server | null = null;
   let addr: BoundAddress | null = null;
 
@@ -86,10 +86,14 @@ function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: B
     new Promise<http.Server>((resolve, reject) => {
       const open = new Set<http.ServerResponse>();
       const s = http.createServer((req, res) => {
+        // Read per request so a Server manifest change applies without rebinding.
+        const limit = requestTimeoutMs();
+        if (s.requestTimeout !== limit) s.requestTimeout = limit;
         open.add(res);
         res.once("close", () => open.delete(res));
         handler(req, res);
       });
+      s.requestTimeout = requestTimeoutMs();
       inflight.set(s, open);
       s.once("error", reject);
       s.listen(port, host, () => {
@@ -215,7 +219,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       info = { pid: process.pid, url: urlOf(a), port: a.port, startedAt: info?.startedAt ?? new Date().toISOString() };
       // the CLI finds a running server through this file
       void writeFile(infoFile, JSON.stringify(info, null, 2) + "\n").catch((e) => log.warn("cannot write server.json", { err: String(e) }));
-    });
+    }, () => (svc.server.limits?.requestTimeoutSeconds ?? 600) * 1000);
     const overrides = { host: opts.host, port: opts.port };
     const want = desiredAddress(eff, overrides);
     await listener.bind(want.host, want.port).catch((e: any) => {

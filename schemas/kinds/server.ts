@@ -17,8 +17,8 @@ export const ServerSpec = Type.Object(
     limits: Type.Object(
       {
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 268435456, default: 4194304 }),
-        requestTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 600 }),
-        maxConcurrentDispatch: Type.Integer({ minimum: 1, maximum: 1024, default: 4 }),
+        requestTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 600, description: "How long a client may take to send a whole request (Node's server.requestTimeout); responses may stream longer." }),
+        maxConcurrentDispatch: Type.Integer({ minimum: 1, maximum: 1024, default: 4, description: "Detached agent tasks at once (agents are not in this build yet)." }),
       },
       { additionalProperties: false, default: {} },
     ),
