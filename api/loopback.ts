@@ -1,19 +1,10 @@
 // Loopback detection from the socket address only: X-Forwarded-For and friends never make a
 // remote caller local (app.proxy stays false).
-import ipaddr from "ipaddr.js";
 import type { Context, Next } from "koa";
 import { GatewayError } from "../engines/gateway/errors";
+import { isLoopbackAddress } from "../engines/loopback-address";
 
-export function isLoopbackAddress(addr: string | undefined): boolean {
-  if (!addr) return false;
-  try {
-    let ip = ipaddr.parse(addr);
-    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-    return ip.range() === "loopback";
-  } catch {
-    return false;
-  }
-}
+export { isLoopbackAddress };
 
 /** The caller's address as the socket sees it (IPv4-mapped IPv6 unwrapped). */
 export function clientIp(ctx: Context): string {

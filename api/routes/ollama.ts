@@ -8,6 +8,8 @@ import type { Svc } from "../../engines/svc";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import type { ModelListing } from "../../engines/gateway/pipeline-types";
 import type { ModelInfo } from "../../engines/inference/info";
+import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
+import type { ChatResult } from "../../engines/chat/collect";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
 import { agentIdOf, callerFrom, collectOrAbort, pipelineOf, setHeaders, startChat } from "../caller";
@@ -55,26 +57,36 @@ export default function ollamaRoutes(svc: Svc): Router {
     throw new GatewayError(404, "model_not_found", `model '${name}' not found`, "model");
   }
 
-  r.post("/api/chat", ollamaShape, async (ctx: Context) => {
-    const t: Timing = { startNs: process.hrtime.bigint() };
-    const req = parseOllamaChat(await readJson(ctx), agentIdOf(ctx));
+  /** Run a parsed chat/generate request: one JSON answer, or NDJSON lines while it streams. */
+  async function answer(
+    ctx: Context,
+    req: ChatRequest,
+    t: Timing,
+    whole: (r: ChatResult, model: string, t: Timing) => unknown,
+    lines: (events: AsyncIterable<ChatEvent>, model: string, t: Timing) => AsyncIterable<Record<string, unknown>>,
+  ) {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     if (!req.stream) {
       const result = await collectOrAbort(ctx, { ...s, start: { ...s.start, events: timed(s.start.events, t) } });
       if (!result) return;
       setHeaders(ctx, s.start.headers);
-      ctx.body = chatResponse(result, req.model, t);
+      ctx.body = whole(result, req.model, t);
       return;
     }
     await streamEvents(ctx, {
       format: "ndjson",
       headers: s.start.headers,
       events: s.start.events,
-      render: (events) => frames(chatLines(events, req.model, t), ndjsonLine),
+      render: (events) => frames(lines(events, req.model, t), ndjsonLine),
       onError: streamError(ctx),
       log,
     });
+  }
+
+  r.post("/api/chat", ollamaShape, async (ctx: Context) => {
+    const t: Timing = { startNs: process.hrtime.bigint() };
+    await answer(ctx, parseOllamaChat(await readJson(ctx), agentIdOf(ctx)), t, chatResponse, chatLines);
   });
 
   r.post("/api/generate", ollamaShape, async (ctx: Context) => {
@@ -85,23 +97,7 @@ export default function ollamaRoutes(svc: Svc): Router {
       ctx.body = loadResponse(req.model);
       return;
     }
-    const s = await startChat(ctx, svc, req);
-    if (!s) return; // client gone
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, { ...s, start: { ...s.start, events: timed(s.start.events, t) } });
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = generateResponse(result, req.model, t);
-      return;
-    }
-    await streamEvents(ctx, {
-      format: "ndjson",
-      headers: s.start.headers,
-      events: s.start.events,
-      render: (events) => frames(generateLines(events, req.model, t), ndjsonLine),
-      onError: streamError(ctx),
-      log,
-    });
+    await answer(ctx, req, t, generateResponse, generateLines);
   });
 
   r.post("/api/embed", ollamaShape, async (ctx: Context) => {

@@ -1,17 +1,10 @@
 // Where a webhook may be sent: HTTPS anywhere, plain HTTP only to a loopback receiver
 // (127.0.0.0/8, ::1, localhost), so event data and signatures never cross a network in clear.
-import ipaddr from "ipaddr.js";
+import { isLoopbackAddress } from "../../loopback-address";
 
 export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  if (h === "localhost" || h.endsWith(".localhost")) return true;
-  try {
-    let ip = ipaddr.parse(h);
-    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-    return ip.range() === "loopback";
-  } catch {
-    return false;
-  }
+  return h === "localhost" || h.endsWith(".localhost") || isLoopbackAddress(h);
 }
 
 /** undefined when the URL may be called, else why not (stored as the delivery's lastError). */
