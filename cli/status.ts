@@ -5,6 +5,7 @@ import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
 import { CliError } from "./errors";
 import { resolveHome, storeFile } from "../controllers/paths";
+import { objectSummary } from "../controllers/object-summary";
 
 export interface ObjectRow {
   kind: string;
@@ -43,16 +44,7 @@ export async function snapshot(opts: { port?: string; home?: string }): Promise<
     home: target.home,
     revision: store.revision,
     server: store.list({ kind: "Server" })[0]?.spec,
-    objects: store.list({ includeDeleting: true }).map((o) => ({
-      kind: o.kind,
-      name: o.name,
-      owner: o.owner,
-      generation: o.generation,
-      observedGeneration: o.status?.observedGeneration ?? null,
-      deleting: o.deleting,
-      ready: o.status?.conditions?.find((c) => c.type === "Ready") ?? null,
-      spec: o.kind === "Model" ? { file: o.spec?.file } : undefined,
-    })),
+    objects: store.list({ includeDeleting: true }).map(objectSummary),
   }));
   return { snap, note, base: target.base };
 }

@@ -6,6 +6,7 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
+import { objectSummary } from "../../controllers/object-summary";
 import { readJson, readRaw } from "../body";
 import { GatewayError } from "../../engines/gateway/errors";
 import {
@@ -69,17 +70,7 @@ export default function adminConfig(svc: Svc): Router {
       modelsDir: svc.modelsDir,
       revision: svc.store.revision,
       server: svc.server,
-      objects: svc.store.list({ includeDeleting: true }).map((o) => ({
-        kind: o.kind,
-        name: o.name,
-        owner: o.owner,
-        generation: o.generation,
-        observedGeneration: o.status?.observedGeneration ?? null,
-        deleting: o.deleting,
-        controller: owners[o.kind] ?? "accepted",
-        ready: o.status?.conditions?.find((c) => c.type === "Ready") ?? null,
-        spec: o.kind === "Model" ? { file: o.spec?.file } : undefined, // what doctor checks; no secrets
-      })),
+      objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted" })),
     };
   });
 

@@ -1,0 +1,16 @@
+// How an object shows in `svc status`, `svc doctor` and GET /admin/config/status: identity,
+// generations and the Ready condition, plus the Model file doctor checks. Never a secret.
+import type { StoredObject } from "../prisma/resource-store";
+
+export function objectSummary(o: StoredObject) {
+  return {
+    kind: o.kind,
+    name: o.name,
+    owner: o.owner,
+    generation: o.generation,
+    observedGeneration: o.status?.observedGeneration ?? null,
+    deleting: o.deleting,
+    ready: o.status?.conditions?.find((c) => c.type === "Ready") ?? null,
+    spec: o.kind === "Model" ? { file: o.spec?.file as string | undefined } : undefined,
+  };
+}
