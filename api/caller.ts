@@ -77,7 +77,8 @@ export async function startChat(ctx: Context, svc: Svc, req: ChatRequest): Promi
 }
 
 export function setHeaders(ctx: Context, headers: Record<string, string> | undefined): void {
-  for (const [k, v] of Object.entries(headers ?? {})) ctx.set(k, v);
+  if (!headers) return;
+  for (const k in headers) ctx.set(k, headers[k]);
 }
 
 /** Fold the whole generation for a non-streaming response. Returns null when the client went

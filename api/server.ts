@@ -71,6 +71,13 @@ export function jsonLogger(opts: { write?: (line: string) => void; base?: Record
 
 // ---------------------------------------------------------------------------------------------
 
+const kOpen = Symbol("open");
+type OpenRes = http.ServerResponse & { [kOpen]?: Set<http.ServerResponse> };
+
+function leaveOpen(this: OpenRes): void {
+  this[kOpen]?.delete(this);
+}
+
 interface HttpListener extends Listener {
   close(graceMs: number): Promise<void>;
 }
@@ -90,7 +97,8 @@ function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: B
         const limit = requestTimeoutMs();
         if (s.requestTimeout !== limit) s.requestTimeout = limit;
         open.add(res);
-        res.once("close", () => open.delete(res));
+        (res as OpenRes)[kOpen] = open;
+        res.on("close", leaveOpen); // shared listener: no per-request closure
         handler(req, res);
       });
       s.requestTimeout = requestTimeoutMs();

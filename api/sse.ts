@@ -12,14 +12,20 @@ export function clientAbortSignal(ctx: Context): AbortSignal {
   if (existing) return existing.signal;
   const ac = new AbortController();
   (ctx.state as any).clientAbort = ac;
-  const res = ctx.res;
-  const onClose = () => {
-    if (!res.writableFinished) ac.abort(new DOMException("client disconnected", "AbortError"));
-  };
-  res.once("close", onClose);
+  const res = ctx.res as ServerResponse & { [kClientAbort]?: AbortController };
+  // One shared listener (no per-request closure); 'close' is emitted once per response.
+  res[kClientAbort] = ac;
+  res.on("close", abortOnClose);
   // the socket may already be gone (e.g. the client gave up while the body was being read)
-  if (res.destroyed || ctx.req.socket?.destroyed) onClose();
+  if (res.destroyed || ctx.req.socket?.destroyed) abortOnClose.call(res);
   return ac.signal;
+}
+
+const kClientAbort = Symbol("clientAbort");
+
+function abortOnClose(this: ServerResponse & { [kClientAbort]?: AbortController }): void {
+  const ac = this[kClientAbort];
+  if (ac && !ac.signal.aborted && !this.writableFinished) ac.abort(new DOMException("client disconnected", "AbortError"));
 }
 
 export const sseData = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;

@@ -1,13 +1,32 @@
 // Is an address on the loopback range (127.0.0.0/8, ::1, IPv4-mapped forms included)?
 import ipaddr from "ipaddr.js";
 
+export type ParsedIp = ipaddr.IPv4 | ipaddr.IPv6;
+
+// Parsed socket addresses, memoized: a client sends many requests from one address, and
+// ipaddr.parse was a visible per-request cost (twice: loopback check and IP allowlist).
+// Addresses are not secrets. Bounded: cleared when full.
+const parsed = new Map<string, ParsedIp | null>();
+const MAX_PARSED = 4096;
+
+/** Parse an address (IPv4-mapped IPv6 unwrapped to IPv4); null when it is not an address.
+ * The result is shared: do not mutate it. */
+export function parseIp(addr: string): ParsedIp | null {
+  let ip = parsed.get(addr);
+  if (ip !== undefined) return ip;
+  try {
+    ip = ipaddr.parse(addr);
+    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  } catch {
+    ip = null;
+  }
+  if (parsed.size >= MAX_PARSED) parsed.clear();
+  parsed.set(addr, ip);
+  return ip;
+}
+
 export function isLoopbackAddress(addr: string | undefined): boolean {
   if (!addr) return false;
-  try {
-    let ip = ipaddr.parse(addr);
-    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-    return ip.range() === "loopback";
-  } catch {
-    return false;
-  }
+  const ip = parseIp(addr);
+  return ip !== null && ip.range() === "loopback";
 }

@@ -8,27 +8,56 @@ export interface ChatResult {
   usage: Usage;
 }
 
-export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<ChatResult> {
-  let text = "";
-  const calls: ToolCall[] = [];
-  let finishReason: FinishReason = "stop";
-  let usage: Usage = { promptTokens: 0, completionTokens: 0 };
-  for await (const ev of events) {
-    switch (ev.type) {
-      case "text":
-        text += ev.text;
-        break;
-      case "tool_call_start":
-        calls[ev.index] = { id: ev.id, name: ev.name, arguments: "" };
-        break;
-      case "tool_call_delta":
-        calls[ev.index].arguments += ev.argumentsDelta;
-        break;
-      case "done":
-        finishReason = ev.finishReason;
-        usage = ev.usage;
-        break;
-    }
+/**
+ * Events that are all known up front (a non-streaming upstream answer). Still an ordinary
+ * AsyncIterable for streaming consumers; `sync` lets collectChat fold them in one synchronous
+ * pass instead of paying an async-generator hop and a promise per event in every layer.
+ * Both views share one underlying iteration: consume only one of them, once.
+ */
+export interface SyncEvents extends AsyncIterable<ChatEvent> {
+  readonly sync: Iterable<ChatEvent>;
+}
+
+export function syncEvents(events: Iterable<ChatEvent>): SyncEvents {
+  return { sync: events, [Symbol.asyncIterator]: () => asAsync(events) };
+}
+
+export function isSyncEvents(x: AsyncIterable<ChatEvent>): x is SyncEvents {
+  return (x as Partial<SyncEvents>).sync !== undefined;
+}
+
+async function* asAsync(events: Iterable<ChatEvent>): AsyncGenerator<ChatEvent> {
+  yield* events;
+}
+
+interface Fold {
+  text: string;
+  calls: ToolCall[];
+  finishReason: FinishReason;
+  usage: Usage;
+}
+
+function add(f: Fold, ev: ChatEvent): void {
+  switch (ev.type) {
+    case "text":
+      f.text += ev.text;
+      break;
+    case "tool_call_start":
+      f.calls[ev.index] = { id: ev.id, name: ev.name, arguments: "" };
+      break;
+    case "tool_call_delta":
+      f.calls[ev.index].arguments += ev.argumentsDelta;
+      break;
+    case "done":
+      f.finishReason = ev.finishReason;
+      f.usage = ev.usage;
+      break;
   }
-  return { text, toolCalls: calls.filter(Boolean), finishReason, usage };
+}
+
+export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<ChatResult> {
+  const f: Fold = { text: "", calls: [], finishReason: "stop", usage: { promptTokens: 0, completionTokens: 0 } };
+  if (isSyncEvents(events)) for (const ev of events.sync) add(f, ev);
+  else for await (const ev of events) add(f, ev);
+  return { text: f.text, toolCalls: f.calls.filter(Boolean), finishReason: f.finishReason, usage: f.usage };
 }

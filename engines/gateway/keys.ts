@@ -6,10 +6,11 @@
 // rebuilt from the ResourceStore on every "change" event (synchronously, inside the store
 // write), so a revocation or a PATCH is effective on the very next request; expiry is a
 // timestamp compared on every request.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import path from "node:path";
 import ipaddr from "ipaddr.js";
+import { parseIp } from "../loopback-address";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject, Ref } from "../../prisma/resource-store";
 import { keyRefOf, type KeyRecord, type KeyRef, type KeyState } from "./key-types";
@@ -37,7 +38,8 @@ export function generateSecret(): string {
 
 /** sha256 hex of a secret. */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  // one-shot crypto.hash (Node >= 20.12) skips building a Hash object; same digest
+  return typeof hash === "function" ? hash("sha256", secret, "hex") : createHash("sha256").update(secret).digest("hex");
 }
 
 /** Opaque key id, valid as an object name: key_ + 20 chars of [a-z0-9]. */
@@ -87,13 +89,8 @@ export function checkRange(s: string): void {
 
 /** Does ip fall in one of the ranges? IPv4-mapped IPv6 addresses are matched as IPv4. */
 export function ipAllowed(ip: string, ranges: Range[]): boolean {
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.parse(ip);
-  } catch {
-    return false;
-  }
-  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
+  const addr = parseIp(ip); // IPv4-mapped already unwrapped
+  if (!addr) return false;
   for (const [net, bits] of ranges) {
     let a = addr;
     if (net.kind() !== a.kind()) {

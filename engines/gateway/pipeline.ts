@@ -24,6 +24,7 @@ import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
 import { estimateTokens } from "../providers/estimate";
+import { isSyncEvents, type SyncEvents } from "../chat/collect";
 
 /** Output tokens reserved when the request sets no max_tokens. */
 export const DEFAULT_OUTPUT_RESERVE = 4096;
@@ -233,23 +234,44 @@ export class GatewayPipeline implements InferencePipeline {
     }
   }
 
-  /** Pass events through; at the end (or on error / early exit) settle and audit. */
-  private async *track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
-    let usage: Usage | undefined;
-    let chars = 0;
+  /** Pass events through; at the end (or on error / early exit) settle and audit. Events known
+   * up front (a non-streaming answer) keep their synchronous view, tracked the same way. */
+  private track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncIterable<ChatEvent> {
+    if (!isSyncEvents(events)) return this.trackAsync(events, run);
+    const tracked: SyncEvents = { sync: this.trackSync(events.sync, run), [Symbol.asyncIterator]: () => this.trackAsync(events, run) };
+    return tracked;
+  }
+
+  private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
+    const tally: Tally = { usage: undefined, chars: 0 };
     let failure: unknown;
     try {
       for await (const ev of events) {
-        if (ev.type === "text") chars += ev.text.length;
-        else if (ev.type === "tool_call_delta") chars += ev.argumentsDelta.length;
-        else if (ev.type === "done") usage = ev.usage;
+        count(tally, ev);
         yield ev;
       }
     } catch (e) {
       failure = e;
       throw e;
     } finally {
-      this.finish(run, usage, chars, failure);
+      this.finish(run, tally.usage, tally.chars, failure);
+    }
+  }
+
+  /** trackAsync for a synchronous view (same settle/audit on completion, error or early exit). */
+  private *trackSync(events: Iterable<ChatEvent>, run: RunCtx): Generator<ChatEvent> {
+    const tally: Tally = { usage: undefined, chars: 0 };
+    let failure: unknown;
+    try {
+      for (const ev of events) {
+        count(tally, ev);
+        yield ev;
+      }
+    } catch (e) {
+      failure = e;
+      throw e;
+    } finally {
+      this.finish(run, tally.usage, tally.chars, failure);
     }
   }
 
@@ -410,6 +432,18 @@ export class GatewayPipeline implements InferencePipeline {
     }
     return out;
   }
+}
+
+interface Tally {
+  usage: Usage | undefined;
+  chars: number;
+}
+
+/** What settlement needs from the events that went through: output size and final usage. */
+function count(t: Tally, ev: ChatEvent): void {
+  if (ev.type === "text") t.chars += ev.text.length;
+  else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
+  else if (ev.type === "done") t.usage = ev.usage;
 }
 
 /** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */

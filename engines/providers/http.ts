@@ -28,10 +28,19 @@ export async function closePools(): Promise<void> {
   await Promise.all(all.map((p) => p.close().catch(() => undefined)));
 }
 
-/** Split a base URL into origin and path prefix (no trailing slash). */
+const splits = new Map<string, { origin: string; prefix: string }>();
+
+/** Split a base URL into origin and path prefix (no trailing slash). Memoized: base URLs come
+ * from configuration (a handful), and URL parsing was a visible per-request cost. */
 export function splitUrl(base: string): { origin: string; prefix: string } {
-  const u = new URL(base);
-  return { origin: u.origin, prefix: u.pathname.replace(/\/+$/, "") };
+  let s = splits.get(base);
+  if (!s) {
+    const u = new URL(base);
+    s = Object.freeze({ origin: u.origin, prefix: u.pathname.replace(/\/+$/, "") });
+    if (splits.size >= 1024) splits.clear();
+    splits.set(base, s);
+  }
+  return s;
 }
 
 export function isAbort(e: any, signal?: AbortSignal): boolean {

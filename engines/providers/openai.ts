@@ -7,6 +7,7 @@ import { GatewayError } from "../gateway/errors";
 import { postJson, readJsonBody, sseMessages } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
+import { syncEvents } from "../chat/collect";
 
 function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
   const o: Record<string, unknown> = { role: m.role, content: m.content };
@@ -133,22 +134,18 @@ async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGe
   };
 }
 
-async function* once(events: Generator<ChatEvent>): AsyncGenerator<ChatEvent> {
-  yield* events;
-}
-
 export const openaiAdapter: ProviderAdapter = {
   async chat(t, req, signal) {
     const res = await postJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, signal);
     if (!req.stream) {
       const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
-      return once(eventsOfResponse(t, req, j));
+      return syncEvents(eventsOfResponse(t, req, j));
     }
     const ct = String(res.headers["content-type"] ?? "");
     if (!ct.includes("text/event-stream")) {
       // some servers ignore stream:true and answer JSON
       const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
-      return once(eventsOfResponse(t, req, j));
+      return syncEvents(eventsOfResponse(t, req, j));
     }
     return primed(streamEvents(t, req, sseMessages(t.provider, res, t.timeoutMs, signal)));
   },
