@@ -27,10 +27,19 @@ export async function startSvcProcess(opts: { home: string; config: string; core
   proc.stderr?.resume();
   const f = path.join(opts.home, "server.json");
   for (let i = 0; i < 600; i++) {
-    if (existsSync(f)) return { proc, url: JSON.parse(readFileSync(f, "utf8")).url };
+    const url = existsSync(f) ? readUrl(f) : undefined; // the file may be half-written
+    if (url) return { proc, url };
     if (proc.exitCode !== null) break;
     await sleep(100);
   }
   proc.kill("SIGTERM");
   throw new Error("svc did not start");
+}
+
+function readUrl(file: string): string | undefined {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")).url;
+  } catch {
+    return undefined;
+  }
 }
