@@ -6,37 +6,11 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import type { KeyRecord, KeyRef } from "../../engines/gateway/key-types";
-import { tokenPrefix } from "../../engines/gateway/keys";
-import type { AuditLog, AuditQuery } from "../../engines/gateway/audit/log";
+import type { Gateway } from "../../engines/gateway";
+import type { KeyEntry } from "../../engines/gateway/keys";
+import type { AuditQuery } from "../../engines/gateway/audit/log";
 import { GatewayError, invalidRequest, notFound } from "../../engines/gateway/errors";
-import { clientIp } from "../loopback";
-
-/**
- * What this route needs from the gateway engine (svc.engines.gateway). `authenticate` may
- * either throw a GatewayError 401 or return the KeyCache's {ok, key | code} result; both are
- * accepted so the route does not depend on which wrapper the gateway exposes.
- */
-export interface AuditGatewayAdapter {
-  keys: {
-    authenticate(token: string): KeyRecord | AuthOutcome;
-    get(id: string): KeyRecord | undefined;
-    isAdmin?(token: string): boolean;
-  };
-  /** the gateway may expose isAdmin here or on keys; else the key record's role decides */
-  isAdmin?(token: string): boolean;
-  audit: AuditLog;
-  /** optional: failed authentications feed the failed-auth alert */
-  alerts?: { failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void };
-}
-
-type AuthOutcome = { ok: true; key: KeyRecord } | { ok: false; code: "invalid_api_key" | "key_revoked" | "key_expired"; key?: KeyRecord & { ref?: KeyRef } };
-
-const authMessages = {
-  invalid_api_key: "invalid API key",
-  key_revoked: "this API key has been revoked",
-  key_expired: "this API key has expired",
-} as const;
+import { audited, gatewayOf, managementActor } from "../management";
 
 const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/;
 
@@ -45,73 +19,21 @@ export default function routes(svc: Svc): Router {
 
   r.get("/v1/audit-logs", async (ctx) => {
     const gw = gatewayOf(svc);
-    const started = Date.now();
-    const token = bearer(ctx);
-    const caller = authenticate(gw, token, clientIp(ctx));
-    const isAdmin = gw.isAdmin ?? gw.keys.isAdmin?.bind(gw.keys);
-    const admin = isAdmin ? isAdmin(token) : (caller as { role?: string }).role === "admin";
+    const caller = managementActor(gw, ctx);
     const headerId = ctx.get("x-api-key-id").trim();
-    let status = "success";
-    try {
-      const scope = resolveScope(gw, caller, admin, headerId);
+    // A read of the log is itself a request made with a key: it is audited too.
+    await audited(gw, ctx, caller, "audit_logs.list", headerId ? { target_key_id: headerId } : {}, async () => {
+      const scope = resolveScope(gw, caller, caller.role === "admin", headerId);
       const page = await gw.audit.query({ ...scope, ...filters(ctx) });
       ctx.body = { object: "list", data: page.data, next_cursor: page.next_cursor, has_more: page.has_more };
-    } catch (e) {
-      status = e instanceof GatewayError ? e.code : "internal_error";
-      throw e;
-    } finally {
-      // A read of the log is itself a request made with a key: it is audited too.
-      gw.audit.record({
-        timestamp: new Date(started),
-        apiKeyId: caller.id,
-        apiKeyName: caller.name,
-        organizationId: caller.spec.organization_id,
-        requestId: String(ctx.state.requestId ?? ""),
-        action: "audit_logs.list",
-        status,
-        latencyMs: Date.now() - started,
-        promptTokens: 0,
-        completionTokens: 0,
-        costMicros: 0n,
-        metadata: headerId ? { target_key_id: headerId } : {},
-        ipAddress: clientIp(ctx),
-        userAgent: ctx.get("user-agent") || undefined,
-      });
-    }
+    });
   });
 
   return r;
 }
 
-function gatewayOf(svc: Svc): AuditGatewayAdapter {
-  // Looked up per request: the gateway engine is attached to svc after the routers are built.
-  const gw = svc.engines.gateway as Partial<AuditGatewayAdapter> | undefined;
-  if (!gw?.keys || !gw.audit) throw new GatewayError(503, "internal_error", "the gateway is not running");
-  return gw as AuditGatewayAdapter;
-}
-
-function authenticate(gw: AuditGatewayAdapter, token: string, ip: string): KeyRecord {
-  let r: KeyRecord | AuthOutcome;
-  try {
-    r = gw.keys.authenticate(token);
-  } catch (e) {
-    if (e instanceof GatewayError && e.status === 401) gw.alerts?.failedAuth(tokenPrefix(token), ip);
-    throw e;
-  }
-  if (!("ok" in r)) return r;
-  if (r.ok) return r.key;
-  gw.alerts?.failedAuth(tokenPrefix(token), ip, r.key?.ref);
-  throw new GatewayError(401, r.code, authMessages[r.code]);
-}
-
-function bearer(ctx: Context): string {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get("authorization"));
-  if (!m) throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>");
-  return m[1];
-}
-
 /** Which entries the caller may read, as query restrictions; throws 400/403/404. */
-function resolveScope(gw: AuditGatewayAdapter, caller: KeyRecord, admin: boolean, headerId: string): Pick<AuditQuery, "keyIds" | "organizationId"> {
+function resolveScope(gw: Gateway, caller: KeyEntry, admin: boolean, headerId: string): Pick<AuditQuery, "keyIds" | "organizationId"> {
   const orgViewer =
     caller.spec.key_type === "organization" && caller.spec.permissions?.view_all_usage === true && caller.spec.organization_id
       ? caller.spec.organization_id

@@ -9,38 +9,8 @@ import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import type { Gateway } from "../../engines/gateway";
 import type { KeyEntry } from "../../engines/gateway/keys";
-import { ipAllowed, tokenPrefix } from "../../engines/gateway/keys";
-import { GatewayError } from "../../engines/gateway/errors";
 import { readJson } from "../body";
-import { tokenFrom } from "../caller";
-import { clientIp } from "../loopback";
-
-const AUTH_MESSAGES = {
-  invalid_api_key: "invalid API key",
-  key_revoked: "this API key has been revoked",
-  key_expired: "this API key has expired",
-} as const;
-
-function gatewayOf(svc: Svc): Gateway {
-  const gw = svc.engines.gateway as Gateway | undefined;
-  if (!gw?.admin) throw new GatewayError(503, "model_unavailable", "key management is unavailable: the gateway engine is not running");
-  return gw;
-}
-
-/** The calling key (401 when missing or not usable, 403 outside its IP allowlist). */
-function actorOf(gw: Gateway, ctx: Context): KeyEntry {
-  const token = tokenFrom(ctx);
-  if (!token) throw new GatewayError(401, "invalid_api_key", "missing API key: key management needs the administrative key (Authorization: Bearer <key>)");
-  const r = gw.keys.authenticate(token);
-  if (!r.ok) {
-    gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), r.key?.ref);
-    throw new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
-  }
-  if (r.key.ipRanges && !ipAllowed(clientIp(ctx), r.key.ipRanges)) {
-    throw new GatewayError(403, "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
-  }
-  return r.key;
-}
+import { audited, gatewayOf, managementActor } from "../management";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -49,35 +19,13 @@ export default function routes(svc: Svc): Router {
   const op = (action: string, fn: (gw: Gateway, actor: KeyEntry, ctx: Context) => Promise<unknown> | unknown, okStatus = 200) =>
     async (ctx: Context) => {
       const gw = gatewayOf(svc);
-      const started = Date.now();
-      const actor = actorOf(gw, ctx);
-      let status = "success";
-      try {
+      const actor = managementActor(gw, ctx);
+      await audited(gw, ctx, actor, action, ctx.params?.id ? { target_key_id: ctx.params.id } : {}, async () => {
         const body = await fn(gw, actor, ctx);
         ctx.status = okStatus;
         ctx.body = body;
         ctx.set("cache-control", "no-store");
-      } catch (e) {
-        status = e instanceof GatewayError ? e.code : "internal_error";
-        throw e;
-      } finally {
-        gw.audit.record({
-          timestamp: new Date(started),
-          apiKeyId: actor.id,
-          apiKeyName: actor.name,
-          organizationId: actor.spec.organization_id,
-          requestId: String(ctx.state.requestId ?? ""),
-          action,
-          status,
-          latencyMs: Date.now() - started,
-          promptTokens: 0,
-          completionTokens: 0,
-          costMicros: 0n,
-          metadata: ctx.params?.id ? { target_key_id: ctx.params.id } : {},
-          ipAddress: clientIp(ctx),
-          userAgent: ctx.get("user-agent") || undefined,
-        });
-      }
+      });
     };
 
   r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => gw.admin.createTemporary(a, await readJson(ctx)), 201));

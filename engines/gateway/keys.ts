@@ -146,6 +146,13 @@ function specialEntry(id: "admin" | "master", secretHash: string): KeyEntry {
 
 export type AuthResult = { ok: true; key: KeyEntry } | { ok: false; code: "invalid_api_key" | "key_revoked" | "key_expired"; key?: KeyEntry };
 
+/** The 401 message for each authentication failure (never echoes the key). */
+export const AUTH_MESSAGES = {
+  invalid_api_key: "invalid API key",
+  key_revoked: "this API key has been revoked",
+  key_expired: "this API key has expired",
+} as const;
+
 /**
  * The key cache: every ApiKey object of the store (manifest or API made) plus the admin and
  * master keys, by hash and by id. Listens to the store, so it is never stale.

@@ -17,7 +17,7 @@ import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage }
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
 import type { AuditRecord, KeyRef } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
-import { ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
+import { AUTH_MESSAGES, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import type { ProviderRouter } from "../providers/router";
@@ -57,12 +57,6 @@ export interface PipelineOptions {
   allowUnauthenticatedLoopback: () => boolean;
   now?: () => number;
 }
-
-const AUTH_MESSAGES = {
-  invalid_api_key: "invalid API key",
-  key_revoked: "this API key has been revoked",
-  key_expired: "this API key has expired",
-} as const;
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 

@@ -1,28 +1,33 @@
-// GET /v1/audit-logs through a real Koa app on a loopback port, with the route's gateway adapter
-// backed by a real AuditLog on SQLite and a small key table (the full server has its own test).
+// GET /v1/audit-logs through a real Koa app on a loopback port, with the parts of the gateway
+// the route uses: a real AuditLog on SQLite and a small key table (the full server has its own test).
 import Koa from "koa";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import auditRoutes, { type AuditGatewayAdapter } from "../../api/routes/audit";
+import auditRoutes from "../../api/routes/audit";
+import type { Gateway } from "../../engines/gateway";
+import type { KeyEntry } from "../../engines/gateway/keys";
 import { errorMiddleware } from "../../api/errors";
 import { AuditLog } from "../../engines/gateway/audit/log";
-import { GatewayError } from "../../engines/gateway/errors";
-import type { KeyRecord } from "../../engines/gateway/key-types";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { Svc } from "../../engines/svc";
 import { tempDb } from "./helpers";
 
-const key = (id: string, spec: Partial<ApiKeySpec>): KeyRecord => ({
+const key = (id: string, spec: Partial<ApiKeySpec>, role: KeyEntry["role"] = "key"): KeyEntry => ({
   id,
   name: `name of ${id}`,
   owner: "api",
   hash: "0".repeat(64),
   createdAt: new Date(0).toISOString(),
   spec: { key_type: "user", secretHash: `sha256:${"0".repeat(64)}`, ...spec } as ApiKeySpec,
+  role,
+  ref: { id, name: `name of ${id}` },
+  expiresAtMs: Infinity,
+  revoked: false,
+  ipRanges: null,
 });
-const KEYS: Record<string, KeyRecord> = {
-  "tok-admin": key("admin", {}),
+const KEYS: Record<string, KeyEntry> = {
+  "tok-admin": key("admin", {}, "admin"),
   "tok-u1": key("key_u1", { organization_id: "org1" }),
   "tok-u2": key("key_u2", { organization_id: "org1" }),
   "tok-u3": key("key_u3", { organization_id: "org2" }),
@@ -40,19 +45,15 @@ describe("GET /v1/audit-logs (route)", () => {
   beforeAll(async () => {
     db = await tempDb();
     audit = new AuditLog(db.prisma, { log: () => {} });
-    const gateway: AuditGatewayAdapter = {
+    const gateway = {
+      admin: {},
       audit,
       keys: {
-        authenticate(token) {
-          const k = KEYS[token];
-          if (!k) throw new GatewayError(401, "invalid_api_key", "invalid API key");
-          return k;
-        },
-        get: (id) => Object.values(KEYS).find((k) => k.id === id),
-        isAdmin: (token) => token === "tok-admin",
+        authenticate: (token: string) => (KEYS[token] ? { ok: true, key: KEYS[token] } : { ok: false, code: "invalid_api_key" }),
+        get: (id: string) => Object.values(KEYS).find((k) => k.id === id),
       },
-      alerts: { failedAuth: (prefix) => void failed.push(prefix) },
-    };
+      alerts: { failedAuth: (prefix: string) => void failed.push(prefix) },
+    } as unknown as Gateway;
     const log = { info() {}, warn() {}, error() {} };
     const svc = { engines: { gateway }, log } as unknown as Svc;
     const app = new Koa();
