@@ -80,10 +80,11 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   const router = new ProviderRouter(store, () => svc.engines.pool as LocalPool | undefined);
 
   // alert settings follow the store (singleton)
-  let settings = withAlertDefaults(undefined);
+  let settings: AlertSettingsSpec;
   const refreshSettings = () => {
     const o = store.list({ kind: "AlertSettings" }).sort((a, b) => a.name.localeCompare(b.name))[0];
-    settings = withAlertDefaults(o?.spec);
+    // Near-limit warnings (rate_limit_percentage) are opt-in: they need an AlertSettings object.
+    settings = o ? withAlertDefaults(o.spec) : { ...withAlertDefaults(undefined), rate_limit_percentage: 0 };
   };
   refreshSettings();
   const settingsListener = (refs: Ref[]) => {

@@ -44,6 +44,7 @@ export interface AlertsSink {
   ): void;
   failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void;
   requestSeen(key: KeyRef, ip: string): void;
+  rateUsage(key: KeyRef, limit: number, remaining: number): void;
 }
 
 export interface PipelineOptions {
@@ -198,7 +199,7 @@ export class GatewayPipeline implements InferencePipeline {
           model: req.model,
         }, now);
         headers = this.o.limits.rateHeaders(key, now);
-        this.o.alerts?.requestSeen(key.ref, caller.ip);
+        this.rateAlerts(key, headers, caller.ip);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
       let events: AsyncIterable<ChatEvent> | undefined;
@@ -324,6 +325,15 @@ export class GatewayPipeline implements InferencePipeline {
     });
   }
 
+  /** Usage-pattern and near-limit alerts after a request was admitted. */
+  private rateAlerts(key: KeyEntry, headers: Record<string, string>, ip: string) {
+    const a = this.o.alerts;
+    if (!a) return;
+    a.requestSeen(key.ref, ip);
+    const limit = headers["x-ratelimit-limit-requests"];
+    if (limit !== undefined) a.rateUsage(key.ref, Number(limit), Number(headers["x-ratelimit-remaining-requests"]));
+  }
+
   private limitAlert(key: KeyEntry, e: unknown) {
     if (!this.o.alerts || !(e instanceof GatewayError)) return;
     if (e.code !== "rate_limit_exceeded" && e.code !== "budget_exceeded" && e.code !== "quota_exceeded") return;
@@ -367,6 +377,7 @@ export class GatewayPipeline implements InferencePipeline {
         for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
         adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, priced: true, model: req.model }, now);
         headers = this.o.limits.rateHeaders(key, now);
+        this.rateAlerts(key, headers, caller.ip);
       }
       target = cands[0];
       const adapter = this.o.router.adapter(target.type);

@@ -40,6 +40,23 @@ describe("Alerts", () => {
     await db.cleanup();
   });
 
+  it("rate_limit_percentage warns once a minute when a key's rate window is that full", async () => {
+    const a = make();
+    a.rateUsage(key, 10, 2); // 80% used: under the 90% setting
+    await drain(a);
+    expect(events()).toHaveLength(0);
+    a.rateUsage(key, 10, 1); // 90%
+    a.rateUsage(key, 10, 0); // still within the minute: no second event
+    await drain(a);
+    expect(events().map((e) => [e.type, e.data.kind, e.data.used_percentage, e.data.threshold_percentage])).toEqual([
+      ["key.limit_exceeded", "rate_limit_warning", 90, 90],
+    ]);
+    c.advance(61_000);
+    a.rateUsage(key, 10, 0);
+    await drain(a);
+    expect(events()).toHaveLength(2);
+  });
+
   it("budget thresholds fire once per threshold per period, and not again after a restart", async () => {
     const a = make();
     const spend = (usd: number) => ({ dailyMicros: BigInt(usd) * M, monthlyMicros: BigInt(usd) * M, totalMicros: BigInt(usd) * M });

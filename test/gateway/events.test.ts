@@ -78,4 +78,21 @@ describe("webhook events", () => {
     await env.gw.outbox.deliverDue();
     expect(events(id).map((e) => e.json.type)).toEqual(["key.revoked"]);
   });
+
+  it("with AlertSettings.rate_limit_percentage, a request that fills the rate window that far sends a warning first", async () => {
+    await env.apply([{ kind: "AlertSettings", name: "default", spec: { rate_limit_percentage: 50 } }]);
+    try {
+      const r = await env.createKey({ name: "warned", rate_limits: { per_minute: 4 }, webhook: { url: hookUrl, events: ["key.limit_exceeded"], secret: "warning-secret-value" } });
+      const id = r.json.id;
+      const c = env.client(r.json.api_key);
+      await c.chat.completions.create({ model: "gpt-x", messages: msg }); // 25% used: no warning
+      await env.gw.outbox.deliverDue();
+      expect(events(id)).toHaveLength(0);
+      await c.chat.completions.create({ model: "gpt-x", messages: msg }); // 50% used
+      await until(() => events(id).length > 0);
+      expect(events(id)[0].json.data).toMatchObject({ kind: "rate_limit_warning", used_percentage: 50, threshold_percentage: 50, requests_limit: 4 });
+    } finally {
+      await env.svc.svc.store.write([{ op: "delete", kind: "AlertSettings", name: "default" }]);
+    }
+  });
 });

@@ -53,6 +53,19 @@ export class Alerts {
     this.opts.outbox.emit(key, "key.limit_exceeded", { ...detail, limit });
   }
 
+  /**
+   * AlertSettings.rate_limit_percentage: when an admitted request leaves the key's rate window
+   * at or above that share used, send key.limit_exceeded with kind "rate_limit_warning" (before
+   * the limit refuses anything), at most once per key per minute.
+   */
+  rateUsage(key: KeyRef, limit: number, remaining: number): void {
+    const pct = this.opts.settings().rate_limit_percentage;
+    if (!pct || limit <= 0) return;
+    const used = Math.round(((limit - remaining) / limit) * 100);
+    if (used < pct) return;
+    this.limitExceeded(key, "rate_limit_warning", { kind: "rate_limit_warning", used_percentage: used, threshold_percentage: pct, requests_limit: limit, requests_remaining: remaining });
+  }
+
   /** key.budget_threshold once per threshold per period (UTC day, UTC month, lifetime). */
   spendChanged(
     key: KeyRef,
