@@ -162,7 +162,8 @@ export class GatewayPipeline implements InferencePipeline {
       action: req.stream ? "chat.stream" : "chat.completions",
       promptEst: 0,
       t0,
-      metadata: req.metadata ?? {},
+      // X-Svc-Agent-Id is attribution only: it lands in the audit entry and grants nothing.
+      metadata: req.agentId ? { ...req.metadata, agent_id: req.agentId } : (req.metadata ?? {}),
       ts: new Date(now),
     };
     run.key = this.authenticate(caller, now);

@@ -221,3 +221,16 @@ describe("anthropic upstream", () => {
     expect(one.json.usage.today.spend_usd).toBeCloseTo(0.00021, 9);
   });
 });
+
+describe("attribution", () => {
+  it("X-Svc-Agent-Id is recorded in the audit entry and grants nothing", async () => {
+    const k = await env.key({ permissions: { models: ["gpt-x"] } });
+    const c = env.client(k.secret);
+    await c.chat.completions.create({ model: "gpt-x", messages: msg() }, { headers: { "x-svc-agent-id": "researcher" } });
+    // the header does not widen the key's permissions
+    await expectError(c.chat.completions.create({ model: "shared", messages: msg() }, { headers: { "x-svc-agent-id": "researcher" } }), 403, "permission_denied");
+    const page = await env.gw.audit.query({ keyIds: [k.id] });
+    const ok = page.data.find((e) => e.status === "success")!;
+    expect(ok.metadata).toMatchObject({ agent_id: "researcher" });
+  });
+});
