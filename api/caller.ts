@@ -8,7 +8,8 @@ import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { GatewayError } from "../engines/gateway/errors";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
-import { clientAbortSignal, isAbortError } from "./sse";
+import { clientAbortSignal, isAbortError, streamEvents, type StreamOptions } from "./sse";
+import type { ChatEvent } from "../engines/chat/types";
 
 export function tokenFrom(ctx: Context): string | undefined {
   const auth = ctx.get("authorization");
@@ -93,4 +94,22 @@ export async function collectOrAbort(ctx: Context, s: StartedChat): Promise<Chat
     }
     throw e;
   }
+}
+
+/** How a protocol shapes a started chat: one body when not streaming, else a rendered stream. */
+export interface ChatAnswer extends Omit<StreamOptions<ChatEvent>, "headers" | "events"> {
+  stream: boolean;
+  whole(result: ChatResult): unknown;
+}
+
+/** Answer a started chat in the protocol's shape (the same steps for every inference route). */
+export async function answerChat(ctx: Context, s: StartedChat, a: ChatAnswer): Promise<void> {
+  if (!a.stream) {
+    const result = await collectOrAbort(ctx, s);
+    if (!result) return;
+    setHeaders(ctx, s.start.headers);
+    ctx.body = a.whole(result);
+    return;
+  }
+  await streamEvents(ctx, { format: a.format, headers: s.start.headers, events: s.start.events, render: a.render, onError: a.onError, log: a.log });
 }

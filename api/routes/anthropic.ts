@@ -6,8 +6,8 @@ import type { Context, Next } from "koa";
 import type { Svc } from "../../engines/svc";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
-import { agentIdOf, collectOrAbort, startChat, setHeaders } from "../caller";
-import { frames, sseEvent, streamEvents } from "../sse";
+import { agentIdOf, answerChat, startChat } from "../caller";
+import { frames, sseEvent } from "../sse";
 import { parseMessagesRequest } from "../anthropic/request";
 import { anthropicMessage } from "../anthropic/response";
 import { messageEvents } from "../anthropic/stream";
@@ -28,17 +28,10 @@ export default function anthropicRoutes(svc: Svc): Router {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("msg_"), model: s.start.model };
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, s);
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = anthropicMessage(result, meta);
-      return;
-    }
-    await streamEvents(ctx, {
+    await answerChat(ctx, s, {
+      stream: req.stream,
+      whole: (result) => anthropicMessage(result, meta),
       format: "sse",
-      headers: s.start.headers,
-      events: s.start.events,
       render: (events) => frames(messageEvents(events, meta), (ev) => sseEvent(ev.type, ev)),
       onError: (e) => sseEvent("error", anthropicErrorBody(toGatewayError(e))),
       log: (msg, fields) => svc.log.warn(msg, fields),

@@ -12,8 +12,8 @@ import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
 import type { ChatResult } from "../../engines/chat/collect";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
-import { agentIdOf, callerFrom, collectOrAbort, pipelineOf, setHeaders, startChat } from "../caller";
-import { frames, ndjsonLine, streamEvents } from "../sse";
+import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
+import { frames, ndjsonLine } from "../sse";
 import { parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
 import { chatResponse, generateResponse, loadResponse, timed, type Timing } from "../ollama/response";
 import { chatLines, generateLines } from "../ollama/stream";
@@ -67,17 +67,12 @@ export default function ollamaRoutes(svc: Svc): Router {
   ) {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, { ...s, start: { ...s.start, events: timed(s.start.events, t) } });
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = whole(result, req.model, t);
-      return;
-    }
-    await streamEvents(ctx, {
+    // a whole answer reports its timings, so the fold is timed
+    const started = req.stream ? s : { ...s, start: { ...s.start, events: timed(s.start.events, t) } };
+    await answerChat(ctx, started, {
+      stream: req.stream,
+      whole: (result) => whole(result, req.model, t),
       format: "ndjson",
-      headers: s.start.headers,
-      events: s.start.events,
       render: (events) => frames(lines(events, req.model, t), ndjsonLine),
       onError: streamError(ctx),
       log,

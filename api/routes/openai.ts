@@ -8,8 +8,8 @@ import type { Svc } from "../../engines/svc";
 import { modelNotFound } from "../../engines/gateway/errors";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
-import { agentIdOf, callerFrom, collectOrAbort, pipelineOf, setHeaders, startChat } from "../caller";
-import { frames, sseData, streamEvents } from "../sse";
+import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
+import { frames, sseData } from "../sse";
 import { parseChatRequest } from "../openai/chat-request";
 import { chatCompletion } from "../openai/chat-response";
 import { chatChunks } from "../openai/chat-stream";
@@ -34,17 +34,10 @@ export default function openaiRoutes(svc: Svc): Router {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("chatcmpl-"), created: now(), model: s.start.model };
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, s);
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = chatCompletion(result, meta);
-      return;
-    }
-    await streamEvents(ctx, {
+    await answerChat(ctx, s, {
+      stream: req.stream,
+      whole: (result) => chatCompletion(result, meta),
       format: "sse",
-      headers: s.start.headers,
-      events: s.start.events,
       render: (events) => frames(chatChunks(events, { ...meta, includeUsage }), sseData, DONE),
       onError: sseError,
       log,
@@ -56,17 +49,10 @@ export default function openaiRoutes(svc: Svc): Router {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("cmpl-"), created: now(), model: s.start.model, prefix: echo ? (req.prompt ?? "") : "" };
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, s);
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = textCompletion(result, meta);
-      return;
-    }
-    await streamEvents(ctx, {
+    await answerChat(ctx, s, {
+      stream: req.stream,
+      whole: (result) => textCompletion(result, meta),
       format: "sse",
-      headers: s.start.headers,
-      events: s.start.events,
       render: (events) => frames(completionChunks(events, { ...meta, includeUsage }), sseData, DONE),
       onError: sseError,
       log,
@@ -78,18 +64,11 @@ export default function openaiRoutes(svc: Svc): Router {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("resp_"), createdAt: now(), model: s.start.model, echo };
-    if (!req.stream) {
-      const result = await collectOrAbort(ctx, s);
-      if (!result) return;
-      setHeaders(ctx, s.start.headers);
-      ctx.body = responseFromResult(result, meta);
-      return;
-    }
     let seq = 1_000_000; // error events after the stream began continue the sequence loosely
-    await streamEvents(ctx, {
+    await answerChat(ctx, s, {
+      stream: req.stream,
+      whole: (result) => responseFromResult(result, meta),
       format: "sse",
-      headers: s.start.headers,
-      events: s.start.events,
       render: (events) => frames(responseEvents(events, meta), (ev) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`),
       onError: (e) => {
         const err = toGatewayError(e);
