@@ -1,18 +1,21 @@
-// The Koa app: request id, error shape, body limit, then one router per surface.
+// The HTTP handler: the inference routes through the lean listener, everything else through
+// the Koa app (request id, error shape, body limit, then one router per surface).
+import type { RequestListener } from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
 import { errorMiddleware } from "./errors";
 import { GatewayError } from "../engines/gateway/errors";
-import { uniqueId } from "../engines/ids";
-import { routers } from "./routes";
+import { requestIdFor } from "./request-id";
+import { inferenceRoutes, routers } from "./routes";
+import { inferenceListener } from "./inference-listener";
+import type { InferenceRoute } from "./inference-route";
 import type { Svc } from "../engines/svc";
 
-export function createApp(svc: Svc): Koa {
+export function createApp(svc: Svc, inference: readonly InferenceRoute[] = inferenceRoutes.flatMap((make) => make(svc))): Koa {
   const app = new Koa({ proxy: false }); // never trust X-Forwarded-For: loopback checks use the socket
   app.silent = true;
   app.use(async (ctx, next) => {
-    const sent = ctx.get("x-request-id");
-    const id = sent && /^[\w.:-]{1,128}$/.test(sent) ? sent : uniqueId("req_"); // echo a sane client id, else make one
+    const id = requestIdFor(ctx.req.headers["x-request-id"]);
     ctx.state.requestId = id;
     ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
     ctx.set("x-request-id", id);
@@ -22,10 +25,18 @@ export function createApp(svc: Svc): Koa {
   // One root router: a request is matched once, not once per surface.
   const root = new Router();
   for (const make of routers) root.use(make(svc).routes());
+  // Mounted here too, so a wrong method on an inference path is a 405 like any other route's.
+  for (const r of inference) root.post(r.path, (ctx) => r.handle(ctx));
   app.use(root.routes());
   app.use(root.allowedMethods());
   app.use(async (ctx) => {
     throw new GatewayError(404, "not_found", `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
+}
+
+/** The server's request listener. */
+export function createHandler(svc: Svc): RequestListener {
+  const inference = inferenceRoutes.flatMap((make) => make(svc));
+  return inferenceListener(svc, inference, createApp(svc, inference).callback());
 }

@@ -1,11 +1,11 @@
 // JSON bodies: size-limited, parsed once, clear 400/413 errors (never a stack trace).
 import getRawBody from "raw-body";
-import type { Context } from "koa";
+import type { HttpContext } from "./http-context";
 import { GatewayError } from "../engines/gateway/errors";
 
 export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 
-export async function readRaw(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+export async function readRaw(ctx: HttpContext, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
   try {
     return await getRawBody(ctx.req, { limit, length: ctx.get("content-length") || undefined });
   } catch (e: any) {
@@ -15,7 +15,7 @@ export async function readRaw(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise
 }
 
 /** Read and parse a JSON object body. */
-export async function readJson<T = any>(ctx: Context, limit?: number): Promise<T> {
+export async function readJson<T = any>(ctx: HttpContext, limit?: number): Promise<T> {
   const cached = (ctx.state as any).jsonBody;
   if (cached !== undefined) return cached;
   const raw = await readRaw(ctx, limit ?? (ctx.state as any).bodyLimit);

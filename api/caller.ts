@@ -1,17 +1,18 @@
 // Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer … or x-api-key,
 // so OpenAI and Anthropic clients both work), the socket address (never X-Forwarded-For), the
 // user agent, the request id and the route, for the gateway pipeline and its audit log.
-import type { Context } from "koa";
+import type { HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { GatewayError } from "../engines/gateway/errors";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
-import { clientAbortSignal, isAbortError, streamEvents, type StreamOptions } from "./sse";
+import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
+import type { Cancellation } from "../engines/chat/cancel";
 
-export function tokenFrom(ctx: Context): string | undefined {
+export function tokenFrom(ctx: HttpContext): string | undefined {
   const auth = ctx.get("authorization");
   if (auth) {
     const m = /^Bearer\s+(\S.*)$/i.exec(auth.trim());
@@ -21,7 +22,7 @@ export function tokenFrom(ctx: Context): string | undefined {
   return key || undefined;
 }
 
-export function callerFrom(ctx: Context): Caller {
+export function callerFrom(ctx: HttpContext): Caller {
   const route = (ctx as any)._matchedRoute;
   return {
     token: tokenFrom(ctx),
@@ -41,7 +42,7 @@ export function pipelineOf(svc: Svc): InferencePipeline {
 }
 
 /** X-Svc-Agent-Id: attribution only (it grants nothing). */
-export function agentIdOf(ctx: Context): string | undefined {
+export function agentIdOf(ctx: HttpContext): string | undefined {
   const v = ctx.get("x-svc-agent-id").trim();
   return v ? v.slice(0, 200) : undefined;
 }
@@ -49,12 +50,12 @@ export function agentIdOf(ctx: Context): string | undefined {
 export interface StartedChat {
   start: ChatStart;
   caller: Caller;
-  /** aborted when the client disconnects */
-  signal: AbortSignal;
+  /** cancelled when the client disconnects */
+  cancel: Cancellation;
 }
 
 /** The client went away: nothing is left to answer, and it is not a failure worth logging. */
-export function dropResponse(ctx: Context): void {
+export function dropResponse(ctx: HttpContext): void {
   ctx.respond = false;
   if (!ctx.res.destroyed) ctx.res.destroy();
 }
@@ -62,14 +63,14 @@ export function dropResponse(ctx: Context): void {
 /** Send a validated request through the pipeline (which may refuse it with a GatewayError).
  * Returns null when the client disconnected while generation was being set up (the pipeline
  * may already wait for the first token, e.g. during prefill): the response is dropped. */
-export async function startChat(ctx: Context, svc: Svc, req: ChatRequest): Promise<StartedChat | null> {
+export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): Promise<StartedChat | null> {
   const caller = callerFrom(ctx);
-  const signal = clientAbortSignal(ctx);
+  const cancel = clientCancellation(ctx);
   try {
-    const start = await pipelineOf(svc).chat(caller, req, signal);
-    return { start, caller, signal };
+    const start = await pipelineOf(svc).chat(caller, req, cancel);
+    return { start, caller, cancel };
   } catch (e) {
-    if (isAbortError(e, signal)) {
+    if (isAbortError(e, cancel)) {
       dropResponse(ctx);
       return null;
     }
@@ -77,18 +78,18 @@ export async function startChat(ctx: Context, svc: Svc, req: ChatRequest): Promi
   }
 }
 
-export function setHeaders(ctx: Context, headers: Record<string, string> | undefined): void {
+export function setHeaders(ctx: HttpContext, headers: Record<string, string> | undefined): void {
   if (!headers) return;
   for (const k in headers) ctx.set(k, headers[k]);
 }
 
 /** Fold the whole generation for a non-streaming response. Returns null when the client went
- * away meanwhile (generation was cancelled through the signal; nothing is left to answer). */
-export async function collectOrAbort(ctx: Context, s: StartedChat): Promise<ChatResult | null> {
+ * away meanwhile (generation was cancelled; nothing is left to answer). */
+export async function collectOrAbort(ctx: HttpContext, s: StartedChat): Promise<ChatResult | null> {
   try {
     return await collectChat(s.start.events);
   } catch (e) {
-    if (isAbortError(e, s.signal)) {
+    if (isAbortError(e, s.cancel)) {
       dropResponse(ctx);
       return null;
     }
@@ -103,7 +104,7 @@ export interface ChatAnswer extends Omit<StreamOptions<ChatEvent>, "headers" | "
 }
 
 /** Answer a started chat in the protocol's shape (the same steps for every inference route). */
-export async function answerChat(ctx: Context, s: StartedChat, a: ChatAnswer): Promise<void> {
+export async function answerChat(ctx: HttpContext, s: StartedChat, a: ChatAnswer): Promise<void> {
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;

@@ -1,10 +1,11 @@
 // Error middleware: every failure leaves as JSON {error:{message,type,code,param}} with the
 // right status. Unknown errors become a 500 with a generic message; details go to the log only.
 import type { Context, Next } from "koa";
+import type { HttpContext } from "./http-context";
 import { GatewayError } from "../engines/gateway/errors";
 import type { Logger } from "../engines/svc";
 
-export type ErrorRenderer = (ctx: Context, err: GatewayError) => void;
+export type ErrorRenderer = (ctx: HttpContext, err: GatewayError) => void;
 
 export const renderOpenAI: ErrorRenderer = (ctx, err) => {
   ctx.status = err.status;
@@ -26,20 +27,26 @@ export function toGatewayError(e: any): GatewayError {
   return new GatewayError(500, "internal_error", "internal server error");
 }
 
+/** Turn a failure into the protocol's error response (or drop the connection when a response
+ * was already under way). Unexpected errors are logged with their stack; clients get a 500. */
+export function renderFailure(ctx: HttpContext, e: any, log: Logger, render: ErrorRenderer = renderOpenAI): void {
+  const err = toGatewayError(e);
+  if (err.status >= 500 && !(e instanceof GatewayError)) {
+    log.error("request failed", { method: ctx.method, path: ctx.path, err: String(e?.stack ?? e) });
+  }
+  if (ctx.headerSent || !ctx.writable) {
+    ctx.res.destroy();
+    return;
+  }
+  ((ctx.state as any).renderError as ErrorRenderer | undefined ?? render)(ctx, err);
+}
+
 export function errorMiddleware(log: Logger, render: ErrorRenderer = renderOpenAI) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
     } catch (e: any) {
-      const err = toGatewayError(e);
-      if (err.status >= 500 && !(e instanceof GatewayError)) {
-        log.error("request failed", { method: ctx.method, path: ctx.path, err: String(e?.stack ?? e) });
-      }
-      if (ctx.headerSent || !ctx.writable) {
-        ctx.res.destroy();
-        return;
-      }
-      ((ctx.state as any).renderError as ErrorRenderer | undefined ?? render)(ctx, err);
+      renderFailure(ctx, e, log, render);
     }
   };
 }

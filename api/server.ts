@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { openDb, type OpenedDb } from "../prisma/client";
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
-import { createApp } from "./app";
+import { createHandler } from "./app";
 import { ControllerManager } from "../controllers/runtime";
 import { buildControllers } from "../controllers/registry";
 import type { Controller } from "../controllers/types";
@@ -220,10 +220,10 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
 
-    const app = createApp(svc);
+    const handler = createHandler(svc);
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);
-    const listener = httpListener(app.callback(), log, (a) => {
+    const listener = httpListener(handler, log, (a) => {
       info = { pid: process.pid, url: urlOf(a), port: a.port, startedAt: info?.startedAt ?? new Date().toISOString() };
       // the CLI finds a running server through this file
       void writeFile(infoFile, JSON.stringify(info, null, 2) + "\n").catch((e) => log.warn("cannot write server.json", { err: String(e) }));

@@ -2,30 +2,31 @@
 // socket: one write per event (no buffering, Nagle off), awaiting 'drain' when the client reads
 // slower than we generate, and an AbortSignal that fires when the client goes away so the
 // generation behind the stream stops and its lease is released.
-import type { Context } from "koa";
+import type { HttpContext } from "./http-context";
 import type { ServerResponse } from "node:http";
+import { Cancellation } from "../engines/chat/cancel";
 
-/** Aborted when the client disconnects before the response has been fully written. Create it
+/** Cancelled when the client disconnects before the response has been fully written. Create it
  * before starting work so a client that leaves during prefill cancels that too. */
-export function clientAbortSignal(ctx: Context): AbortSignal {
-  const existing = (ctx.state as any).clientAbort as AbortController | undefined;
-  if (existing) return existing.signal;
-  const ac = new AbortController();
-  (ctx.state as any).clientAbort = ac;
-  const res = ctx.res as ServerResponse & { [kClientAbort]?: AbortController };
+export function clientCancellation(ctx: HttpContext): Cancellation {
+  const existing = (ctx.state as any).clientCancel as Cancellation | undefined;
+  if (existing) return existing;
+  const cancel = new Cancellation();
+  (ctx.state as any).clientCancel = cancel;
+  const res = ctx.res as ServerResponse & { [kClientCancel]?: Cancellation };
   // One shared listener (no per-request closure); 'close' is emitted once per response.
-  res[kClientAbort] = ac;
-  res.on("close", abortOnClose);
+  res[kClientCancel] = cancel;
+  res.on("close", cancelOnClose);
   // the socket may already be gone (e.g. the client gave up while the body was being read)
-  if (res.destroyed || ctx.req.socket?.destroyed) abortOnClose.call(res);
-  return ac.signal;
+  if (res.destroyed || ctx.req.socket?.destroyed) cancelOnClose.call(res);
+  return cancel;
 }
 
-const kClientAbort = Symbol("clientAbort");
+const kClientCancel = Symbol("clientCancel");
 
-function abortOnClose(this: ServerResponse & { [kClientAbort]?: AbortController }): void {
-  const ac = this[kClientAbort];
-  if (ac && !ac.signal.aborted && !this.writableFinished) ac.abort(new DOMException("client disconnected", "AbortError"));
+function cancelOnClose(this: ServerResponse & { [kClientCancel]?: Cancellation }): void {
+  const cancel = this[kClientCancel];
+  if (cancel && !cancel.aborted && !this.writableFinished) cancel.abort(new DOMException("client disconnected", "AbortError"));
 }
 
 export const sseData = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
@@ -41,10 +42,10 @@ const CONTENT_TYPE: Record<StreamFormat, string> = {
 
 export class EventStream {
   private readonly res: ServerResponse;
-  readonly signal: AbortSignal;
+  readonly cancel: Cancellation;
 
-  constructor(ctx: Context, format: StreamFormat, headers: Record<string, string> = {}) {
-    this.signal = clientAbortSignal(ctx);
+  constructor(ctx: HttpContext, format: StreamFormat, headers: Record<string, string> = {}) {
+    this.cancel = clientCancellation(ctx);
     ctx.respond = false; // Koa must not write a body of its own
     this.res = ctx.res;
     ctx.req.socket?.setNoDelay(true);
@@ -61,7 +62,7 @@ export class EventStream {
 
   /** True once the client went away or the stream was ended. */
   get closed(): boolean {
-    return this.signal.aborted || this.res.writableEnded || this.res.destroyed;
+    return this.cancel.aborted || this.res.writableEnded || this.res.destroyed;
   }
 
   /** Write one event; resolves when it may be followed by another (after 'drain' if the socket
@@ -94,8 +95,8 @@ export class EventStream {
 }
 
 /** Whether an error is a cancellation (client disconnect / abort) rather than a failure. */
-export function isAbortError(e: unknown, signal?: AbortSignal): boolean {
-  if (signal?.aborted) return true;
+export function isAbortError(e: unknown, cancel?: { readonly aborted: boolean }): boolean {
+  if (cancel?.aborted) return true;
   const name = (e as any)?.name;
   return name === "AbortError" || (e as any)?.code === "ABORT_ERR";
 }
@@ -149,7 +150,7 @@ export async function pump(
     }
     stream.end();
   } catch (e) {
-    if (isAbortError(e, stream.signal) || stream.closed) {
+    if (isAbortError(e, stream.cancel) || stream.closed) {
       stream.destroy();
       return;
     }
@@ -177,12 +178,12 @@ export interface StreamOptions<E> {
  * error with its status and the protocol's error body), then open the stream and write every
  * frame, stopping generation as soon as the client goes away.
  */
-export async function streamEvents<E>(ctx: Context, o: StreamOptions<E>): Promise<void> {
+export async function streamEvents<E>(ctx: HttpContext, o: StreamOptions<E>): Promise<void> {
   let peeked: Awaited<ReturnType<typeof peek<E>>>;
   try {
     peeked = await peek(o.events);
   } catch (e) {
-    if (isAbortError(e, clientAbortSignal(ctx))) {
+    if (isAbortError(e, clientCancellation(ctx))) {
       ctx.respond = false;
       if (!ctx.res.destroyed) ctx.res.destroy();
       return;

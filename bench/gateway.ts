@@ -7,7 +7,10 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { sleep, start, startSvcProcess } from "./processes";
-import { table, ms, type Section } from "./report";
+import { table, type Section } from "./report";
+
+/** milliseconds, to the microsecond below 10 ms */
+const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
 
 const require = createRequire(import.meta.url);
 
@@ -37,22 +40,26 @@ async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000) {
   }
 }
 
-/** mean: the closed-loop mean round trip, connections / throughput (Little's law); autocannon's
- * own percentiles are whole milliseconds, too coarse for sub-millisecond differences. */
-interface Load { rps: number; mean: number; p50: number; p99: number; errors: number; non2xx: number }
+/** rps: whole run; steady: mean of the per-second counts after the first second (autocannon is
+ * a fresh process per cell and its first second includes its own start-up and JIT warm-up);
+ * latencies in ms with microsecond precision (bench/load.ts). */
+interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number }
 
-/** autocannon as a child process on core 0; its JSON result on stdout. */
+const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+
+/** One autocannon run (bench/load.ts) as a child process on core 0. */
 async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
-  const body = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
-  const args = [require.resolve("autocannon/autocannon.js"), "--json", "-c", String(connections), "-d", String(seconds), "-m", "POST", "-b", body,
-    "-H", "content-type=application/json", ...Object.entries(headers).flatMap(([k, v]) => ["-H", `${k}=${v}`]), url];
-  const p = start(0, process.execPath, args);
+  const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify({ url, headers, body: BODY, connections, seconds })]);
   let out = "";
+  let err = "";
   p.stdout!.on("data", (d) => (out += d));
-  await new Promise((r) => p.on("exit", r));
-  const r = JSON.parse(out);
-  const rps = r.requests.total / r.duration;
-  return { rps, mean: (connections * 1000) / rps, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+  p.stderr!.on("data", (d) => (err += d));
+  const code = await new Promise((r) => p.on("exit", r));
+  if (code !== 0) throw new Error(`load run failed (${code}): ${err.slice(-500)}`);
+  const r = JSON.parse(out) as Omit<Load, "steady">;
+  const after = r.perSecond.slice(1, seconds);
+  const steady = after.length ? after.reduce((a, b) => a + b, 0) / after.length : r.rps;
+  return { ...r, steady };
 }
 
 export async function gatewayBench(): Promise<Section> {
@@ -133,8 +140,8 @@ spec:
       for (const name of ["direct", "svc", "portkey"]) {
         const r = results[name][c];
         const d = results.direct[c];
-        const added = (x: number) => (name === "direct" ? "-" : ms(x));
-        rows.push([c, name, Math.round(r.rps), ms(r.mean), ms(r.p50), ms(r.p99), added(r.mean - d.mean), added(r.p50 - d.p50), added(r.p99 - d.p99), r.errors + r.non2xx]);
+        const added = (x: number) => (name === "direct" ? "-" : lat(x));
+        rows.push([c, name, Math.round(r.steady), Math.round(r.rps), lat(r.p50), lat(r.p99), added(r.mean - d.mean), added(r.p50 - d.p50), added(r.p99 - d.p99), r.errors + r.non2xx]);
       }
     }
     const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
@@ -142,11 +149,13 @@ spec:
     const body = [
       `Load: autocannon, ${seconds} s per cell, non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream.`,
       "",
-      table(["connections", "path", "requests/s", "mean", "p50", "p99", "added mean", "added p50", "added p99", "errors+non-2xx"], rows),
+      table(["connections", "path", "requests/s (steady)", "requests/s (whole run)", "p50", "p99", "added mean", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
-      `svc / direct requests/s: ${ratio(s1.rps, results.direct[1].rps)} at 1 connection, ${ratio(s50.rps, results.direct[50].rps)} at 50.`,
-      `svc / Portkey requests/s: ${ratio(s1.rps, results.portkey[1].rps)} at 1 connection, ${ratio(s50.rps, results.portkey[50].rps)} at 50 (aim ≥ 5 at 50).`,
-      `svc added latency at 1 connection: mean ${ms(s1.mean - results.direct[1].mean)} (aim < 0.5 ms). "mean" is connections / throughput (Little's law), exact for this closed-loop load; autocannon's percentiles are whole milliseconds, so p50/p99 differences under 1 ms read as 0 or 1. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
+      `"steady" is the mean of the per-second counts after the first second (each cell starts a fresh autocannon process, whose first second includes its own start-up); "whole run" is all requests over the whole duration. Latencies are per response, measured by autocannon with hrtime and kept at microsecond precision by bench/load.ts; "added" is the path's figure minus direct's at the same connection count.`,
+      "",
+      `svc / direct requests/s (steady): ${ratio(s1.steady, results.direct[1].steady)} at 1 connection, ${ratio(s50.steady, results.direct[50].steady)} at 50.`,
+      `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
+      `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");

@@ -1,6 +1,6 @@
 // Errors in the Anthropic shape {type: "error", error: {type, message}}, typed by HTTP status as
 // Anthropic's API does.
-import type { Context } from "koa";
+import type { HttpContext } from "../http-context";
 import type { GatewayError } from "../../engines/gateway/errors";
 
 export function anthropicErrorType(status: number): string {
@@ -31,7 +31,7 @@ export function anthropicErrorType(status: number): string {
 
 export const anthropicErrorBody = (err: GatewayError) => ({ type: "error" as const, error: { type: anthropicErrorType(err.status), message: err.message } });
 
-export function renderAnthropic(ctx: Context, err: GatewayError): void {
+export function renderAnthropic(ctx: HttpContext, err: GatewayError): void {
   ctx.status = err.status;
   for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
   ctx.body = anthropicErrorBody(err);

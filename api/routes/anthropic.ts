@@ -1,8 +1,8 @@
 // Anthropic Messages: POST /v1/messages (no extra provider prefix). Accepts x-api-key or a bearer
 // token and the anthropic-version header; errors are rendered {type: "error", error: {type,
 // message}} with the matching status.
-import Router from "@koa/router";
-import type { Context, Next } from "koa";
+import type { HttpContext } from "../http-context";
+import type { InferenceRoute } from "../inference-route";
 import type { Svc } from "../../engines/svc";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
@@ -14,16 +14,16 @@ import { messageEvents } from "../anthropic/stream";
 import { anthropicErrorBody, renderAnthropic } from "../anthropic/errors";
 import { newId } from "../openai/validate";
 
-async function anthropicShape(ctx: Context, next: Next) {
+/** Anthropic's error shape and its request-id header, set before anything can fail. */
+function anthropicShape(ctx: HttpContext) {
   ctx.state.renderError = renderAnthropic;
   ctx.set("request-id", String(ctx.state.requestId ?? ""));
-  await next();
 }
 
-export default function anthropicRoutes(svc: Svc): Router {
-  const r = new Router();
-
-  r.post("/v1/messages", anthropicShape, async (ctx: Context) => {
+/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+export function anthropicInference(svc: Svc): InferenceRoute[] {
+  const messages = async (ctx: HttpContext) => {
+    anthropicShape(ctx);
     const req = parseMessagesRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
@@ -36,7 +36,6 @@ export default function anthropicRoutes(svc: Svc): Router {
       onError: (e) => sseEvent("error", anthropicErrorBody(toGatewayError(e))),
       log: (msg, fields) => svc.log.warn(msg, fields),
     });
-  });
-
-  return r;
+  };
+  return [{ path: "/v1/messages", handle: messages }];
 }

@@ -1,13 +1,17 @@
-// One router per surface; the order here is the order they are mounted.
+// One router per surface; the order here is the order they are mounted. The POST inference
+// routes are listed apart: the lean inference listener serves them (api/inference-listener.ts).
 import type Router from "@koa/router";
 import type { Svc } from "../../engines/svc";
+import type { InferenceRoute } from "../inference-route";
 import health from "./health";
 import adminConfig from "./admin-config";
 import adminRuntime from "./admin-runtime";
 import keys from "./keys";
 import audit from "./audit";
-import openai from "./openai";
-import anthropic from "./anthropic";
-import ollama from "./ollama";
+import openai, { openaiInference } from "./openai";
+import { anthropicInference } from "./anthropic";
+import ollama, { ollamaInference } from "./ollama";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, anthropic, ollama];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama];
+
+export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

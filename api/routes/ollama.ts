@@ -3,6 +3,8 @@
 // Errors are {error: "message"} with the status; an unknown model is 404 "model 'x' not found".
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
+import type { HttpContext } from "../http-context";
+import type { InferenceRoute } from "../inference-route";
 import { readFileSync } from "node:fs";
 import type { Svc } from "../../engines/svc";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
@@ -26,6 +28,12 @@ async function ollamaShape(ctx: Context, next: Next) {
   await next();
 }
 
+/** ollamaShape for a POST inference route's handler. */
+const ollamaPost = (handle: (ctx: HttpContext) => Promise<void>) => (ctx: HttpContext) => {
+  ctx.state.renderError = renderOllama;
+  return handle(ctx);
+};
+
 const SVC_VERSION: string = (() => {
   try {
     return JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version ?? "0.0.0";
@@ -34,10 +42,10 @@ const SVC_VERSION: string = (() => {
   }
 })();
 
-export default function ollamaRoutes(svc: Svc): Router {
-  const r = new Router();
+/** Model lookup and answering, shared by the inference routes and the Koa routes. */
+function ollamaParts(svc: Svc) {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
-  const streamError = (ctx: Context) => (e: unknown) => ndjsonLine({ error: ollamaErrorMessage(ctx, toGatewayError(e)) });
+  const streamError = (ctx: HttpContext) => (e: unknown) => ndjsonLine({ error: ollamaErrorMessage(ctx, toGatewayError(e)) });
 
   /** Local GGUF metadata for a listed model, when the pool serves it. */
   async function localInfo(m: ModelListing): Promise<ModelInfo | undefined> {
@@ -47,7 +55,7 @@ export default function ollamaRoutes(svc: Svc): Router {
   }
 
   /** The listed model a name refers to (Ollama clients may append ":latest"). */
-  async function findModel(ctx: Context, name: string): Promise<ModelListing> {
+  async function findModel(ctx: HttpContext, name: string): Promise<ModelListing> {
     const models = await pipelineOf(svc).listModels(callerFrom(ctx));
     const m = models.find((x) => x.id === name) ?? models.find((x) => x.id === name.replace(/:latest$/, ""));
     if (m) return m;
@@ -59,7 +67,7 @@ export default function ollamaRoutes(svc: Svc): Router {
 
   /** Run a parsed chat/generate request: one JSON answer, or NDJSON lines while it streams. */
   async function answer(
-    ctx: Context,
+    ctx: HttpContext,
     req: ChatRequest,
     t: Timing,
     whole: (r: ChatResult, model: string, t: Timing) => unknown,
@@ -79,12 +87,21 @@ export default function ollamaRoutes(svc: Svc): Router {
     });
   }
 
-  r.post("/api/chat", ollamaShape, async (ctx: Context) => {
+  return { localInfo, findModel, answer };
+}
+
+/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+export function ollamaInference(svc: Svc): InferenceRoute[] {
+  const { findModel, answer } = ollamaParts(svc);
+  const r: InferenceRoute[] = [];
+  const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, handle: ollamaPost(handle) });
+
+  post("/api/chat", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
     await answer(ctx, parseOllamaChat(await readJson(ctx), agentIdOf(ctx)), t, chatResponse, chatLines);
   });
 
-  r.post("/api/generate", ollamaShape, async (ctx: Context) => {
+  post("/api/generate", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
     const { req, loadOnly } = parseOllamaGenerate(await readJson(ctx), agentIdOf(ctx));
     if (loadOnly) {
@@ -95,7 +112,7 @@ export default function ollamaRoutes(svc: Svc): Router {
     await answer(ctx, req, t, generateResponse, generateLines);
   });
 
-  r.post("/api/embed", ollamaShape, async (ctx: Context) => {
+  post("/api/embed", async (ctx) => {
     const started = process.hrtime.bigint();
     const req = parseOllamaEmbed(await readJson(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
@@ -109,12 +126,20 @@ export default function ollamaRoutes(svc: Svc): Router {
     };
   });
 
-  r.post("/api/embeddings", ollamaShape, async (ctx: Context) => {
+  post("/api/embeddings", async (ctx) => {
     const req = parseOllamaEmbed(await readJson(ctx), true);
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
     setHeaders(ctx, out.headers);
     ctx.body = { embedding: out.vectors[0] ?? [] };
   });
+
+  return r;
+}
+
+/** Model listing and details (served by Koa). */
+export default function ollamaRoutes(svc: Svc): Router {
+  const r = new Router();
+  const { localInfo, findModel } = ollamaParts(svc);
 
   const tags = async (ctx: Context) => {
     const models = await pipelineOf(svc).listModels(callerFrom(ctx));

@@ -4,6 +4,8 @@
 // renderer {error: {message, type, code, param}}.
 import Router from "@koa/router";
 import type { Context } from "koa";
+import type { HttpContext } from "../http-context";
+import type { InferenceRoute } from "../inference-route";
 import type { Svc } from "../../engines/svc";
 import { modelNotFound } from "../../engines/gateway/errors";
 import { toGatewayError } from "../errors";
@@ -25,11 +27,13 @@ const now = () => Math.floor(Date.now() / 1000);
 const DONE = "data: [DONE]\n\n";
 const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI());
 
-export default function openaiRoutes(svc: Svc): Router {
-  const r = new Router();
+/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+export function openaiInference(svc: Svc): InferenceRoute[] {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
+  const r: InferenceRoute[] = [];
+  const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, handle });
 
-  r.post("/v1/chat/completions", async (ctx: Context) => {
+  post("/v1/chat/completions", async (ctx) => {
     const { req, includeUsage } = parseChatRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
@@ -44,7 +48,7 @@ export default function openaiRoutes(svc: Svc): Router {
     });
   });
 
-  r.post("/v1/completions", async (ctx: Context) => {
+  post("/v1/completions", async (ctx) => {
     const { req, includeUsage, echo } = parseCompletionRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
@@ -59,7 +63,7 @@ export default function openaiRoutes(svc: Svc): Router {
     });
   });
 
-  r.post("/v1/responses", async (ctx: Context) => {
+  post("/v1/responses", async (ctx) => {
     const { req, echo } = parseResponsesRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
@@ -78,12 +82,19 @@ export default function openaiRoutes(svc: Svc): Router {
     });
   });
 
-  r.post("/v1/embeddings", async (ctx: Context) => {
+  post("/v1/embeddings", async (ctx) => {
     const { req, format } = parseEmbeddingsRequest(await readJson(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
     setHeaders(ctx, out.headers);
     ctx.body = embeddingsResponse(out, out.model, format);
   });
+
+  return r;
+}
+
+/** Model listing (GET routes, served by Koa). */
+export default function openaiRoutes(svc: Svc): Router {
+  const r = new Router();
 
   r.get("/v1/models", async (ctx: Context) => {
     ctx.body = modelList(await pipelineOf(svc).listModels(callerFrom(ctx)));

@@ -1,4 +1,5 @@
 // Dev tool (not a test): where the gateway's added latency goes. node --import tsx bench/dev/gateway-latency.ts
+import { Cancellation } from "../../engines/chat/cancel";
 import { startEnv, standIn, provider } from "../../test/gateway/fixtures";
 import { request } from "undici";
 const up = await standIn();
@@ -23,7 +24,7 @@ const caller = { token: k.secret, ip: "127.0.0.1", loopback: true, requestId: "r
 const req = { model: "gpt-x", messages: [{ role: "user" as const, content: "hi" }], sampling: {}, stream: false };
 for (let round = 0; round < 3; round++) {
   console.log("direct   ", await time(2000, async () => (await request(up.baseUrl + "/chat/completions", { method: "POST", headers: hdr, body })).body.text()));
-  console.log("pipeline ", await time(2000, async () => { const s = await env.gw.pipeline.chat(caller, req, new AbortController().signal); for await (const _ of s.events); }));
+  console.log("pipeline ", await time(2000, async () => { const s = await env.gw.pipeline.chat(caller, req, new Cancellation()); for await (const _ of s.events); }));
   console.log("via http ", await time(2000, async () => (await request(env.url + "/v1/chat/completions", { method: "POST", headers: hdr, body })).body.text()));
 }
 await env.stop();

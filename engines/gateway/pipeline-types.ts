@@ -1,6 +1,7 @@
 // The contract between protocol routes (api/openai, api/anthropic, api/ollama) and the
 // one enforcement pipeline every inference route goes through (engines/gateway/pipeline.ts).
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
+import type { Cancellation } from "../chat/cancel";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
@@ -37,7 +38,7 @@ export interface ModelListing {
 export interface InferencePipeline {
   /** Authenticate, authorize, limit, route, and start generation. Throws GatewayError before
    * anything is sent when the request is refused. */
-  chat(caller: Caller, req: ChatRequest, signal: AbortSignal): Promise<ChatStart>;
+  chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart>;
   embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }>;
   /** Models the caller may use (all models on unauthenticated loopback). */
   listModels(caller: Caller): Promise<ModelListing[]>;

@@ -25,6 +25,7 @@ import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
 import { estimateTokens } from "../providers/estimate";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
+import type { Cancellation } from "../chat/cancel";
 
 /** Output tokens reserved when the request sets no max_tokens. */
 export const DEFAULT_OUTPUT_RESERVE = 4096;
@@ -151,7 +152,7 @@ export class GatewayPipeline implements InferencePipeline {
   // ------------------------------------------------------------------------------------------
   // chat
 
-  async chat(caller: Caller, req: ChatRequest, signal: AbortSignal): Promise<ChatStart> {
+  async chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart> {
     const t0 = performance.now();
     const now = this.now();
     const action: PolicyAction = req.stream ? "chat:stream" : "chat:completions";
@@ -208,11 +209,11 @@ export class GatewayPipeline implements InferencePipeline {
       for (const t of cands) {
         run.target = t;
         try {
-          events = await this.o.router.adapter(t.type).chat(this.o.router.resolve(t), out, signal);
+          events = await this.o.router.adapter(t.type).chat(this.o.router.resolve(t), out, cancel);
           break;
         } catch (e) {
           lastErr = e;
-          if (signal.aborted || !isFallbackable(e)) break;
+          if (cancel.aborted || !isFallbackable(e)) break;
         }
       }
       if (!events) throw lastErr;

@@ -3,7 +3,7 @@
 // tool_result blocks. max_tokens is required by the API: when the caller set none, 4096.
 import type { ChatEvent, ChatMessage, ChatRequest, FinishReason } from "../chat/types";
 import { GatewayError } from "../gateway/errors";
-import { postJson, readJsonBody, sseMessages } from "./http";
+import { postForJson, postJson, readJsonBody, sseMessages } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 
@@ -149,12 +149,13 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
 }
 
 export const anthropicAdapter: ProviderAdapter = {
-  async chat(t, req, signal) {
-    const res = await postJson(t.provider, t.baseUrl!, messagesPath(t.baseUrl!), headers(t), toAnthropicBody(t, req), t.timeoutMs, signal);
+  async chat(t, req, cancel) {
+    if (!req.stream) return fromJson(t, req, await postForJson(t.provider, t.baseUrl!, messagesPath(t.baseUrl!), headers(t), toAnthropicBody(t, req), t.timeoutMs, cancel));
+    const res = await postJson(t.provider, t.baseUrl!, messagesPath(t.baseUrl!), headers(t), toAnthropicBody(t, req), t.timeoutMs, cancel);
     const ct = String(res.headers["content-type"] ?? "");
-    if (!req.stream || !ct.includes("text/event-stream")) {
-      return fromJson(t, req, await readJsonBody(t.provider, res, t.timeoutMs, signal));
+    if (!ct.includes("text/event-stream")) {
+      return fromJson(t, req, await readJsonBody(t.provider, res, t.timeoutMs, cancel));
     }
-    return primed(fromStream(t, req, sseMessages(t.provider, res, t.timeoutMs, signal)));
+    return primed(fromStream(t, req, sseMessages(t.provider, res, t.timeoutMs, cancel)));
   },
 };

@@ -20,14 +20,14 @@ export function localAdapter(getPool: () => LocalPool | undefined): ProviderAdap
     return p;
   };
   return {
-    async chat(t, req, signal) {
+    async chat(t, req, cancel) {
       const r = t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel };
-      return primed(pool().chat(r, signal));
+      return primed(pool().chat(r, cancel.signal));
     },
-    async embed(t, req, signal) {
+    async embed(t, req, cancel) {
       const p = pool();
       if (!p.embed) throw new GatewayError(503, "model_unavailable", "local embeddings are not available in this server");
-      return p.embed(t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel }, signal);
+      return p.embed(t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel }, cancel?.signal);
     },
   };
 }

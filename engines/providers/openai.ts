@@ -4,10 +4,11 @@
 // go upstream non-streaming (one JSON body).
 import type { ChatEvent, ChatMessage, ChatRequest, EmbeddingRequest, EmbeddingResult, FinishReason } from "../chat/types";
 import { GatewayError } from "../gateway/errors";
-import { postJson, readJsonBody, sseMessages } from "./http";
+import { postForJson, postJson, readJsonBody, sseMessages } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 import { syncEvents } from "../chat/collect";
+import type { Cancellation } from "../chat/cancel";
 
 function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
   const o: Record<string, unknown> = { role: m.role, content: m.content };
@@ -135,24 +136,23 @@ async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGe
 }
 
 export const openaiAdapter: ProviderAdapter = {
-  async chat(t, req, signal) {
-    const res = await postJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, signal);
+  async chat(t, req, cancel) {
     if (!req.stream) {
-      const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+      const j = await postForJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, cancel);
       return syncEvents(eventsOfResponse(t, req, j));
     }
+    const res = await postJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, cancel);
     const ct = String(res.headers["content-type"] ?? "");
     if (!ct.includes("text/event-stream")) {
       // some servers ignore stream:true and answer JSON
-      const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+      const j = await readJsonBody(t.provider, res, t.timeoutMs, cancel);
       return syncEvents(eventsOfResponse(t, req, j));
     }
-    return primed(streamEvents(t, req, sseMessages(t.provider, res, t.timeoutMs, signal)));
+    return primed(streamEvents(t, req, sseMessages(t.provider, res, t.timeoutMs, cancel)));
   },
 
-  async embed(t: RouteTarget, req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult> {
-    const res = await postJson(t.provider, t.baseUrl!, "/embeddings", authHeaders(t), { model: t.upstreamModel, input: req.input }, t.timeoutMs, signal);
-    const j = await readJsonBody(t.provider, res, t.timeoutMs, signal);
+  async embed(t: RouteTarget, req: EmbeddingRequest, cancel?: Cancellation): Promise<EmbeddingResult> {
+    const j = await postForJson(t.provider, t.baseUrl!, "/embeddings", authHeaders(t), { model: t.upstreamModel, input: req.input }, t.timeoutMs, cancel);
     const data: any[] = Array.isArray(j?.data) ? j.data : [];
     data.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     return {

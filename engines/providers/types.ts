@@ -1,4 +1,5 @@
 // What the router hands a provider adapter, and what an adapter does with it.
+import type { Cancellation } from "../chat/cancel";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 
@@ -30,8 +31,8 @@ export interface ProviderAdapter {
    * event available), so a failure before any byte can fall back to the next target.
    * Throws GatewayError (upstream_error 502, upstream_timeout 504, rate_limit_exceeded 429, …).
    */
-  chat(t: RouteTarget, req: ChatRequest, signal: AbortSignal): Promise<AsyncIterable<ChatEvent>>;
-  embed?(t: RouteTarget, req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult>;
+  chat(t: RouteTarget, req: ChatRequest, cancel: Cancellation): Promise<AsyncIterable<ChatEvent>>;
+  embed?(t: RouteTarget, req: EmbeddingRequest, cancel?: Cancellation): Promise<EmbeddingResult>;
 }
 
 /** Cost of a request in integer micro-USD (rounded up), given prices per million tokens in micro-USD. */

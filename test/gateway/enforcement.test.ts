@@ -1,6 +1,7 @@
 // The spec's Errors table, row by row, through the official openai client: authorization
 // failures (permissions, policy, IP allowlist), budget and quota (402), rate limiting and burst
 // (429 with Retry-After), budget exhausted daily / monthly, team and organization roll-up.
+import { Cancellation } from "../../engines/chat/cancel";
 import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 import type { Caller } from "../../engines/gateway/pipeline-types";
@@ -34,7 +35,7 @@ afterAll(async () => {
 async function pipelineAs(secret: string, ip: string, model = "gpt-x") {
   const caller: Caller = { token: secret, ip, loopback: false, requestId: "req-test", route: "/v1/chat/completions" };
   const req: ChatRequest = { model, messages: msg(), sampling: {}, stream: false };
-  const s = await env.gw.pipeline.chat(caller, req, new AbortController().signal);
+  const s = await env.gw.pipeline.chat(caller, req, new Cancellation());
   for await (const _ of s.events);
   return s;
 }

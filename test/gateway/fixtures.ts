@@ -105,6 +105,10 @@ export async function standIn(opts: { name?: string; promptTokens?: number; comp
     setMode(m: Mode) {
       mode = m;
     },
+    /** requests held open by mode "hang" and not yet closed by the caller */
+    get hanging() {
+      return hanging.size;
+    },
     async close() {
       for (const r of hanging) r.destroy();
       server.closeAllConnections();

@@ -40,6 +40,7 @@ beforeAll(async () => {
       { name: "hang", upstreamName: "mode:hang" },
       { name: "midstream", upstreamName: "mode:midstream" },
     ], { timeoutSeconds: 1 }),
+    provider("patient", a, [{ name: "hang-long", upstreamName: "mode:hang" }], { timeoutSeconds: 60 }),
     { kind: "Provider", name: "dead", spec: { type: "openai", baseUrl: `http://127.0.0.1:${deadPort}/v1`, models: [{ name: "dead-model" }, { name: "shared2", inputPerMillion: 1, outputPerMillion: 1 }] } },
     provider("z-backup", a, [{ name: "shared2", inputPerMillion: 9, outputPerMillion: 9 }]),
     { kind: "Provider", name: "needs-cred", spec: { type: "openai", baseUrl: a.baseUrl, credential: "env:SVC_TEST_UNSET_VARIABLE", models: [{ name: "cred-model" }] } },
@@ -168,6 +169,22 @@ describe("upstream errors", () => {
     // failures are audited with their code
     const page = await env.gw.audit.query({ keyIds: [k.id], status: "error" });
     expect(page.data.map((d) => d.status)).toEqual(expect.arrayContaining(["upstream_error", "upstream_timeout", "invalid_request", "rate_limit_exceeded"]));
+  });
+
+  it("a client that gives up cancels the upstream request, streaming or not, and it is audited as cancelled", async () => {
+    const k = await env.key();
+    const c = env.client(k.secret, { maxRetries: 0 });
+    for (const stream of [false, true]) {
+      const ac = new AbortController();
+      const p = c.chat.completions.create({ model: "hang-long", messages: msg(), stream }, { signal: ac.signal });
+      await until(() => a.hanging === 1);
+      ac.abort();
+      await expect(p).rejects.toThrow();
+      // svc closes its upstream request long before the provider's 60 s timeout
+      await until(() => a.hanging === 0);
+    }
+    const page = await env.gw.audit.query({ keyIds: [k.id] });
+    expect(page.data.map((d) => d.status)).toEqual(["cancelled", "cancelled"]);
   });
 
   it("a stream that breaks mid-way ends with an error and settles what was used", async () => {

@@ -1,0 +1,42 @@
+// The inference hot path: POST to an inference route (chat, completions, messages, …) is served
+// here with a LeanContext, without Koa; every other request goes to the Koa app. The steps are
+// the ones app.ts gives every Koa request: request id, body limit, the protocol's error shape
+// (api/errors.ts), then the body written as Koa would. Koa's per-request context graph,
+// middleware composition and router scan cost about as much as the gateway's own checks, so
+// the routes that carry the load skip them (measured in bench/reports/latest.md).
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { Svc } from "../engines/svc";
+import { LeanContext, sendBody } from "./http-context";
+import type { InferenceRoute } from "./inference-route";
+import { renderFailure } from "./errors";
+import { requestIdFor } from "./request-id";
+
+export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
+  const byPath = new Map(routes.map((r) => [r.path, r]));
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const route = req.method === "POST" ? byPath.get(q < 0 ? url : url.slice(0, q)) : undefined;
+    if (!route) return fallback(req, res);
+    void serve(svc, route, new LeanContext(req, res, route.path));
+  };
+}
+
+async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise<void> {
+  const id = requestIdFor(ctx.req.headers["x-request-id"]);
+  ctx.state.requestId = id;
+  ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
+  ctx.res.setHeader("x-request-id", id);
+  try {
+    await route.handle(ctx);
+  } catch (e) {
+    renderFailure(ctx, e, svc.log);
+  }
+  try {
+    sendBody(ctx);
+  } catch (e) {
+    // a body that cannot be serialized is a bug: a logged 500, never a crashed server
+    renderFailure(ctx, e, svc.log);
+    sendBody(ctx);
+  }
+}
