@@ -8,10 +8,9 @@ import { GatewayError } from "../engines/gateway/errors";
 import { requestIdFor } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
-import type { InferenceRoute } from "./inference-route";
 import type { Svc } from "../engines/svc";
 
-export function createApp(svc: Svc, inference: readonly InferenceRoute[] = inferenceRoutes.flatMap((make) => make(svc))): Koa {
+export function createApp(svc: Svc): Koa {
   const app = new Koa({ proxy: false }); // never trust X-Forwarded-For: loopback checks use the socket
   app.silent = true;
   app.use(async (ctx, next) => {
@@ -25,8 +24,6 @@ export function createApp(svc: Svc, inference: readonly InferenceRoute[] = infer
   // One root router: a request is matched once, not once per surface.
   const root = new Router();
   for (const make of routers) root.use(make(svc).routes());
-  // Mounted here too, so a wrong method on an inference path is a 405 like any other route's.
-  for (const r of inference) root.post(r.path, (ctx) => r.handle(ctx));
   app.use(root.routes());
   app.use(root.allowedMethods());
   app.use(async (ctx) => {
@@ -38,5 +35,5 @@ export function createApp(svc: Svc, inference: readonly InferenceRoute[] = infer
 /** The server's request listener. */
 export function createHandler(svc: Svc): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
-  return inferenceListener(svc, inference, createApp(svc, inference).callback());
+  return inferenceListener(svc, inference, createApp(svc).callback());
 }

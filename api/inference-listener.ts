@@ -1,5 +1,5 @@
-// The inference hot path: POST to an inference route (chat, completions, messages, …) is served
-// here with a LeanContext, without Koa; every other request goes to the Koa app. The steps are
+// The inference hot path: the inference routes (chat, completions, messages, …; POST only) are
+// served here with a LeanContext, without Koa; every other path goes to the Koa app. The steps are
 // the ones app.ts gives every Koa request: request id, body limit, the protocol's error shape
 // (api/errors.ts), then the body written as Koa would. Koa's per-request context graph,
 // middleware composition and router scan cost about as much as the gateway's own checks, so
@@ -10,13 +10,14 @@ import { LeanContext, sendBody } from "./http-context";
 import type { InferenceRoute } from "./inference-route";
 import { renderFailure } from "./errors";
 import { requestIdFor } from "./request-id";
+import { GatewayError } from "../engines/gateway/errors";
 
 export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
   const byPath = new Map(routes.map((r) => [r.path, r]));
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
-    const route = req.method === "POST" ? byPath.get(q < 0 ? url : url.slice(0, q)) : undefined;
+    const route = byPath.get(q < 0 ? url : url.slice(0, q));
     if (!route) return fallback(req, res);
     void serve(svc, route, new LeanContext(req, res, route.path));
   };
@@ -26,8 +27,13 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
   const id = requestIdFor(ctx.req.headers["x-request-id"]);
   ctx.state.requestId = id;
   ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
+  if (route.renderError) ctx.state.renderError = route.renderError;
   ctx.res.setHeader("x-request-id", id);
   try {
+    if (ctx.method !== "POST") {
+      ctx.set("allow", "POST");
+      throw new GatewayError(405, "invalid_request", `${ctx.method} is not allowed on ${route.path}; use POST`);
+    }
     await route.handle(ctx);
   } catch (e) {
     renderFailure(ctx, e, svc.log);

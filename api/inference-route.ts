@@ -1,9 +1,12 @@
-// An inference route: a POST path with one handler, written against HttpContext so that both
-// the lean inference listener (api/inference-listener.ts) and Koa can serve it.
+// An inference route: a POST path with one handler, written against HttpContext (which Koa's
+// Context also satisfies), served by the lean inference listener (api/inference-listener.ts).
 import type { HttpContext } from "./http-context";
+import type { ErrorRenderer } from "./errors";
 
 export interface InferenceRoute {
   /** exact path (no parameters); the method is POST */
   path: string;
+  /** the protocol's error shape (default OpenAI's) */
+  renderError?: ErrorRenderer;
   handle(ctx: HttpContext): Promise<void>;
 }

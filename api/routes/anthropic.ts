@@ -14,16 +14,11 @@ import { messageEvents } from "../anthropic/stream";
 import { anthropicErrorBody, renderAnthropic } from "../anthropic/errors";
 import { newId } from "../openai/validate";
 
-/** Anthropic's error shape and its request-id header, set before anything can fail. */
-function anthropicShape(ctx: HttpContext) {
-  ctx.state.renderError = renderAnthropic;
-  ctx.set("request-id", String(ctx.state.requestId ?? ""));
-}
 
-/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+/** The POST inference routes (served by api/inference-listener.ts). */
 export function anthropicInference(svc: Svc): InferenceRoute[] {
   const messages = async (ctx: HttpContext) => {
-    anthropicShape(ctx);
+    ctx.set("request-id", String(ctx.state.requestId ?? "")); // Anthropic's name for the request id
     const req = parseMessagesRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
@@ -37,5 +32,5 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
       log: (msg, fields) => svc.log.warn(msg, fields),
     });
   };
-  return [{ path: "/v1/messages", handle: messages }];
+  return [{ path: "/v1/messages", renderError: renderAnthropic, handle: messages }];
 }

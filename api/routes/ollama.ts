@@ -28,11 +28,6 @@ async function ollamaShape(ctx: Context, next: Next) {
   await next();
 }
 
-/** ollamaShape for a POST inference route's handler. */
-const ollamaPost = (handle: (ctx: HttpContext) => Promise<void>) => (ctx: HttpContext) => {
-  ctx.state.renderError = renderOllama;
-  return handle(ctx);
-};
 
 const SVC_VERSION: string = (() => {
   try {
@@ -90,11 +85,11 @@ function ollamaParts(svc: Svc) {
   return { localInfo, findModel, answer };
 }
 
-/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+/** The POST inference routes (served by api/inference-listener.ts). */
 export function ollamaInference(svc: Svc): InferenceRoute[] {
   const { findModel, answer } = ollamaParts(svc);
   const r: InferenceRoute[] = [];
-  const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, handle: ollamaPost(handle) });
+  const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, renderError: renderOllama, handle });
 
   post("/api/chat", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };

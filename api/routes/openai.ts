@@ -27,7 +27,7 @@ const now = () => Math.floor(Date.now() / 1000);
 const DONE = "data: [DONE]\n\n";
 const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI());
 
-/** The POST inference routes (served by api/inference-listener.ts, mounted on Koa too). */
+/** The POST inference routes (served by api/inference-listener.ts). */
 export function openaiInference(svc: Svc): InferenceRoute[] {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
   const r: InferenceRoute[] = [];
