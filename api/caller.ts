@@ -97,20 +97,32 @@ export async function collectOrAbort(ctx: HttpContext, s: StartedChat): Promise<
   }
 }
 
-/** How a protocol shapes a started chat: one body when not streaming, else a rendered stream. */
-export interface ChatAnswer extends Omit<StreamOptions<ChatEvent>, "headers" | "events"> {
+/** How a protocol shapes a started chat: one body when not streaming, else a rendered stream.
+ * Per-request values (ids, model, …) travel in `meta`, so a route can hand module-level
+ * functions here instead of making closures on every request. */
+export interface ChatAnswer<M> extends Omit<StreamOptions<ChatEvent>, "headers" | "events" | "render"> {
   stream: boolean;
-  whole(result: ChatResult): unknown;
+  meta: M;
+  whole(result: ChatResult, meta: M): unknown;
+  /** the protocol's stream transform, already serialized (SSE frames or NDJSON lines) */
+  render(events: AsyncIterable<ChatEvent>, meta: M): AsyncIterable<string>;
 }
 
 /** Answer a started chat in the protocol's shape (the same steps for every inference route). */
-export async function answerChat(ctx: HttpContext, s: StartedChat, a: ChatAnswer): Promise<void> {
+export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAnswer<M>): Promise<void> {
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;
     setHeaders(ctx, s.start.headers);
-    ctx.body = a.whole(result);
+    ctx.body = a.whole(result, a.meta);
     return;
   }
-  await streamEvents(ctx, { format: a.format, headers: s.start.headers, events: s.start.events, render: a.render, onError: a.onError, log: a.log });
+  await streamEvents(ctx, {
+    format: a.format,
+    headers: s.start.headers,
+    events: s.start.events,
+    render: (events) => a.render(events, a.meta),
+    onError: a.onError,
+    log: a.log,
+  });
 }

@@ -74,9 +74,10 @@ function ollamaParts(svc: Svc) {
     const started = req.stream ? s : { ...s, start: { ...s.start, events: timed(s.start.events, t) } };
     await answerChat(ctx, started, {
       stream: req.stream,
-      whole: (result) => whole(result, req.model, t),
+      meta: { model: req.model, t },
+      whole: (result, m) => whole(result, m.model, m.t),
       format: "ndjson",
-      render: (events) => frames(lines(events, req.model, t), ndjsonLine),
+      render: (events, m) => frames(lines(events, m.model, m.t), ndjsonLine),
       onError: streamError(ctx),
       log,
     });

@@ -6,6 +6,7 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
+import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
 import { modelNotFound } from "../../engines/gateway/errors";
 import { toGatewayError } from "../errors";
@@ -27,6 +28,11 @@ const now = () => Math.floor(Date.now() / 1000);
 const DONE = "data: [DONE]\n\n";
 const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI());
 
+type ChatMeta = { id: string; created: number; model: string; includeUsage: boolean };
+const renderChat = (events: AsyncIterable<ChatEvent>, meta: ChatMeta) => frames(chatChunks(events, meta), sseData, DONE);
+type CompletionMeta = { id: string; created: number; model: string; prefix: string; includeUsage: boolean };
+const renderCompletion = (events: AsyncIterable<ChatEvent>, meta: CompletionMeta) => frames(completionChunks(events, meta), sseData, DONE);
+
 /** The POST inference routes (served by api/inference-listener.ts). */
 export function openaiInference(svc: Svc): InferenceRoute[] {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
@@ -37,30 +43,16 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
     const { req, includeUsage } = parseChatRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
-    const meta = { id: newId("chatcmpl-"), created: now(), model: s.start.model };
-    await answerChat(ctx, s, {
-      stream: req.stream,
-      whole: (result) => chatCompletion(result, meta),
-      format: "sse",
-      render: (events) => frames(chatChunks(events, { ...meta, includeUsage }), sseData, DONE),
-      onError: sseError,
-      log,
-    });
+    const meta: ChatMeta = { id: newId("chatcmpl-"), created: now(), model: s.start.model, includeUsage };
+    await answerChat(ctx, s, { stream: req.stream, meta, whole: chatCompletion, format: "sse", render: renderChat, onError: sseError, log });
   });
 
   post("/v1/completions", async (ctx) => {
     const { req, includeUsage, echo } = parseCompletionRequest(await readJson(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
-    const meta = { id: newId("cmpl-"), created: now(), model: s.start.model, prefix: echo ? (req.prompt ?? "") : "" };
-    await answerChat(ctx, s, {
-      stream: req.stream,
-      whole: (result) => textCompletion(result, meta),
-      format: "sse",
-      render: (events) => frames(completionChunks(events, { ...meta, includeUsage }), sseData, DONE),
-      onError: sseError,
-      log,
-    });
+    const meta: CompletionMeta = { id: newId("cmpl-"), created: now(), model: s.start.model, prefix: echo ? (req.prompt ?? "") : "", includeUsage };
+    await answerChat(ctx, s, { stream: req.stream, meta, whole: textCompletion, format: "sse", render: renderCompletion, onError: sseError, log });
   });
 
   post("/v1/responses", async (ctx) => {
@@ -71,9 +63,10 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
     let seq = 1_000_000; // error events after the stream began continue the sequence loosely
     await answerChat(ctx, s, {
       stream: req.stream,
-      whole: (result) => responseFromResult(result, meta),
+      meta,
+      whole: responseFromResult,
       format: "sse",
-      render: (events) => frames(responseEvents(events, meta), (ev) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`),
+      render: (events, m) => frames(responseEvents(events, m), (ev) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`),
       onError: (e) => {
         const err = toGatewayError(e);
         return `event: error\ndata: ${JSON.stringify({ type: "error", code: err.code, message: err.message, param: err.param, sequence_number: seq++ })}\n\n`;

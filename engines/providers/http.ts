@@ -160,12 +160,16 @@ export function postForJson(
   });
 }
 
+function abortCollector(this: JsonCollector): void {
+  this.abort();
+}
+
 class JsonCollector implements Dispatcher.DispatchHandler {
   private status = 0;
   private headers: IncomingHttpHeaders = {};
   private readonly chunks: Buffer[] = [];
   private controller?: Dispatcher.DispatchController;
-  private readonly onCancel = () => this.controller?.abort(this.cancel!.reason as Error);
+  private readonly onCancel: () => void;
 
   constructor(
     private readonly provider: string,
@@ -174,7 +178,13 @@ class JsonCollector implements Dispatcher.DispatchHandler {
     private readonly resolve: (json: any) => void,
     private readonly reject: (e: unknown) => void,
   ) {
+    // bound, not an arrow field: tsx's keepNames wraps every named closure it creates per request
+    this.onCancel = abortCollector.bind(this);
     cancel?.once("abort", this.onCancel);
+  }
+
+  abort(): void {
+    this.controller?.abort(this.cancel!.reason as Error);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -35,7 +35,8 @@ export interface AuditPage {
 const MAX_METADATA_CHARS = 16_384;
 
 export class AuditLog {
-  private queue: Prisma.AuditEntryCreateManyInput[] = [];
+  /** rows as INSERT parameters in COLUMNS order (no per-row object to convert at flush time) */
+  private queue: Row[] = [];
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private flushScheduled = false;
@@ -152,10 +153,10 @@ export class AuditLog {
     this.queue = [];
     const db = this.sqlite;
     if (db?.open) return this.writeDirect(db, batch);
-    const chunks: Prisma.AuditEntryCreateManyInput[][] = [];
+    const chunks: Row[][] = [];
     for (let i = 0; i < batch.length; i += this.maxBatch) chunks.push(batch.slice(i, i + this.maxBatch));
     try {
-      await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flatMap(rowParams))));
+      await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flat())));
     } catch (e) {
       // The transaction rolled back: put the batch back in front so the next flush retries it.
       this.queue = batch.concat(this.queue);
@@ -166,11 +167,11 @@ export class AuditLog {
 
   /** Synchronous writes block the event loop, so they go in small transactions with a yield
    * between them: no request waits behind more than ~1 ms of audit writing. */
-  private async writeDirect(db: Database.Database, batch: Prisma.AuditEntryCreateManyInput[]): Promise<void> {
+  private async writeDirect(db: Database.Database, batch: Row[]): Promise<void> {
     for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
       const rows = batch.slice(i, i + DIRECT_CHUNK);
       try {
-        this.statement(db, rows.length).run(...rows.flatMap(rowParams)); // one statement: atomic
+        this.statement(db, rows.length).run(rows.flat()); // one statement: atomic
       } catch (e) {
         this.queue = batch.slice(i).concat(this.queue);
         this.log(`audit: writing ${batch.length - i} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
@@ -197,7 +198,7 @@ export class AuditLog {
     return `aud_${ms.toString(36).padStart(9, "0")}${this.seq.toString(36).padStart(6, "0")}${this.idTail}`;
   }
 
-  private toRow(e: AuditRecord): Prisma.AuditEntryCreateManyInput {
+  private toRow(e: AuditRecord): Row {
     const ts = e.timestamp instanceof Date && !Number.isNaN(e.timestamp.getTime()) ? e.timestamp : new Date();
     let metadata: string;
     try {
@@ -208,27 +209,28 @@ export class AuditLog {
     if (metadata.length > MAX_METADATA_CHARS) metadata = JSON.stringify({ _truncated: true, _chars: metadata.length });
     const prompt = toInt(e.promptTokens);
     const completion = toInt(e.completionTokens);
-    return {
-      id: this.nextId(ts.getTime()),
-      timestamp: ts,
-      apiKeyId: e.apiKeyId ?? null,
-      apiKeyName: e.apiKeyName ?? null,
-      organizationId: e.organizationId ?? null,
-      requestId: e.requestId,
-      action: e.action,
-      model: e.model ?? null,
-      provider: e.provider ?? null,
-      status: e.status,
-      errorCode: e.errorCode ?? (e.status !== "success" ? e.status : null),
-      latencyMs: toInt(e.latencyMs),
-      promptTokens: prompt,
-      completionTokens: completion,
-      totalTokens: prompt + completion,
-      costMicros: typeof e.costMicros === "bigint" ? e.costMicros : BigInt(toInt(Number(e.costMicros ?? 0))),
+    // COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
+    return [
+      this.nextId(ts.getTime()),
+      ts.toISOString().replace("Z", "+00:00"),
+      e.apiKeyId ?? null,
+      e.apiKeyName ?? null,
+      e.organizationId ?? null,
+      e.requestId,
+      e.action,
+      e.model ?? null,
+      e.provider ?? null,
+      e.status,
+      e.errorCode ?? (e.status !== "success" ? e.status : null),
+      toInt(e.latencyMs),
+      prompt,
+      completion,
+      prompt + completion,
+      typeof e.costMicros === "bigint" ? e.costMicros : BigInt(toInt(Number(e.costMicros ?? 0))),
       metadata,
-      ipAddress: e.ipAddress ?? null,
-      userAgent: e.userAgent ?? null,
-    };
+      e.ipAddress ?? null,
+      e.userAgent ?? null,
+    ];
   }
 }
 
@@ -242,14 +244,8 @@ const COLUMNS = [
 const ROW = `(${COLUMNS.map(() => "?").join(",")})`;
 const insertSql = (n: number) => `INSERT INTO "AuditEntry" (${COLUMNS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(ROW).join(",")}`;
 
-/** Column values in COLUMNS order; DateTime as the adapter stores it (ISO text with +00:00). */
-function rowParams(r: Prisma.AuditEntryCreateManyInput): unknown[] {
-  return COLUMNS.map((c) => {
-    const v = (r as Record<string, unknown>)[c];
-    if (v instanceof Date) return v.toISOString().replace("Z", "+00:00");
-    return v ?? null;
-  });
-}
+/** One row's INSERT parameters, in COLUMNS order. */
+type Row = Array<string | number | bigint | null>;
 
 function toInt(n: number | undefined): number {
   return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
