@@ -167,7 +167,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const log = opts.log ?? jsonLogger();
   const home = resolveHome(opts.home);
   await mkdir(home, { recursive: true });
-  const db: OpenedDb = await openDb(storeFile(home));
+  const db: OpenedDb = await openDb(storeFile(home), { warn: (m) => log.warn(m) });
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f().catch(() => undefined);

@@ -9,7 +9,7 @@ export async function withOfflineStore<T>(home: string, f: (store: ResourceStore
   // Prisma loads in ~0.2 s: only when a command works offline
   const { openDb } = await import("../prisma/client");
   const { ResourceStore } = await import("../prisma/resource-store");
-  const db = await openDb(storeFile(home));
+  const db = await openDb(storeFile(home), { backgroundCheckpoints: false });
   try {
     const store = await ResourceStore.open(db.prisma);
     try {

@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "./generated/client";
 import { migrate } from "./migrate";
+import { startCheckpointer } from "./checkpointer";
 
 export type { PrismaClient };
 
@@ -15,8 +16,9 @@ export interface OpenedDb {
   close(): Promise<void>;
 }
 
-/** Migrate (offline, in-process) and open the store at `file`. */
-export async function openDb(file: string): Promise<OpenedDb> {
+/** Migrate (offline, in-process) and open the store at `file`. A server keeps checkpoints off
+ * its event loop (prisma/checkpointer.ts); a short CLI command does not need the thread. */
+export async function openDb(file: string, opts: { warn?: (msg: string) => void; backgroundCheckpoints?: boolean } = {}): Promise<OpenedDb> {
   migrate(file);
   const adapter = new PrismaBetterSQLite3({ url: `file:${file}` });
   const prisma = new PrismaClient({ adapter });
@@ -28,11 +30,20 @@ export async function openDb(file: string): Promise<OpenedDb> {
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: durable across a process crash, commits without fsync
+  const checkpointer = opts.backgroundCheckpoints === false ? null : await startCheckpointer(
+    file,
+    async (pages) => {
+      if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${pages}`);
+      await prisma.$queryRawUnsafe(`PRAGMA wal_autocheckpoint = ${pages}`);
+    },
+    opts.warn ?? ((m) => console.error(m)),
+  );
   return {
     prisma,
     sqlite,
     file,
     close: async () => {
+      await checkpointer?.stop();
       await prisma.$disconnect();
       if (sqlite.open) sqlite.close();
     },
