@@ -352,6 +352,20 @@ export class Limits {
     return checks;
   }
 
+  /** Team and organization keys whose budgets cover this key's usage (the roll-up), active ones:
+   * their budget-threshold alerts follow the spend of every member key. */
+  budgetKeysAbove(k: KeyEntry, now = this.now()): KeyEntry[] {
+    const s = k.spec;
+    const out: KeyEntry[] = [];
+    if (s.key_type === "user" && s.team_id) {
+      for (const t of this.keys.teamKeysOf(s.organization_id, s.team_id)) if (this.limitsOf(t).budgeted && keyState(t, now) === "active") out.push(t);
+    }
+    if (s.organization_id && s.key_type !== "organization") {
+      for (const o of this.keys.orgKeysOf(s.organization_id)) if (this.limitsOf(o).budgeted && keyState(o, now) === "active") out.push(o);
+    }
+    return out;
+  }
+
   /** Does this key (or a team/org key above it) have a budget? Then only priced models are allowed. */
   needsPrice(k: KeyEntry, now = this.now()): boolean {
     if (this.limitsOf(k).budgeted) return true;

@@ -344,9 +344,16 @@ export class GatewayPipeline implements InferencePipeline {
     this.o.alerts.limitExceeded(key.ref, m ? m[1] : e.code, { code: e.code, message: e.message });
   }
 
+  /** Budget-threshold alerts for the key and for the team and organization keys above it
+   * (their budgets count the rolled-up spend; spendOf gives each key the usage its budgets see). */
   private spendAlert(key: KeyEntry) {
     const a = this.o.alerts;
     if (!a) return;
+    this.budgetAlert(a, key);
+    for (const above of this.o.limits.budgetKeysAbove(key)) this.budgetAlert(a, above);
+  }
+
+  private budgetAlert(a: AlertsSink, key: KeyEntry) {
     const lim = this.o.limits.limitsOf(key);
     if (!lim.budgeted) return;
     const s = this.o.limits.spendOf(key);

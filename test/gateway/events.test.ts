@@ -95,4 +95,30 @@ describe("webhook events", () => {
       await env.svc.svc.store.write([{ op: "delete", kind: "AlertSettings", name: "default" }]);
     }
   });
+
+  it("a team key's budget threshold fires on the spend of its member keys (roll-up), once", async () => {
+    // $0.10 a token: a request (10 prompt + 5 completion tokens upstream) costs $1.50
+    await env.apply([provider("pricey", up, [{ name: "gpt-pricey", inputPerMillion: 100_000, outputPerMillion: 100_000 }])]);
+    const team = await env.createKey({
+      name: "team-budget",
+      key_type: "team",
+      organization_id: "org-alerts",
+      team_id: "t-alerts",
+      budget_limits: { daily: 10 },
+      budget_alerts: { thresholds: [20, 50] },
+      webhook: { url: hookUrl, events: ["key.budget_threshold"], secret: "team-budget-secret" },
+    });
+    expect(team.status).toBe(201);
+    const member = await env.key({ key_type: "user", organization_id: "org-alerts", team_id: "t-alerts", user_id: "dana" });
+    const c = env.client(member.secret);
+    await c.chat.completions.create({ model: "gpt-pricey", messages: msg, max_tokens: 5 }); // team $1.50: 15%
+    await env.gw.outbox.deliverDue();
+    expect(events(team.json.id)).toHaveLength(0);
+    await c.chat.completions.create({ model: "gpt-pricey", messages: msg, max_tokens: 5 }); // team $3.00: 30%
+    await until(() => events(team.json.id).length === 1);
+    expect(events(team.json.id)[0].json).toMatchObject({ type: "key.budget_threshold", data: { key_id: team.json.id, period: "daily", threshold: 20, spend_usd: 3, budget_usd: 10 } });
+    await c.chat.completions.create({ model: "gpt-pricey", messages: msg, max_tokens: 5 }); // $4.50: 45%, 20 already sent
+    await env.gw.outbox.deliverDue();
+    expect(events(team.json.id)).toHaveLength(1);
+  });
 });
