@@ -17,7 +17,9 @@ export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], f
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
-    const route = byPath.get(q < 0 ? url : url.slice(0, q));
+    let path = q < 0 ? url : url.slice(0, q);
+    if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1); // as Koa's router allows
+    const route = byPath.get(path);
     if (!route) return fallback(req, res);
     void serve(svc, route, new LeanContext(req, res, route.path));
   };

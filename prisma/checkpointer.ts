@@ -48,6 +48,7 @@ export async function startCheckpointer(
       stopping = true;
       await setAuto(1000).catch(() => undefined);
       const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+      worker.ref(); // keep the process alive until the last checkpoint is done
       worker.postMessage("stop");
       const timeout = new Promise<void>((resolve) => setTimeout(resolve, 5000).unref());
       await Promise.race([exited, timeout]);

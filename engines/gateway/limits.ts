@@ -206,6 +206,39 @@ class SlidingWindow {
     }
     this.slices![idx]++;
   }
+  /** The admissions still in the window as [time, count] pairs, oldest first, at most SLICES of
+   * them: each admission is rounded up to the end of its slice (never past `now`), so a window
+   * restored from it is never more lenient than the one saved. */
+  snapshot(now: number): Array<[number, number]> {
+    const width = this.windowMs / SLICES;
+    const out: Array<[number, number]> = [];
+    if (this.ring) {
+      const ring = this.ring;
+      for (let i = this.count - 1; i >= 0; i--) {
+        const t = ring[(this.head - 1 - i + ring.length * 2) % ring.length];
+        if (t <= now - this.windowMs) continue;
+        const at = Math.min((Math.floor(t / width) + 1) * width - 1, now);
+        const last = out[out.length - 1];
+        if (last && last[0] === at) last[1]++;
+        else out.push([at, 1]);
+      }
+      return out;
+    }
+    const order = [...Array(SLICES).keys()].sort((a, b) => this.sliceStart![a] - this.sliceStart![b]);
+    for (const i of order) {
+      if (this.sliceStart![i] > now - this.windowMs && this.slices![i] > 0) out.push([Math.min(this.sliceStart![i] + width - 1, now), this.slices![i]]);
+    }
+    return out;
+  }
+
+  restore(pairs: Array<[number, number]>, now: number): void {
+    let room = this.limit;
+    for (const [t, n] of pairs) {
+      if (!(t > now - this.windowMs) || !(t <= now)) continue;
+      for (let j = 0; j < n && room > 0; j++, room--) this.add(t);
+    }
+  }
+
   /** seconds until the window is empty again */
   resetMs(now: number): number {
     if (this.ring) {
@@ -222,6 +255,37 @@ interface RateState {
   hour?: SlidingWindow;
   day?: SlidingWindow;
 }
+
+/** A key's rate state as stored in the RateState table (JSON). */
+interface RateSnapshot {
+  /** token bucket: tokens left, at time `last` */
+  bucket?: { tokens: number; last: number };
+  hour?: Array<[number, number]>;
+  day?: Array<[number, number]>;
+}
+
+function snapshotOf(st: RateState, now: number): RateSnapshot {
+  const out: RateSnapshot = {};
+  if (st.bucket) {
+    st.bucket.refill(now);
+    out.bucket = { tokens: st.bucket.tokens, last: st.bucket.last };
+  }
+  if (st.hour) out.hour = st.hour.snapshot(now);
+  if (st.day) out.day = st.day.snapshot(now);
+  return out;
+}
+
+function parseSnapshot(json: string): RateSnapshot | null {
+  try {
+    const v = JSON.parse(json);
+    return v && typeof v === "object" ? (v as RateSnapshot) : null;
+  } catch {
+    return null;
+  }
+}
+
+const pairsOk = (x: unknown): x is Array<[number, number]> =>
+  Array.isArray(x) && x.every((p) => Array.isArray(p) && Number.isFinite(p[0]) && Number.isInteger(p[1]) && p[1] > 0);
 
 /** One admitted request's hold on counters, released by settle(). */
 export interface Admission {
@@ -255,6 +319,10 @@ interface Check {
 export class Limits {
   private usage = new Map<string, EntityUsage>();
   private rate = new Map<string, RateState>();
+  /** keys whose rate state changed since the last flush (or was forgotten) */
+  private rateDirty = new Set<string>();
+  /** rate state loaded at start, applied when the key is next seen */
+  private rateSaved = new Map<string, RateSnapshot>();
   private effCache = new WeakMap<KeyEntry, EffectiveLimits>();
   private dirty = new Set<PeriodCounter>();
   private dayP = "";
@@ -277,10 +345,15 @@ export class Limits {
     }
   }
 
-  /** Load the current periods' counters (so a restart keeps spend). */
+  /** Load the current periods' counters and the rate windows (so a restart keeps spend and
+   * does not hand a key a fresh rate allowance). */
   async load(): Promise<void> {
     const now = this.now();
     this.periods(now);
+    for (const r of await this.prisma.rateState.findMany()) {
+      const snap = parseSnapshot(r.state);
+      if (snap) this.rateSaved.set(r.keyId, snap);
+    }
     const rows = await this.prisma.usageCounter.findMany({ where: { period: { in: [this.dayP, this.monthP, "total"] } } });
     for (const r of rows) {
       const u = this.entity(r.keyId);
@@ -379,6 +452,7 @@ export class Limits {
       return null;
     }
     let st = this.rate.get(k.id);
+    const saved = st ? undefined : this.rateSaved.get(k.id);
     if (!st) {
       st = {};
       this.rate.set(k.id, st);
@@ -398,7 +472,22 @@ export class Limits {
       if (!st.day) st.day = new SlidingWindow(lim.perDay, DAY);
       else st.day.resize(lim.perDay);
     } else st.day = undefined;
+    if (saved) this.restoreRate(k.id, st, saved, now);
     return st;
+  }
+
+  /** Apply a saved snapshot to freshly made rate state (limits may have changed meanwhile:
+   * the bucket keeps what was used, windows keep at most their limit). */
+  private restoreRate(id: string, st: RateState, saved: RateSnapshot, now: number) {
+    this.rateSaved.delete(id);
+    const b = saved.bucket;
+    if (st.bucket && b && Number.isFinite(b.tokens) && Number.isFinite(b.last) && b.last <= now) {
+      st.bucket.tokens = Math.max(0, Math.min(st.bucket.cap, b.tokens));
+      st.bucket.last = b.last;
+      st.bucket.refill(now);
+    }
+    if (st.hour && pairsOk(saved.hour)) st.hour.restore(saved.hour, now);
+    if (st.day && pairsOk(saved.day)) st.day.restore(saved.day, now);
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
@@ -493,6 +582,7 @@ export class Limits {
       if (st.bucket) st.bucket.tokens -= 1;
       st.hour?.add(now);
       st.day?.add(now);
+      this.rateDirty.add(k.id);
     }
     const entities = [ents.own];
     if (ents.team) entities.push(ents.team);
@@ -573,12 +663,34 @@ export class Limits {
   }
 
   private async doFlush() {
-    if (this.dirty.size === 0) return;
+    if (this.dirty.size === 0 && this.rateDirty.size === 0) return;
     const rows = [...this.dirty];
     this.dirty.clear();
+    const rateIds = [...this.rateDirty];
+    this.rateDirty.clear();
+    const nowMs = this.now();
     const now = new Date().toISOString();
+    const rates: unknown[] = [];
+    const gone: string[] = [];
+    for (const id of rateIds) {
+      const st = this.rate.get(id);
+      if (st) rates.push(id, JSON.stringify(snapshotOf(st, nowMs)), now);
+      else gone.push(id);
+    }
     try {
       await this.prisma.$transaction(async (p) => {
+        for (let i = 0; i < rates.length; i += 3 * 300) {
+          const chunk = rates.slice(i, i + 3 * 300);
+          await p.$executeRawUnsafe(
+            `INSERT INTO "RateState" (keyId, state, updatedAt) VALUES ${Array(chunk.length / 3).fill("(?,?,?)").join(",")}
+             ON CONFLICT(keyId) DO UPDATE SET state=excluded.state, updatedAt=excluded.updatedAt`,
+            ...chunk,
+          );
+        }
+        for (let i = 0; i < gone.length; i += 500) {
+          const chunk = gone.slice(i, i + 500);
+          await p.$executeRawUnsafe(`DELETE FROM "RateState" WHERE keyId IN (${chunk.map(() => "?").join(",")})`, ...chunk);
+        }
         for (let i = 0; i < rows.length; i += 400) {
           const chunk = rows.slice(i, i + 400);
           await p.$executeRawUnsafe(
@@ -590,6 +702,7 @@ export class Limits {
       });
     } catch (e) {
       for (const r of rows) this.dirty.add(r); // retry at the next flush
+      for (const id of rateIds) this.rateDirty.add(id);
       throw e;
     }
   }
@@ -597,6 +710,8 @@ export class Limits {
   /** Forget a deleted key's rate state (usage rows stay for audit). */
   forget(id: string) {
     this.rate.delete(id);
+    this.rateSaved.delete(id);
+    this.rateDirty.add(id); // the next flush deletes its saved state
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@
 // max_requests=5 serves exactly 5 of 20; parallel requests never overspend a budget beyond one
 // reservation. Restart keeps spend (stop and start on the same data dir).
 import { describe, it, expect, afterAll, beforeAll } from "vitest";
-import { startEnv, standIn, provider, type Env, type StandIn } from "./fixtures";
+import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 
 let env: Env;
 let up: StandIn;
@@ -103,5 +103,22 @@ describe("concurrency", () => {
     await expect(c2.chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 })).rejects.toMatchObject({ status: 402, code: "budget_exceeded" });
     // the admin key survives the restart too
     expect((await env.api("GET", "/v1/api-keys")).status).toBe(200);
+  });
+
+  it("restart keeps rate windows: a key does not get a fresh allowance by a restart", async () => {
+    const minute = await env.key({ rate_limits: { per_minute: 2 } });
+    const day = await env.key({ rate_limits: { per_day: 2 } });
+    for (const k of [minute, day]) {
+      const c = env.client(k.secret);
+      for (let i = 0; i < 2; i++) await c.chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 });
+    }
+    await env.stop();
+
+    env = await startEnv({ home });
+    const m = await expectError(env.client(minute.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 }), 429, "rate_limit_exceeded");
+    expect(m.message).toContain("per_minute=2");
+    const d = await expectError(env.client(day.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 }), 429, "rate_limit_exceeded");
+    expect(d.message).toContain("per_day=2");
+    expect(Number(d.headers.get("retry-after"))).toBeGreaterThan(3600); // the day's admissions are still in the window
   });
 });

@@ -51,7 +51,9 @@ describe("inference listener", () => {
     expect(typeof oj.error).toBe("string");
   });
 
-  it("an unknown model is a 404 model_not_found; a query string does not change the route", async () => {
+  it("an unknown model is a 404 model_not_found; a query string or a trailing slash does not change the route", async () => {
+    const slash = await post("/v1/chat/completions/", JSON.stringify({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] }));
+    expect(((await slash.json()) as any).error.code).toBe("model_not_found");
     const r = await post("/v1/chat/completions?trace=1", JSON.stringify({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] }));
     expect(r.status).toBe(404);
     expect(((await r.json()) as any).error.code).toBe("model_not_found");
