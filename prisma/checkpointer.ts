@@ -32,7 +32,13 @@ export async function startCheckpointer(
     await worker.terminate().catch(() => undefined);
     return null;
   }
-  await setAuto(0);
+  try {
+    await setAuto(0);
+  } catch (e) {
+    warn(`background checkpoints unavailable: ${String((e as Error)?.message ?? e)}`);
+    await worker.terminate().catch(() => undefined);
+    return null;
+  }
   let stopping = false;
   const fallBack = (why: string) => {
     if (stopping) return;
