@@ -5,7 +5,7 @@ import Koa from "koa";
 import Router from "@koa/router";
 import { errorMiddleware } from "./errors";
 import { GatewayError } from "../engines/gateway/errors";
-import { requestIdFor } from "./request-id";
+import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
 import type { Svc } from "../engines/svc";
@@ -14,10 +14,7 @@ export function createApp(svc: Svc): Koa {
   const app = new Koa({ proxy: false }); // never trust X-Forwarded-For: loopback checks use the socket
   app.silent = true;
   app.use(async (ctx, next) => {
-    const id = requestIdFor(ctx.req.headers["x-request-id"]);
-    ctx.state.requestId = id;
-    ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
-    ctx.set("x-request-id", id);
+    beginRequest(ctx, svc);
     await next();
   });
   app.use(errorMiddleware(svc.log));

@@ -9,7 +9,7 @@ import type { Svc } from "../engines/svc";
 import { LeanContext, sendBody } from "./http-context";
 import type { InferenceRoute } from "./inference-route";
 import { renderFailure } from "./errors";
-import { requestIdFor } from "./request-id";
+import { beginRequest } from "./request-id";
 import { GatewayError } from "../engines/gateway/errors";
 
 export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
@@ -26,11 +26,8 @@ export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], f
 }
 
 async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise<void> {
-  const id = requestIdFor(ctx.req.headers["x-request-id"]);
-  ctx.state.requestId = id;
-  ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
+  beginRequest(ctx, svc);
   if (route.renderError) ctx.state.renderError = route.renderError;
-  ctx.res.setHeader("x-request-id", id);
   try {
     if (ctx.method !== "POST") {
       ctx.set("allow", "POST");

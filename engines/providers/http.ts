@@ -95,6 +95,20 @@ export function isFallbackable(e: unknown): boolean {
   return !(typeof x?.name === "string" && x.name.includes("Abort"));
 }
 
+/** The pool and options of a JSON POST upstream (postJson and postForJson). */
+function jsonPost(baseUrl: string, path: string, accept: string, headers: Record<string, string>, body: unknown, timeoutMs: number) {
+  const { origin, prefix } = splitUrl(baseUrl);
+  const opts: Dispatcher.DispatchOptions = {
+    method: "POST",
+    path: prefix + path,
+    headers: { "content-type": "application/json", accept, ...headers },
+    body: JSON.stringify(body),
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  };
+  return { pool: poolFor(origin), opts };
+}
+
 /** POST JSON upstream; resolves with the response once the status is 2xx, else throws mapped. */
 export async function postJson(
   provider: string,
@@ -105,18 +119,10 @@ export async function postJson(
   timeoutMs: number,
   cancel?: Cancellation,
 ): Promise<Dispatcher.ResponseData> {
-  const { origin, prefix } = splitUrl(baseUrl);
+  const { pool, opts } = jsonPost(baseUrl, path, "application/json, text/event-stream", headers, body, timeoutMs);
   let res: Dispatcher.ResponseData;
   try {
-    res = await poolFor(origin).request({
-      method: "POST",
-      path: prefix + path,
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-      body: JSON.stringify(body),
-      signal: cancel, // an EventEmitter: cheaper than an AbortSignal per request
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
+    res = await pool.request({ ...opts, signal: cancel }); // an EventEmitter: cheaper than an AbortSignal per request
   } catch (e) {
     if (isAbort(e, cancel)) throw e;
     throw transportError(provider, e, timeoutMs);
@@ -143,20 +149,9 @@ export function postForJson(
   timeoutMs: number,
   cancel?: Cancellation,
 ): Promise<any> {
-  const { origin, prefix } = splitUrl(baseUrl);
+  const { pool, opts } = jsonPost(baseUrl, path, "application/json", headers, body, timeoutMs);
   return new Promise((resolve, reject) => {
-    const handler = new JsonCollector(provider, timeoutMs, cancel, resolve, reject);
-    poolFor(origin).dispatch(
-      {
-        method: "POST",
-        path: prefix + path,
-        headers: { "content-type": "application/json", accept: "application/json", ...headers },
-        body: JSON.stringify(body),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      },
-      handler,
-    );
+    pool.dispatch(opts, new JsonCollector(provider, timeoutMs, cancel, resolve, reject));
   });
 }
 
@@ -207,9 +202,9 @@ class JsonCollector implements Dispatcher.DispatchHandler {
     if (this.status < 200 || this.status >= 300) return this.reject(statusError(this.provider, this.status, text, this.headers));
     let json: any;
     try {
-      json = JSON.parse(text);
-    } catch {
-      return this.reject(new GatewayError(502, "upstream_error", `provider ${this.provider} sent a body that is not JSON: ${text.slice(0, 120)}`));
+      json = parseUpstreamJson(this.provider, text);
+    } catch (e) {
+      return this.reject(e);
     }
     this.resolve(json);
   }
@@ -229,6 +224,11 @@ export async function readJsonBody(provider: string, res: Dispatcher.ResponseDat
     if (isAbort(e, cancel)) throw e;
     throw transportError(provider, e, timeoutMs, true);
   }
+  return parseUpstreamJson(provider, text);
+}
+
+/** Parse an upstream's JSON answer; anything else is a 502 naming the provider. */
+function parseUpstreamJson(provider: string, text: string): any {
   try {
     return JSON.parse(text);
   } catch {
