@@ -121,17 +121,23 @@ export function parseSampling(b: Record<string, any>): SamplingOverrides {
   // accepted for compatibility; the local engine has no presence/frequency penalties
   optNumber(b.frequency_penalty, "frequency_penalty", -2, 2);
   optNumber(b.presence_penalty, "presence_penalty", -2, 2);
-  const s = {
-    temperature: optNumber(b.temperature, "temperature", 0, 2),
-    topP: optNumber(b.top_p, "top_p", 0, 1),
-    topK: optInt(b.top_k, "top_k", 0, 1_000_000),
-    minP: optNumber(b.min_p, "min_p", 0, 1),
-    repeatPenalty: optNumber(b.repeat_penalty, "repeat_penalty", 0, 10),
-    seed: optSeed(b.seed, "seed"),
-    stop: optStop(b.stop, "stop"),
-  };
+  const s: SamplingOverrides = {};
   // omitted values stay absent (never filled with a client default)
-  return Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined)) as SamplingOverrides;
+  const temperature = optNumber(b.temperature, "temperature", 0, 2);
+  if (temperature !== undefined) s.temperature = temperature;
+  const topP = optNumber(b.top_p, "top_p", 0, 1);
+  if (topP !== undefined) s.topP = topP;
+  const topK = optInt(b.top_k, "top_k", 0, 1_000_000);
+  if (topK !== undefined) s.topK = topK;
+  const minP = optNumber(b.min_p, "min_p", 0, 1);
+  if (minP !== undefined) s.minP = minP;
+  const repeatPenalty = optNumber(b.repeat_penalty, "repeat_penalty", 0, 10);
+  if (repeatPenalty !== undefined) s.repeatPenalty = repeatPenalty;
+  const seed = optSeed(b.seed, "seed");
+  if (seed !== undefined) s.seed = seed;
+  const stop = optStop(b.stop, "stop");
+  if (stop !== undefined) s.stop = stop;
+  return s;
 }
 
 export function checkUnsupported(b: Record<string, any>): void {

@@ -31,6 +31,15 @@ interface IndexedTarget extends RouteTarget {
   headerRefs?: Record<string, string>;
   /** sum of prices, for cost-optimized ordering */
   priceKey: number;
+  /** the last resolution (resolve), reused while the references resolve to the same values */
+  resolved?: RouteTarget;
+}
+
+/** Do the header references still resolve to the values `last` holds? */
+function headersUnchanged(refs: Record<string, string> | undefined, last: Record<string, string> | undefined): boolean {
+  if (!refs) return true;
+  for (const k in refs) if (resolveSecretRef(refs[k]) !== last?.[k]) return false;
+  return true;
 }
 
 const toMicros = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 1e6));
@@ -115,10 +124,18 @@ export class ProviderRouter {
     return EMPTY;
   }
 
-  /** The target with its credential and headers resolved, ready to send. */
+  /** The target with its credential and headers resolved, ready to send. References are looked
+   * up on every request (an env or file change applies to the next one); the resolved target is
+   * rebuilt only when a value changed, not copied per request. */
   resolve(t: RouteTarget): RouteTarget {
     const it = t as IndexedTarget;
     if (!it.credentialRef && !it.headerRefs) return t;
+    const credential = resolveSecretRef(it.credentialRef);
+    if (it.credentialRef && credential === undefined) {
+      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
+    }
+    const last = it.resolved;
+    if (last && last.credential === credential && headersUnchanged(it.headerRefs, last.headers)) return last;
     let headers: Record<string, string> | undefined;
     if (it.headerRefs) {
       headers = {};
@@ -127,11 +144,21 @@ export class ProviderRouter {
         if (v !== undefined) headers[k] = v;
       }
     }
-    const credential = resolveSecretRef(it.credentialRef);
-    if (it.credentialRef && credential === undefined) {
-      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
-    }
-    return { ...t, credential, headers };
+    const r: RouteTarget = {
+      provider: t.provider,
+      type: t.type,
+      model: t.model,
+      upstreamModel: t.upstreamModel,
+      inPerM: t.inPerM,
+      outPerM: t.outPerM,
+      priced: t.priced,
+      baseUrl: t.baseUrl,
+      credential,
+      headers,
+      timeoutMs: t.timeoutMs,
+    };
+    it.resolved = r;
+    return r;
   }
 
   /** Every model name served, with its providers (for /v1/models). */

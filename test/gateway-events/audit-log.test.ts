@@ -49,6 +49,20 @@ describe("AuditLog", () => {
     expect(ids.has("req_4999")).toBe(true);
   });
 
+  it("a full batch is written at once, without waiting for the flush timer (direct SQLite handle)", async () => {
+    const log = new AuditLog(db.prisma, { flushMs: 60_000, log: () => {}, sqlite: db.sqlite });
+    const count = () => (db.sqlite.prepare('SELECT count(*) AS n FROM "AuditEntry"').get() as { n: number }).n;
+    for (let i = 0; i < 63; i++) log.record(rec(i));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(count()).toBe(0); // under a batch: waits for the timer (or close)
+    log.record(rec(63));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(count()).toBe(64);
+    for (let i = 64; i < 70; i++) log.record(rec(i));
+    await log.close();
+    expect(count()).toBe(70);
+  });
+
   it("a failed write is re-queued and written by the next flush", async () => {
     let fail = true;
     // Same client, but the first transaction fails as a locked database would.

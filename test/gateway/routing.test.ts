@@ -64,6 +64,21 @@ describe("routing", () => {
     expect(got.headers.authorization).not.toContain(k.secret);
   });
 
+  it("a changed credential variable applies to the very next request", async () => {
+    const k = await env.key();
+    const c = env.client(k.secret);
+    const n = a.requests.length;
+    try {
+      process.env.STANDIN_CREDENTIAL = "rotated-secret-456";
+      await c.chat.completions.create({ model: "gpt-x", messages: msg() });
+      process.env.STANDIN_CREDENTIAL = "upstream-secret-123";
+      await c.chat.completions.create({ model: "gpt-x", messages: msg() });
+    } finally {
+      process.env.STANDIN_CREDENTIAL = "upstream-secret-123";
+    }
+    expect(a.requests.slice(n).map((r) => r.headers.authorization)).toEqual(["Bearer rotated-secret-456", "Bearer upstream-secret-123"]);
+  });
+
   it("default order is by provider name; cost-optimized picks the cheapest", async () => {
     const k = await env.key();
     const c = env.client(k.secret);
