@@ -13,8 +13,12 @@ export interface OpenedDb {
    * entries): through Prisma's JS engine each inserted row costs ~55 µs of CPU, here ~5 µs. */
   sqlite: Database.Database;
   file: string;
+  /** While a background checkpoint runs: a promise to hold direct writes on (prisma/checkpointer.ts). */
+  writesPaused(): Promise<void> | undefined;
   close(): Promise<void>;
 }
+
+const WAL_SIZE_LIMIT = 16 * 1024 * 1024;
 
 /** Migrate (offline, in-process) and open the store at `file`. A server keeps checkpoints off
  * its event loop (prisma/checkpointer.ts); a short CLI command does not need the thread. */
@@ -30,6 +34,7 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("synchronous = NORMAL"); // WAL + NORMAL: durable across a process crash, commits without fsync
+  sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`); // a WAL that started over is cut back to this
   const checkpointer = opts.backgroundCheckpoints === false ? null : await startCheckpointer(
     file,
     async (pages) => {
@@ -42,6 +47,7 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
     prisma,
     sqlite,
     file,
+    writesPaused: () => checkpointer?.writesPaused(),
     close: async () => {
       await checkpointer?.stop();
       await prisma.$disconnect();

@@ -92,7 +92,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   };
   store.on("change", settingsListener);
 
-  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg, sqlite: svc.db.sqlite });
+  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg, sqlite: svc.db.sqlite, writesPaused: () => svc.db.writesPaused?.() });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
   outbox.start();
   const alerts = new Alerts({

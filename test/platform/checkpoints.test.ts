@@ -1,8 +1,10 @@
 // WAL checkpoints run on a worker thread (prisma/checkpointer.ts): the server's connections
 // have automatic checkpoints off, and the worker still moves committed pages into the main
-// database file, so the WAL does not grow without bound.
+// database file, so the WAL does not grow without bound. The audit writer holds its writes while a
+// checkpoint runs, so checkpoints finish and the WAL starts over.
 import { describe, it, expect } from "vitest";
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
+import { AuditLog } from "../../engines/gateway/audit/log";
 import path from "node:path";
 import { openDb } from "../../prisma/client";
 import { tempDir } from "../helpers/svc";
@@ -22,6 +24,34 @@ describe("background checkpoints", () => {
       expect(statSync(db.file + "-wal").size).toBeGreaterThan(1_000_000);
       // only a checkpoint writes pages into the main file; this connection will not do it
       await until(() => statSync(db.file).size > before + 1_000_000, 10_000);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("under continuous audit writes the WAL starts over after checkpoints instead of growing", async () => {
+    const db = await openDb(path.join(await tempDir("svc-ckpt-"), "svc.db"));
+    // mxFrame, the WAL's last valid frame, from the wal-index header in the -shm file (offset 16)
+    const frames = () => readFileSync(db.file + "-shm").readUInt32LE(16);
+    const log = new AuditLog(db.prisma, { log: () => {}, sqlite: db.sqlite, writesPaused: () => db.writesPaused() });
+    try {
+      let seq = 0;
+      let restarts = 0;
+      let last = 0;
+      const t0 = Date.now();
+      while (Date.now() - t0 < 3500) {
+        for (let i = 0; i < 64; i++) {
+          seq++;
+          log.record({ timestamp: new Date(), apiKeyId: "key_a", requestId: `req_${seq}`, action: "chat.completions", status: "success", latencyMs: 1, promptTokens: 1, completionTokens: 1, costMicros: 0n, metadata: { pad: "x".repeat(200) } });
+        }
+        await new Promise((r) => setTimeout(r, 5));
+        const f = frames();
+        if (f < last) restarts++;
+        last = f;
+      }
+      await log.close();
+      expect(restarts).toBeGreaterThan(0);
+      expect(await db.prisma.auditEntry.count()).toBe(seq);
     } finally {
       await db.close();
     }

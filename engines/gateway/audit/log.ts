@@ -48,12 +48,21 @@ export class AuditLog {
   private readonly idTail = randomBytes(4).toString("hex");
   private readonly sqlite?: Database.Database;
   private readonly statements = new Map<number, Database.Statement>();
+  private readonly writesPaused?: () => Promise<void> | undefined;
 
   constructor(
     private readonly prisma: PrismaClient,
-    opts: { flushMs?: number; maxBatch?: number; log?: (m: string) => void; sqlite?: Database.Database } = {},
+    opts: {
+      flushMs?: number;
+      maxBatch?: number;
+      log?: (m: string) => void;
+      sqlite?: Database.Database;
+      /** a promise while direct writes should wait (a background WAL checkpoint is running) */
+      writesPaused?: () => Promise<void> | undefined;
+    } = {},
   ) {
     this.sqlite = opts.sqlite;
+    this.writesPaused = opts.writesPaused;
     this.flushMs = opts.flushMs ?? 250;
     // A full batch is written at once rather than at the next tick of the timer: under load, rows
     // queued for a whole flush interval outlive V8's young generation, and copying and promoting
@@ -172,6 +181,8 @@ export class AuditLog {
    * between them: no request waits behind more than ~1 ms of audit writing. */
   private async writeDirect(db: Database.Database, batch: Row[]): Promise<void> {
     for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
+      const paused = this.writesPaused?.();
+      if (paused) await paused;
       const rows = batch.slice(i, i + DIRECT_CHUNK);
       try {
         this.statement(db, rows.length).run(rows.flat()); // one statement: atomic
