@@ -173,17 +173,7 @@ function reply(ctx: Context, status: number, code: string, message: string, para
 async function readConfigRequest(ctx: Context): Promise<ConfigRequest> {
   if (ctx.is(YAML_TYPES)) {
     const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
-    const q = ctx.query;
-    return {
-      text: raw.toString("utf8"),
-      file: "<request>",
-      source: sourceParam(q.source),
-      prune: boolParam(q.prune, "prune") ?? false,
-      allowPruneAll: boolParam(q.allowPruneAll, "allowPruneAll") ?? false,
-      confirm: boolParam(q.confirm, "confirm") ?? false,
-      wait: boolParam(q.wait, "wait") ?? false,
-      waitTimeoutMs: waitParam(q.waitTimeoutSeconds),
-    };
+    return { text: raw.toString("utf8"), file: "<request>", ...applyOptions(ctx.query) };
   }
   const b = await readJson<Record<string, unknown>>(ctx);
   const given = ["document", "documents", "plan"].filter((k) => b[k] !== undefined);
@@ -203,16 +193,18 @@ async function readConfigRequest(ctx: Context): Promise<ConfigRequest> {
   } else if (b.plan === null || typeof b.plan !== "object" || Array.isArray(b.plan)) {
     throw new GatewayError(400, "invalid_request", '"plan" must be a saved plan object', "plan");
   }
+  return { text, file, plan: b.plan, ...applyOptions(b) };
+}
+
+/** The apply options, from the query string (YAML bodies) or the JSON body alike. */
+function applyOptions(src: Record<string, unknown>) {
   return {
-    text,
-    file,
-    plan: b.plan,
-    source: sourceParam(b.source),
-    prune: boolParam(b.prune, "prune") ?? false,
-    allowPruneAll: boolParam(b.allowPruneAll, "allowPruneAll") ?? false,
-    confirm: boolParam(b.confirm, "confirm") ?? false,
-    wait: boolParam(b.wait, "wait") ?? false,
-    waitTimeoutMs: waitParam(b.waitTimeoutSeconds),
+    source: sourceParam(src.source),
+    prune: boolParam(src.prune, "prune") ?? false,
+    allowPruneAll: boolParam(src.allowPruneAll, "allowPruneAll") ?? false,
+    confirm: boolParam(src.confirm, "confirm") ?? false,
+    wait: boolParam(src.wait, "wait") ?? false,
+    waitTimeoutMs: waitParam(src.waitTimeoutSeconds),
   };
 }
 
