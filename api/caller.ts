@@ -36,8 +36,8 @@ export function callerFrom(ctx: HttpContext): Caller {
 
 /** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */
 export function pipelineOf(svc: Svc): InferencePipeline {
-  const gw = svc.engines.gateway as { pipeline?: InferencePipeline } | undefined;
-  if (!gw?.pipeline) throw new GatewayError(503, "model_unavailable", "inference is unavailable: the gateway engine is not running");
+  const gw = svc.engines.gateway;
+  if (!gw) throw new GatewayError(503, "model_unavailable", "inference is unavailable: the gateway engine is not running");
   return gw.pipeline;
 }
 

@@ -11,7 +11,7 @@ import { clientIp } from "./loopback";
 
 /** The gateway engine; looked up per request because it is attached after the routers are built. */
 export function gatewayOf(svc: Svc): Gateway {
-  const gw = svc.engines.gateway as Gateway | undefined;
+  const gw = svc.engines.gateway;
   if (!gw?.admin) throw new GatewayError(503, "model_unavailable", "key management and audit logs are unavailable: the gateway engine is not running");
   return gw;
 }

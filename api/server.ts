@@ -205,7 +205,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       await ensureTinyModel(svc.modelsDir);
     }
 
-    cleanup.push(async () => (svc.engines.pool as { close(): Promise<void> } | undefined)?.close());
+    cleanup.push(async () => svc.engines.pool?.close());
 
     // Engines. The gateway is optional: if it cannot start, the failure is logged and
     // configuration, status and admin keep working (inference routes depend on it).
@@ -245,9 +245,13 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       enqueue: (ref) => manager?.enqueue(ref),
     });
     manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: opts.resyncMs });
-    svc.engines.controllers = manager;
-    svc.engines.listenUrl = () => urlOf(listener.address() ?? want);
-    svc.engines.controllerOwners = set.owners;
+    const mgrRef = manager;
+    svc.control = {
+      enqueue: (ref) => mgrRef.enqueue(ref),
+      waitForReady: (refs, gens, ms) => mgrRef.waitForReady(refs, gens, ms),
+      owners: set.owners,
+      listenUrl: () => urlOf(listener.address() ?? want),
+    };
     manager.start();
     const mgr = manager;
     cleanup.push(() => mgr.stop());
@@ -255,7 +259,6 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     let watcher: ManifestWatcher | undefined;
     if (opts.watch) {
       watcher = new ManifestWatcher({ store, dir: opts.watch, log });
-      svc.engines.watcher = watcher;
       await watcher.start();
     }
 
@@ -266,10 +269,8 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await watcher?.stop().catch(() => undefined);
         await listener.close(5000); // stop accepting, let in-flight requests finish
         await mgr.stop(); // let running reconciles finish
-        const gw = svc.engines.gateway as { close(): Promise<void> } | undefined;
-        await gw?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
-        const pool = svc.engines.pool as { close(): Promise<void> } | undefined; // made by the Model controller
-        await pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
+        await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
+        await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
         await store.close(); // flush batched status writes
         await db.close();
         await removeInfoFile(infoFile);

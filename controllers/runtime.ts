@@ -4,7 +4,7 @@
 // reads the current object and converges.
 import { EventEmitter } from "node:events";
 import type { ResourceStore, StoredObject, Ref, ObjectStatus, Condition } from "../prisma/resource-store";
-import type { Logger } from "../engines/svc";
+import type { Logger, WaitItem, WaitResult, WaitState } from "../engines/svc";
 import type { Controller, ReadyCondition, ReconcileContext } from "./types";
 import { NOT_IMPLEMENTED } from "./kinds/accepted";
 
@@ -23,24 +23,7 @@ export interface ManagerOptions {
   backoffMaxMs?: number;
 }
 
-export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";
-
-export interface WaitItem {
-  kind: string;
-  name: string;
-  /** generation waited for; absent when waiting for deletion */
-  generation?: number;
-  state: WaitState;
-  reason?: string;
-  message?: string;
-}
-
-export interface WaitResult {
-  /** every object Ready at its generation (or deleted); NotImplemented kinds count as settled */
-  ready: boolean;
-  timedOut: boolean;
-  objects: WaitItem[];
-}
+export type { WaitState, WaitItem, WaitResult } from "../engines/svc";
 
 const keyOf = (r: Ref) => `${r.kind}/${r.name}`;
 

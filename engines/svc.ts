@@ -2,6 +2,10 @@
 import type { OpenedDb } from "../prisma/client";
 import type { ResourceStore } from "../prisma/resource-store";
 import type { ServerSpec } from "../schemas/kinds/server";
+import type { Ref } from "../prisma/resource-store";
+import type { Gateway } from "./gateway";
+import type { ModelPool } from "./inference/pool";
+import type { ToolRegistry } from "./tools/types";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -18,6 +22,48 @@ export interface Svc {
   log: Logger;
   /** effective Server settings (Server manifest with defaults); updated by the Server controller */
   server: ServerSpec;
-  /** engines, attached by api/server.ts; typed loosely here so each engine owns its own file */
-  engines: Record<string, unknown>;
+  /** engines, attached by api/server.ts (and the Model controller, for the pool) */
+  engines: Engines;
+  /** the running control plane, attached once the controllers run */
+  control?: ControlPlane;
+}
+
+/** The typed registry of running engines. Each is optional: an engine that failed to start is
+ * absent, and the routes that need it answer 503 saying so. */
+export interface Engines {
+  gateway?: Gateway;
+  /** local GGUF models; created by the Model controller on first need */
+  pool?: ModelPool;
+  /** the tool catalog: MCP services' tools and svc's built-ins (engines/mcp) */
+  tools?: ToolRegistry;
+}
+
+export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";
+
+export interface WaitItem {
+  kind: string;
+  name: string;
+  /** generation waited for; absent when waiting for deletion */
+  generation?: number;
+  state: WaitState;
+  reason?: string;
+  message?: string;
+}
+
+export interface WaitResult {
+  /** every object Ready at its generation (or deleted); NotImplemented kinds count as settled */
+  ready: boolean;
+  timedOut: boolean;
+  objects: WaitItem[];
+}
+
+/** What engines and routes may ask of the controllers (controllers/runtime.ts implements the
+ * reconcile side; api/server.ts assembles this). */
+export interface ControlPlane {
+  /** wake the controller of one object */
+  enqueue(ref: Ref): void;
+  waitForReady(refs: Ref[], generationByRef: Map<string, number> | Record<string, number>, timeoutMs: number): Promise<WaitResult>;
+  /** kind -> which engine's controller reconciles it */
+  owners: Record<string, string>;
+  listenUrl(): string;
 }

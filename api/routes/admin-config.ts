@@ -24,7 +24,7 @@ import {
   type Plan,
   type ApplyResult,
 } from "../../manifests";
-import type { ControllerManager, WaitResult } from "../../controllers/runtime";
+import type { WaitResult } from "../../engines/svc";
 import type { Ref } from "../../prisma/resource-store";
 
 const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
@@ -61,10 +61,9 @@ export default function adminConfig(svc: Svc): Router {
 
   // Not in the spec's table: what `svc status` and `svc doctor` read from a running server.
   r.get("/admin/config/status", loopbackOnly, (ctx) => {
-    const owners = (svc.engines.controllerOwners ?? {}) as Record<string, string>;
-    const listenUrl = svc.engines.listenUrl as (() => string) | undefined;
+    const owners = svc.control?.owners ?? {};
     ctx.body = {
-      url: listenUrl?.() ?? null,
+      url: svc.control?.listenUrl() ?? null,
       pid: process.pid,
       home: svc.home,
       modelsDir: svc.modelsDir,
@@ -134,7 +133,7 @@ function changeCount(plan: Plan): number {
 }
 
 async function waitFor(svc: Svc, plan: Plan, timeoutMs: number): Promise<WaitResult> {
-  const manager = svc.engines.controllers as ControllerManager | undefined;
+  const manager = svc.control;
   const refs: Ref[] = [];
   const gens = new Map<string, number>();
   for (const c of plan.changes) {

@@ -14,7 +14,7 @@ import { ModelPool } from "../../engines/inference/pool";
 
 /** The pool, if one was created. */
 export function existingPool(svc: Svc): ModelPool | undefined {
-  return svc.engines.pool as ModelPool | undefined;
+  return svc.engines.pool;
 }
 
 /** The one model pool of this svc, created on first need (by this controller or the gateway). */

@@ -17,7 +17,6 @@ import { KeyAdmin } from "./key-admin";
 import { ProviderRouter } from "../providers/router";
 import { closePools } from "../providers/http";
 import { resolveSecretRef } from "../providers/credentials";
-import type { LocalPool } from "../providers/local";
 import { AuditLog } from "./audit/log";
 import { WebhookOutbox } from "./webhooks/outbox";
 import { Alerts } from "./alerts/alerts";
@@ -77,7 +76,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   const policies = new PolicyIndex(store);
   const limits = new Limits(prisma, keys, { now: opts.now, flushMs: opts.flushMs });
   await limits.load();
-  const router = new ProviderRouter(store, () => svc.engines.pool as LocalPool | undefined);
+  const router = new ProviderRouter(store, () => svc.engines.pool);
 
   // alert settings follow the store (singleton)
   let settings: AlertSettingsSpec;
@@ -129,8 +128,8 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     accessPolicyController({
       policies,
       touchKeys: (name) => {
-        const mgr = svc.engines.controllers as { enqueue?: (r: Ref) => void } | undefined;
-        if (!mgr?.enqueue) return;
+        const mgr = svc.control;
+        if (!mgr) return;
         for (const k of keys.all()) if (k.spec.policies?.includes(name)) mgr.enqueue({ kind: "ApiKey", name: k.id });
       },
     }),

@@ -168,7 +168,7 @@ export interface Env {
 export async function startEnv(opts: { home?: string } = {}): Promise<Env> {
   const home = opts.home ?? (await tempDir("svc-gw-"));
   const svc = await startTestSvc({ home, resyncMs: 0 });
-  const gw = svc.svc.engines.gateway as Gateway;
+  const gw = svc.svc.engines.gateway!;
   if (!gw) throw new Error("gateway did not start: " + JSON.stringify(svc.logs.filter((l) => l.level !== "info")));
   const adminKey = readFileSync(path.join(home, "admin.key"), "utf8").trim();
   const url = svc.url;

@@ -46,7 +46,7 @@ describe("object conditions", () => {
   });
 
   it("deleting runs the controller's cleanup and then purges the object", async () => {
-    const pool = s.svc.engines.pool as { list(): Array<{ name: string }> };
+    const pool = s.svc.engines.pool!;
     expect(pool.list().some((x) => x.name === "m")).toBe(true);
     // prune deletes only kinds the document declares: keep one other Model so Model/m goes
     const other = model("real.gguf").replace("name: m\n", "name: m2\n");

@@ -28,7 +28,7 @@ export async function startProtocolSvc(): Promise<ProtocolSvc> {
     const t = await startTestSvc({ home, config: [manifest] });
     await t.manager.idle();
     // every route must go through the real enforcement pipeline
-    if (!(t.svc.engines.gateway as { pipeline?: unknown } | undefined)?.pipeline) {
+    if (!t.svc.engines.gateway?.pipeline) {
       await t.stop();
       throw new Error("the gateway engine did not start; see the svc log");
     }

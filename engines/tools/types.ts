@@ -1,0 +1,80 @@
+// The one internal shape of tools, shared by the MCP engine (which fills the catalog from
+// McpServer connections and svc's own built-ins), the exposed-tool routes (/mcp/*, svc mcp) and
+// the agent loop (which offers catalog tools to a model and executes the calls it makes).
+// Nothing here knows HTTP or MCP wire shapes.
+
+/** Where a catalog entry comes from. */
+export type ToolSource =
+  | { kind: "builtin" }
+  | { kind: "mcp"; server: string; tool: string };
+
+export interface ToolInfo {
+  /** catalog name: `<service>_<tool>` for MCP tools (see engines/mcp), `svc_*` for built-ins */
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object */
+  inputSchema: Record<string, unknown>;
+  source: ToolSource;
+  /** may external callers (GET /mcp/tools, POST /mcp/call, /mcp, `svc mcp`) see and call it */
+  exposable: boolean;
+  /** built-ins are protected: no MCP tool can replace them */
+  protected: boolean;
+}
+
+export interface ToolContent {
+  type: string;
+  text?: string;
+  [k: string]: unknown;
+}
+
+/** What a tool call produced. A tool that reports failure is a result with isError, not a throw. */
+export interface ToolCallResult {
+  content: ToolContent[];
+  isError: boolean;
+  structuredContent?: Record<string, unknown>;
+}
+
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export interface ToolCallOptions {
+  /** aborts the call (the agent loop's cancellation) */
+  signal?: AbortSignal;
+  onProgress?: (p: ToolProgress) => void;
+}
+
+/** Why a call could not be made at all (the spec's tool-service failures). */
+export type ToolErrorCode =
+  | "tool_not_found" // no such name in the catalog
+  | "tool_gone" // the tool disappeared after a catalog refresh (ToolGone)
+  | "tool_not_exposable" // external caller named a tool not allowed for external callers
+  | "invalid_arguments" // arguments do not match the tool's schema
+  | "execution_denied" // the service refused to execute (permissions, policy)
+  | "tool_timeout" // tool-call timeout reached without progress
+  | "service_unavailable"; // the connection is down (ConnectionRefused, AuthRejected, ...)
+
+export class ToolError extends Error {
+  constructor(
+    readonly code: ToolErrorCode,
+    message: string,
+    /** JSON pointer of the offending argument, for invalid_arguments */
+    readonly path?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The catalog every tool user reads: MCP services' tools plus svc's built-ins. */
+export interface ToolRegistry {
+  /** every enabled tool, built-ins first */
+  list(): ToolInfo[];
+  get(name: string): ToolInfo | undefined;
+  /** Validate the arguments against the tool's schema and run it. Throws ToolError when the
+   * call cannot be made; a tool's own failure is a result with isError: true. */
+  call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolCallResult>;
+  /** called after any catalog change (refresh, connect, disable, delete); returns an unsubscribe */
+  onChange(listener: () => void): () => void;
+}
