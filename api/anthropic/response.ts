@@ -3,8 +3,9 @@ import type { ChatResult } from "../../engines/chat/collect";
 import type { FinishReason } from "../../engines/chat/types";
 import { argsToObject } from "../openai/validate";
 
-/** The internal finish reason carries no stop-sequence detail, so a stop is always end_turn. */
-export const stopReason = (f: FinishReason) => (f === "length" ? "max_tokens" : f === "tool_calls" ? "tool_use" : "end_turn");
+/** stop_sequence when the engine named the caller's stop sequence that matched, else end_turn. */
+export const stopReason = (f: FinishReason, stopSequence?: string) =>
+  f === "length" ? "max_tokens" : f === "tool_calls" ? "tool_use" : stopSequence !== undefined ? "stop_sequence" : "end_turn";
 
 export function anthropicMessage(r: ChatResult, meta: { id: string; model: string }) {
   const content: unknown[] = [];
@@ -16,8 +17,8 @@ export function anthropicMessage(r: ChatResult, meta: { id: string; model: strin
     role: "assistant" as const,
     model: meta.model,
     content,
-    stop_reason: stopReason(r.finishReason),
-    stop_sequence: null,
+    stop_reason: stopReason(r.finishReason, r.stopSequence),
+    stop_sequence: r.finishReason === "stop" ? (r.stopSequence ?? null) : null,
     usage: { input_tokens: r.usage.promptTokens, output_tokens: r.usage.completionTokens },
   };
 }

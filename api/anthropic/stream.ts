@@ -72,7 +72,7 @@ export async function* messageEvents(events: AsyncIterable<ChatEvent>, meta: { i
         yield* close();
         yield {
           type: "message_delta",
-          delta: { stop_reason: stopReason(e.finishReason), stop_sequence: null },
+          delta: { stop_reason: stopReason(e.finishReason, e.stopSequence), stop_sequence: e.finishReason === "stop" ? (e.stopSequence ?? null) : null },
           usage: { input_tokens: e.usage.promptTokens, output_tokens: e.usage.completionTokens },
         };
         yield { type: "message_stop" };

@@ -6,6 +6,8 @@ export interface ChatResult {
   toolCalls: ToolCall[];
   finishReason: FinishReason;
   usage: Usage;
+  /** the stop sequence that ended the text, when known */
+  stopSequence?: string;
 }
 
 /**
@@ -35,6 +37,7 @@ interface Fold {
   calls: ToolCall[];
   finishReason: FinishReason;
   usage: Usage;
+  stopSequence?: string;
 }
 
 function add(f: Fold, ev: ChatEvent): void {
@@ -51,6 +54,7 @@ function add(f: Fold, ev: ChatEvent): void {
     case "done":
       f.finishReason = ev.finishReason;
       f.usage = ev.usage;
+      f.stopSequence = ev.stopSequence;
       break;
   }
 }
@@ -59,5 +63,7 @@ export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<Cha
   const f: Fold = { text: "", calls: [], finishReason: "stop", usage: { promptTokens: 0, completionTokens: 0 } };
   if (isSyncEvents(events)) for (const ev of events.sync) add(f, ev);
   else for await (const ev of events) add(f, ev);
-  return { text: f.text, toolCalls: f.calls.filter(Boolean), finishReason: f.finishReason, usage: f.usage };
+  const r: ChatResult = { text: f.text, toolCalls: f.calls.filter(Boolean), finishReason: f.finishReason, usage: f.usage };
+  if (f.stopSequence !== undefined) r.stopSequence = f.stopSequence;
+  return r;
 }

@@ -75,7 +75,9 @@ export type ChatEvent =
   | { type: "tool_call_start"; index: number; id: string; name: string }
   /** a piece of that call's arguments JSON */
   | { type: "tool_call_delta"; index: number; argumentsDelta: string }
-  | { type: "done"; finishReason: FinishReason; usage: Usage };
+  /** stopSequence: which of the request's stop sequences ended the text (finishReason "stop"),
+   * when the engine or upstream says so */
+  | { type: "done"; finishReason: FinishReason; usage: Usage; stopSequence?: string };
 
 export interface EmbeddingRequest {
   model: string;

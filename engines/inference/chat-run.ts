@@ -157,8 +157,9 @@ export async function* generate(lm: LoadedModel, lease: Lease, p: Prepared, samp
     const outputBefore = sequence.tokenMeter.usedOutputTokens;
     const ch = new EventChannel<ChatEvent>();
     run = runOn(lm, lease.slot, p, sampling, maxTokens, ac.signal, ch).then(
-      (finishReason) => {
-        ch.push({ type: "done", finishReason, usage: { promptTokens, completionTokens: sequence.tokenMeter.usedOutputTokens - outputBefore } });
+      ({ finishReason, stopSequence }) => {
+        const usage = { promptTokens, completionTokens: sequence.tokenMeter.usedOutputTokens - outputBefore };
+        ch.push({ type: "done", finishReason, usage, ...(stopSequence !== undefined ? { stopSequence } : {}) });
         ch.end();
       },
       (err) => ch.end(ac.signal.aborted ? ac.signal.reason : err),
@@ -172,10 +173,27 @@ export async function* generate(lm: LoadedModel, lease: Lease, p: Prepared, samp
   }
 }
 
+type StopMeta = { stopReason: string; customStopTrigger?: readonly (string | Token)[] };
+interface Ending {
+  finishReason: FinishReason;
+  stopSequence?: string;
+}
+
+/** How a text generation ended: length, or stop (naming the caller's stop sequence that matched;
+ * the chat template's own end triggers are not the caller's and are not named). */
+function textEnding(meta: StopMeta, stops: readonly string[]): Ending {
+  if (meta.stopReason === "maxTokens") return { finishReason: "length" };
+  if (meta.stopReason === "customStopTrigger" && meta.customStopTrigger) {
+    const hit = meta.customStopTrigger.filter((x): x is string => typeof x === "string").join("");
+    if (stops.includes(hit)) return { finishReason: "stop", stopSequence: hit };
+  }
+  return { finishReason: "stop" };
+}
+
 async function runOn(
   lm: LoadedModel, slot: LoadedModel["slots"][number], p: Prepared, sampling: ResolvedSampling,
   maxTokens: number, signal: AbortSignal, ch: EventChannel<ChatEvent>,
-): Promise<FinishReason> {
+): Promise<Ending> {
   const base = { ...llamaSamplingOptions(sampling), maxTokens, signal, stopOnAbortSignal: false };
   const text = (t: string) => { if (t) ch.push({ type: "text", text: t }); };
   const mode = p.mode;
@@ -185,7 +203,7 @@ async function runOn(
     const res = await lm.completionFor(slot).generateCompletionWithMeta(p.completionInput, {
       ...base, ...(stops.length ? { customStopTriggers: stops } : {}), onTextChunk: text, grammar: p.grammar, disableContextShift: true,
     });
-    return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+    return textEnding(res.metadata, sampling.stop);
   }
 
   if (mode.kind === "forced") {
@@ -205,7 +223,7 @@ async function runOn(
     // stop strings apply to text, never inside the arguments JSON
     const { customStopTriggers: _unused, ...noStop } = base as typeof base & { customStopTriggers?: string[] };
     const res = await slot.chat.generateResponse(p.history!, { ...noStop, grammar: p.grammar, onTextChunk: onChunk });
-    return res.metadata.stopReason === "maxTokens" ? "length" : "tool_calls";
+    return { finishReason: res.metadata.stopReason === "maxTokens" ? "length" : "tool_calls" };
   }
 
   if (mode.kind === "auto") {
@@ -235,10 +253,10 @@ async function runOn(
       ch.push({ type: "tool_call_start", index, id: newCallId(), name: call.functionName });
       ch.push({ type: "tool_call_delta", index, argumentsDelta: JSON.stringify(call.params ?? {}) });
     });
-    if (calls.length) return "tool_calls";
-    return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+    if (calls.length) return { finishReason: "tool_calls" };
+    return textEnding(res.metadata, sampling.stop);
   }
 
   const res = await slot.chat.generateResponse(p.history!, { ...base, grammar: p.grammar, onTextChunk: text });
-  return res.metadata.stopReason === "maxTokens" ? "length" : "stop";
+  return textEnding(res.metadata, sampling.stop);
 }

@@ -62,6 +62,9 @@ export function toAnthropicBody(t: RouteTarget, req: ChatRequest): Record<string
   return body;
 }
 
+/** The upstream's matched stop sequence, carried on the done event. */
+const stopSequenceOf = (reason: unknown, seq: unknown) => (reason === "stop_sequence" && typeof seq === "string" ? { stopSequence: seq } : {});
+
 const finish = (r: unknown): FinishReason => (r === "max_tokens" ? "length" : r === "tool_use" ? "tool_calls" : "stop");
 
 function headers(t: RouteTarget): Record<string, string> {
@@ -90,6 +93,7 @@ async function* fromJson(t: RouteTarget, req: ChatRequest, j: any): AsyncGenerat
     type: "done",
     finishReason: finish(j.stop_reason),
     usage: { promptTokens: j.usage?.input_tokens ?? estimateTokens(req), completionTokens: j.usage?.output_tokens ?? Math.ceil(chars / 4) },
+    ...stopSequenceOf(j.stop_reason, j.stop_sequence),
   };
 }
 
@@ -97,6 +101,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
   let input: number | undefined;
   let output: number | undefined;
   let stop: unknown = null;
+  let stopSeq: unknown = null;
   let chars = 0;
   const toolIndex = new Map<number, number>(); // content block index -> tool call index
   for await (const m of msgs) {
@@ -131,6 +136,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
         break;
       case "message_delta":
         if (j.delta?.stop_reason) stop = j.delta.stop_reason;
+        if (typeof j.delta?.stop_sequence === "string") stopSeq = j.delta.stop_sequence;
         if (j.usage?.output_tokens !== undefined) output = j.usage.output_tokens;
         if (j.usage?.input_tokens !== undefined) input = j.usage.input_tokens;
         break;
@@ -145,6 +151,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
     type: "done",
     finishReason: finish(stop),
     usage: { promptTokens: input ?? estimateTokens(req), completionTokens: output ?? Math.ceil(chars / 4) },
+    ...stopSequenceOf(stop, stopSeq),
   };
 }
 

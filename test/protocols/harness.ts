@@ -13,7 +13,8 @@ export const IDLE_MODEL = "tiny-idle";
 
 export type ProtocolSvc = TestSvc;
 
-export async function startProtocolSvc(): Promise<ProtocolSvc> {
+/** `extra`: more YAML documents (Providers, …) applied at start-up with the Models. */
+export async function startProtocolSvc(extra: string[] = []): Promise<ProtocolSvc> {
   const home = await tempDir("svc-protocols-");
   const modelsDir = path.join(home, "models");
   await mkdir(modelsDir, { recursive: true });
@@ -21,7 +22,7 @@ export async function startProtocolSvc(): Promise<ProtocolSvc> {
   const manifest = path.join(home, "models.yaml");
   const model = (name: string, idle: number) =>
     `apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: ${name}\nspec:\n  file: svc-tiny.gguf\n  threads: 1\n  parallel: 2\n  contextSize: 1024\n  idleUnloadSeconds: ${idle}\n`;
-  await writeFile(manifest, [model(MODEL, 0), model(IDLE_MODEL, 1)].join("---\n"));
+  await writeFile(manifest, [model(MODEL, 0), model(IDLE_MODEL, 1), ...extra].join("---\n"));
   const prev = process.env.SVC_MODELS_DIR;
   delete process.env.SVC_MODELS_DIR; // models live in <home>/models
   try {
