@@ -2,7 +2,8 @@
 // controller checks the credential and header references resolve and reports Ready:
 //   Ready=True  Registered        "N models"
 //   Ready=False CredentialMissing the env variable / file of a reference is missing (requests
-//                                 routed here fail with 502 upstream_error, or fall back)
+//                                 routed here fail with 502 upstream_error, or fall back; its
+//                                 models are left out of /v1/models and /api/tags meanwhile)
 import type { Controller } from "../types";
 import type { ProviderRouter } from "../../engines/providers/router";
 import { describeMissing } from "../../engines/providers/credentials";

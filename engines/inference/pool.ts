@@ -99,6 +99,12 @@ export class ModelPool {
     return this.find(name) !== undefined;
   }
 
+  /** Registered and its file is on disk (what model listings show). */
+  servable(name: string): boolean {
+    const e = this.find(name);
+    return e !== undefined && existsSync(e.file);
+  }
+
   /** The registered name a request's model name (or alias) refers to. */
   resolveName(name: string): string | undefined {
     return this.find(name)?.name;

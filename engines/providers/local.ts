@@ -10,6 +10,8 @@ export interface LocalPool {
   chat(req: ChatRequest, signal: AbortSignal): AsyncIterable<ChatEvent>;
   embed?(req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResult>;
   has?(name: string): boolean;
+  /** registered and its file is on disk */
+  servable?(name: string): boolean;
   list?(): Array<{ name: string } | string> | Promise<Array<{ name: string } | string>>;
 }
 

@@ -42,6 +42,18 @@ function headersUnchanged(refs: Record<string, string> | undefined, last: Record
   return true;
 }
 
+/** Ollama serves its OpenAI-compatible API under /v1: a Provider of type ollama may give
+ * Ollama's own address (http://host:11434) or the /v1 one; the path gets /v1 when it lacks it. */
+export function upstreamBaseUrl(type: ProviderType, baseUrl: string | undefined): string | undefined {
+  if (type === "local") return undefined;
+  const base = baseUrl ?? DEFAULT_BASE_URL[type];
+  if (type !== "ollama") return base;
+  const u = new URL(base);
+  const p = u.pathname.replace(/\/+$/, "");
+  if (!/\/v1$/.test(p)) u.pathname = `${p}/v1`;
+  return u.toString().replace(/\/+$/, "");
+}
+
 const toMicros = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 1e6));
 
 export class ProviderRouter {
@@ -92,7 +104,7 @@ export class ProviderRouter {
           inPerM: priced ? (inPerM ?? 0) : undefined,
           outPerM: priced ? (outPerM ?? 0) : undefined,
           priced,
-          baseUrl: isLocal ? undefined : (s.baseUrl ?? DEFAULT_BASE_URL[s.type]),
+          baseUrl: upstreamBaseUrl(s.type, s.baseUrl),
           credentialRef: s.credential,
           headerRefs: s.headers,
           timeoutMs: (s.timeoutSeconds ?? 120) * 1000,
@@ -161,11 +173,26 @@ export class ProviderRouter {
     return r;
   }
 
-  /** Every model name served, with its providers (for /v1/models). */
+  /** Every model name that can be served now, with its providers (for /v1/models, /api/tags):
+   * not through a Provider whose credential or header references do not resolve (its status is
+   * CredentialMissing), nor a local Model whose file is missing or that the pool does not hold. */
   listing(): Array<{ model: string; provider: string; type: ProviderType }> {
     const out: Array<{ model: string; provider: string; type: ProviderType }> = [];
-    for (const [model, a] of this.byModel) for (const t of a) out.push({ model, provider: t.provider, type: t.type });
+    const pool = this.getPool();
+    for (const [model, a] of this.byModel) {
+      for (const t of a) if (this.servable(t, pool)) out.push({ model, provider: t.provider, type: t.type });
+    }
     return out;
+  }
+
+  private servable(t: IndexedTarget, pool: LocalPool | undefined): boolean {
+    if (t.type === "local") {
+      if (!pool) return false;
+      return pool.servable ? pool.servable(t.upstreamModel) : (pool.has?.(t.upstreamModel) ?? true);
+    }
+    if (t.credentialRef && resolveSecretRef(t.credentialRef) === undefined) return false;
+    for (const k in t.headerRefs ?? {}) if (resolveSecretRef(t.headerRefs![k]) === undefined) return false;
+    return true;
   }
 
   /** Models a Provider object registered (for its status). */
