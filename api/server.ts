@@ -267,7 +267,17 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       (stopping ??= (async () => {
         log.info("stopping");
         await watcher?.stop().catch(() => undefined);
-        await listener.close(5000); // stop accepting, let in-flight requests finish
+        // Stop accepting and let in-flight requests finish within the grace. Streams still
+        // running 3 s in are told to end (generation cancelled, each protocol's terminal error
+        // frame written) so that none is cut mid-frame when the grace runs out at 5 s.
+        const { endStreams, forgetStopped } = await import("./sse");
+        const port = listener.address()?.port;
+        let ending: Promise<void> | undefined;
+        const streamsTimer = setTimeout(() => (ending = endStreams(port, 1500)), 3000);
+        await listener.close(5000);
+        clearTimeout(streamsTimer);
+        await ending;
+        forgetStopped(port);
         await mgr.stop(); // let running reconciles finish
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));

@@ -26,7 +26,8 @@ import { newId } from "../openai/validate";
 
 const now = () => Math.floor(Date.now() / 1000);
 const DONE = "data: [DONE]\n\n";
-const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI());
+// an error after the stream began (upstream failure, server stopping), then the end marker
+const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI()) + DONE;
 
 type ChatMeta = { id: string; created: number; model: string; includeUsage: boolean };
 const renderChat = (events: AsyncIterable<ChatEvent>, meta: ChatMeta) => frames(chatChunks(events, meta), sseData, DONE);
