@@ -151,3 +151,9 @@ export function parseMessagesRequest(b: Record<string, any>, agentId?: string): 
     ...(agentId ? { agentId } : {}),
   };
 }
+
+/** /v1/messages/count_tokens: the Messages body without max_tokens (and never streamed). */
+export function parseCountTokensRequest(b: Record<string, any>): ChatRequest {
+  const { max_tokens: _max, stream: _stream, ...rest } = b;
+  return parseMessagesRequest({ ...rest, max_tokens: 1 });
+}

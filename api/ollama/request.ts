@@ -134,6 +134,26 @@ export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): {
   return { req, loadOnly: prompt === "" };
 }
 
+const DURATION = /^(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)?$/;
+
+/** Ollama's keep_alive: seconds (number) or a Go-style duration ("5m", "0", "-1"). Only zero has
+ * an effect here (unload the model after answering); a model's idle unload is otherwise set by
+ * its Model manifest (idleUnloadSeconds). Returns true for zero. */
+export function keepAliveZero(v: unknown): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === "number" && Number.isFinite(v)) return v === 0;
+  if (typeof v === "string") {
+    const m = DURATION.exec(v.trim());
+    if (m) return Number(m[1]) === 0;
+  }
+  throw bad(`'keep_alive' must be a duration such as "5m", "0" or "-1", or a number of seconds`, "keep_alive");
+}
+
+/** /api/chat with no messages only loads (or, with keep_alive 0, unloads) the model. */
+export function isLoadOnlyChat(b: Record<string, any>): boolean {
+  return b.messages === undefined || b.messages === null || (Array.isArray(b.messages) && b.messages.length === 0);
+}
+
 /** /api/embed (input) and the older /api/embeddings (prompt). */
 export function parseOllamaEmbed(b: Record<string, any>, legacy = false): EmbeddingRequest {
   const model = reqString(b.model, "model");

@@ -45,9 +45,14 @@ export function generateResponse(r: ChatResult, model: string, t: Timing) {
   return { model, created_at: createdAt(), response: r.text, done: true as const, done_reason: doneReason(r.finishReason), ...finalStats(t, r.usage) };
 }
 
-/** /api/generate with an empty prompt: Ollama's "load the model" answer. */
-export function loadResponse(model: string) {
-  return { model, created_at: createdAt(), response: "", done: true as const, done_reason: "load" };
+/** /api/generate with an empty prompt: Ollama's "load the model" (or, keep_alive 0, "unload") answer. */
+export function loadResponse(model: string, reason: "load" | "unload" = "load") {
+  return { model, created_at: createdAt(), response: "", done: true as const, done_reason: reason };
+}
+
+/** /api/chat with no messages: the same, in the chat shape. */
+export function chatLoadResponse(model: string, reason: "load" | "unload") {
+  return { model, created_at: createdAt(), message: { role: "assistant" as const, content: "" }, done_reason: reason, done: true as const };
 }
 
 /** Pass events through, noting when the first one arrived (prompt evaluation ends there). */

@@ -7,9 +7,12 @@ import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
-import { agentIdOf, answerChat, startChat } from "../caller";
+import { agentIdOf, answerChat, callerFrom, pipelineOf, startChat } from "../caller";
+import { clientCancellation } from "../sse";
+import { countPromptTokens } from "../../engines/providers/count-tokens";
+import { GatewayError } from "../../engines/gateway/errors";
 import { frames, sseEvent } from "../sse";
-import { parseMessagesRequest } from "../anthropic/request";
+import { parseCountTokensRequest, parseMessagesRequest } from "../anthropic/request";
 import { anthropicMessage } from "../anthropic/response";
 import { messageEvents } from "../anthropic/stream";
 import { anthropicErrorBody, renderAnthropic } from "../anthropic/errors";
@@ -19,6 +22,8 @@ import { newId } from "../openai/validate";
 /** The POST inference routes (served by api/inference-listener.ts). */
 const renderMessages = (events: AsyncIterable<ChatEvent>, meta: { id: string; model: string }) => frames(messageEvents(events, meta), (ev) => sseEvent(ev.type, ev));
 const sseError = (e: unknown) => sseEvent("error", anthropicErrorBody(toGatewayError(e)));
+
+const COUNT_FIELDS = new Set(["messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "output_config"]);
 
 export function anthropicInference(svc: Svc): InferenceRoute[] {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
@@ -30,5 +35,24 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
     const meta = { id: newId("msg_"), model: s.start.model };
     await answerChat(ctx, s, { stream: req.stream, meta, whole: anthropicMessage, format: "sse", render: renderMessages, onError: sseError, log });
   };
-  return [{ path: "/v1/messages", renderError: renderAnthropic, handle: messages }];
+  // Counting is free (no limits spent, no audit entry), but the caller must be allowed the model.
+  const countTokens = async (ctx: HttpContext) => {
+    ctx.set("request-id", String(ctx.state.requestId ?? ""));
+    const body = await readJson(ctx);
+    const req = parseCountTokensRequest(body);
+    const visible = await pipelineOf(svc).listModels(callerFrom(ctx)); // authenticates the key
+    if (!visible.some((m) => m.id === req.model)) {
+      throw new GatewayError(404, "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
+    }
+    // what Anthropic's count_tokens accepts, forwarded as sent to an Anthropic upstream
+    const rest = Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_FIELDS.has(k)));
+    const gw = svc.engines.gateway!;
+    const n = await countPromptTokens(gw.router, svc.engines.pool, req, rest, clientCancellation(ctx));
+    ctx.set("x-svc-token-count", n.source);
+    ctx.body = { input_tokens: n.inputTokens };
+  };
+  return [
+    { path: "/v1/messages", renderError: renderAnthropic, handle: messages },
+    { path: "/v1/messages/count_tokens", renderError: renderAnthropic, handle: countTokens },
+  ];
 }

@@ -16,8 +16,8 @@ import { toGatewayError } from "../errors";
 import { readJson } from "../body";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, ndjsonLine } from "../sse";
-import { parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
-import { chatResponse, generateResponse, loadResponse, timed, type Timing } from "../ollama/response";
+import { isLoadOnlyChat, keepAliveZero, parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
+import { chatLoadResponse, chatResponse, generateResponse, loadResponse, timed, type Timing } from "../ollama/response";
 import { chatLines, generateLines } from "../ollama/stream";
 import { ollamaErrorMessage, renderOllama } from "../ollama/errors";
 import { showRemote, showResponse, tagEntry } from "../ollama/models";
@@ -83,29 +83,57 @@ function ollamaParts(svc: Svc) {
     });
   }
 
-  return { localInfo, findModel, answer };
+  /** keep_alive 0: unload a local model (after in-flight answers, this one included, end). */
+  function unloadLocal(name: string): void {
+    const pool = existingPool(svc);
+    if (pool?.has(name) && pool.unload(name)) svc.log.info(`model ${name} unloaded (keep_alive 0)`);
+  }
+
+  return { localInfo, findModel, answer, unloadLocal };
 }
 
 /** The POST inference routes (served by api/inference-listener.ts). */
 export function ollamaInference(svc: Svc): InferenceRoute[] {
-  const { findModel, answer } = ollamaParts(svc);
+  const { findModel, answer, unloadLocal } = ollamaParts(svc);
   const r: InferenceRoute[] = [];
   const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, renderError: renderOllama, handle });
 
+  // As Ollama: no messages / empty prompt only loads the model ("load"), or with keep_alive 0
+  // unloads it ("unload"); a generation with keep_alive 0 answers, then unloads the model.
   post("/api/chat", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
-    await answer(ctx, parseOllamaChat(await readJson(ctx), agentIdOf(ctx)), t, chatResponse, chatLines);
+    const b = await readJson(ctx);
+    const unload = keepAliveZero(b.keep_alive);
+    if (isLoadOnlyChat(b)) {
+      const m = await findModel(ctx, typeof b.model === "string" ? b.model : parseOllamaChat(b).model);
+      if (unload) unloadLocal(m.id);
+      ctx.body = chatLoadResponse(b.model, unload ? "unload" : "load");
+      return;
+    }
+    const req = parseOllamaChat(b, agentIdOf(ctx));
+    try {
+      await answer(ctx, req, t, chatResponse, chatLines);
+    } finally {
+      if (unload) unloadLocal(req.model);
+    }
   });
 
   post("/api/generate", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
-    const { req, loadOnly } = parseOllamaGenerate(await readJson(ctx), agentIdOf(ctx));
+    const b = await readJson(ctx);
+    const unload = keepAliveZero(b.keep_alive);
+    const { req, loadOnly } = parseOllamaGenerate(b, agentIdOf(ctx));
     if (loadOnly) {
-      await findModel(ctx, req.model);
-      ctx.body = loadResponse(req.model);
+      const m = await findModel(ctx, req.model);
+      if (unload) unloadLocal(m.id);
+      ctx.body = loadResponse(req.model, unload ? "unload" : "load");
       return;
     }
-    await answer(ctx, req, t, generateResponse, generateLines);
+    try {
+      await answer(ctx, req, t, generateResponse, generateLines);
+    } finally {
+      if (unload) unloadLocal(req.model);
+    }
   });
 
   post("/api/embed", async (ctx) => {
@@ -171,6 +199,13 @@ export default function ollamaRoutes(svc: Svc): Router {
 
   r.get("/api/version", ollamaShape, (ctx: Context) => {
     ctx.body = { version: SVC_VERSION };
+  });
+
+  // Any other /api/* path answers in Ollama's error shape, which Ollama clients print (the
+  // default {error: {message}} shape shows as "[object Object]" in ollama-js). Last in this
+  // router; the inference routes (POST /api/chat, …) never reach Koa.
+  r.all(/^\/api\/.*/, ollamaShape, (ctx: Context) => {
+    throw new GatewayError(404, "not_found", `${ctx.method} ${ctx.path} is not an endpoint of this server (Ollama-compatible routes: /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps, /api/version)`);
   });
 
   return r;

@@ -89,6 +89,11 @@ export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: Gramm
   return p;
 }
 
+/** Prompt tokens a request renders to (the count its answer reports as prompt tokens). */
+export async function promptTokenCount(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<number> {
+  return (await render(lm, req, grammars)).tokens.length;
+}
+
 async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<Prepared> {
   const mode = chooseMode(req);
   const schema = grammarSchema(mode, req);

@@ -6,7 +6,7 @@ import path from "node:path";
 import { getLlama, type Llama, LlamaLogLevel } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ModelSpec } from "../../schemas/kinds/model";
-import { generate, prepare } from "./chat-run";
+import { generate, prepare, promptTokenCount } from "./chat-run";
 import { InferenceError } from "./errors";
 import { readModelInfo, type ModelInfo } from "./info";
 import { GrammarCache } from "./json-schema";
@@ -166,6 +166,22 @@ export class ModelPool {
   async countTokens(name: string, text: string): Promise<number> {
     const lm = await this.ensureLoaded(this.entryFor(name));
     return lm.model.tokenize(text).length;
+  }
+
+  /** Prompt tokens of a chat request as this model renders it (chat template, tools), with its
+   * own tokenizer: what the answer would report as prompt tokens. Loads the model if needed. */
+  async countChatTokens(req: ChatRequest): Promise<number> {
+    const lm = await this.ensureLoaded(this.entryFor(req.model));
+    return promptTokenCount(lm, req, await this.grammarCache());
+  }
+
+  /** Unload a model now (Ollama's keep_alive 0): in-flight generations finish first; the next
+   * request loads it again. False when no such model is registered. */
+  unload(name: string): boolean {
+    const e = this.find(name);
+    if (!e) return false;
+    this.detach(e);
+    return true;
   }
 
   stats(): PoolStats {

@@ -171,8 +171,11 @@ describe("invalid requests get Ollama-shaped errors", () => {
     }
   });
 
-  it("empty messages -> 400", async () => {
-    const r = await post("/api/chat", { model: MODEL, messages: [] });
+  it("empty messages load the model (as Ollama does); messages that are not an array -> 400", async () => {
+    const ok = await post("/api/chat", { model: MODEL, messages: [] });
+    expect(ok.status).toBe(200);
+    expect(ok.json).toMatchObject({ model: MODEL, done: true, done_reason: "load" });
+    const r = await post("/api/chat", { model: MODEL, messages: "hi" });
     expect(r.status).toBe(400);
     expect(typeof r.json.error).toBe("string");
   });
