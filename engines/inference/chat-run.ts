@@ -8,7 +8,7 @@ import type { ChatEvent, ChatRequest, FinishReason, ToolDef } from "../chat/type
 import { EventChannel } from "./channel";
 import { abortError, InferenceError } from "./errors";
 import { forcedToolInstruction, toChatHistory } from "./history";
-import { type GrammarCache, toGbnfSchema } from "./json-schema";
+import { type GrammarCache, grammarSpec, toGbnfSchema } from "./json-schema";
 import type { Lease, LoadedModel } from "./loaded-model";
 import { llamaSamplingOptions, type ResolvedSampling } from "./sampling";
 import { WrappedCallParser } from "./wrapped-call";
@@ -79,9 +79,10 @@ function grammarSchema(mode: Mode, req: ChatRequest): unknown {
   return mode.kind === "auto" ? undefined : req.responseSchema;
 }
 
-/** Validates the request and renders its prompt (no lease is held yet). */
-export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<Prepared> {
-  const p = await render(lm, req, grammars);
+/** Validates the request and renders its prompt (no lease is held yet). `maxTokens` bounds the
+ * generation; a JSON grammar sizes its free strings to fit it. */
+export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache, maxTokens: number): Promise<Prepared> {
+  const p = await render(lm, req, grammars, Math.min(maxTokens, lm.context.contextSize));
   const ctxSize = lm.context.contextSize;
   if (p.tokens.length >= ctxSize) {
     throw new InferenceError("context_length_exceeded", `prompt of ${p.tokens.length} tokens does not fit the context size ${ctxSize} of ${lm.name}`);
@@ -91,13 +92,13 @@ export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: Gramm
 
 /** Prompt tokens a request renders to (the count its answer reports as prompt tokens). */
 export async function promptTokenCount(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<number> {
-  return (await render(lm, req, grammars)).tokens.length;
+  return (await render(lm, req, grammars, lm.context.contextSize)).tokens.length;
 }
 
-async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache): Promise<Prepared> {
+async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache, maxTokens: number): Promise<Prepared> {
   const mode = chooseMode(req);
   const schema = grammarSchema(mode, req);
-  const grammar = schema === undefined ? undefined : await grammars.get(toGbnfSchema(schema));
+  const grammar = schema === undefined ? undefined : await grammars.get(grammarSpec(schema, maxTokens));
   const model = lm.model;
   if (mode.kind === "completion") {
     const input = model.tokenize(req.prompt ?? "", false, "trimLeadingSpace");

@@ -126,7 +126,7 @@ export class ModelPool {
     // A model may unload between load and lease (idle timer, re-register): retry once.
     for (let attempt = 0; ; attempt++) {
       const lm = await this.ensureLoaded(entry);
-      const prepared = await prepare(lm, req, await this.grammarCache());
+      const prepared = await prepare(lm, req, await this.grammarCache(), sampling.maxTokens);
       let lease: Lease;
       try {
         lease = await lm.lease(prepared.tokens, signal);
