@@ -273,7 +273,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         const { endStreams, forgetStopped } = await import("./sse");
         const port = listener.address()?.port;
         let ending: Promise<void> | undefined;
-        const streamsTimer = setTimeout(() => (ending = endStreams(port, 1500)), 3000);
+        const streamsTimer = setTimeout(() => (ending = port === undefined ? undefined : endStreams(port, 1500)), 3000);
         await listener.close(5000);
         clearTimeout(streamsTimer);
         await ending;
