@@ -270,7 +270,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         // Stop accepting and let in-flight requests finish within the grace. Streams still
         // running 3 s in are told to end (generation cancelled, each protocol's terminal error
         // frame written) so that none is cut mid-frame when the grace runs out at 5 s.
-        const { endStreams, forgetStopped } = await import("./sse");
+        const { endStreams, forgetStopped } = await import("./stream-shutdown");
         const port = listener.address()?.port;
         let ending: Promise<void> | undefined;
         const streamsTimer = setTimeout(() => (ending = port === undefined ? undefined : endStreams(port, 1500)), 3000);

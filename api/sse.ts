@@ -5,7 +5,7 @@
 import type { HttpContext } from "./http-context";
 import type { ServerResponse } from "node:http";
 import { Cancellation } from "../engines/chat/cancel";
-import { GatewayError } from "../engines/gateway/errors";
+import { track, untrack, type LiveStream } from "./stream-shutdown";
 
 /** Cancelled when the client disconnects before the response has been fully written. Create it
  * before starting work so a client that leaves during prefill cancels that too. */
@@ -192,7 +192,7 @@ export interface StreamOptions<E> {
  * frame, stopping generation as soon as the client goes away.
  */
 export async function streamEvents<E>(ctx: HttpContext, o: StreamOptions<E>): Promise<void> {
-  const live = track(ctx);
+  const live = track(clientCancellation(ctx), ctx.req.socket?.localPort);
   try {
     let peeked: Awaited<ReturnType<typeof peek<E>>>;
     try {
@@ -211,64 +211,6 @@ export async function streamEvents<E>(ctx: HttpContext, o: StreamOptions<E>): Pr
   } finally {
     untrack(live);
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Streams in flight, so that stopping the server ends each with its protocol's terminal frame
-// (OpenAI: an error event then [DONE]; Anthropic: an error event; Ollama: an error line) instead
-// of cutting the socket when the grace runs out. Keyed by the local port the request came in
-// on, so several servers in one process (tests) stop only their own streams.
-
-export interface LiveStream {
-  cancel: Cancellation;
-  port: number | undefined;
-  /** set when the server stops: the error the stream ends with */
-  stopping?: GatewayError;
-  onDone?: () => void;
-}
-
-const live = new Set<LiveStream>();
-/** ports whose server is stopping: a stream that starts there now ends at once */
-const stoppingPorts = new Map<number | undefined, GatewayError>();
-
-export const shuttingDown = () => new GatewayError(503, "model_unavailable", "svc is shutting down; this answer was cut short. Retry the request.");
-
-function track(ctx: HttpContext): LiveStream {
-  const entry: LiveStream = { cancel: clientCancellation(ctx), port: ctx.req.socket?.localPort };
-  live.add(entry);
-  const stopping = stoppingPorts.get(entry.port);
-  if (stopping) stop(entry, stopping);
-  return entry;
-}
-
-function untrack(entry: LiveStream): void {
-  live.delete(entry);
-  entry.onDone?.();
-}
-
-function stop(entry: LiveStream, err: GatewayError): void {
-  if (entry.stopping) return;
-  entry.stopping = err;
-  // an AbortError: generation stops, and the audit records the request as cancelled
-  entry.cancel.abort(new DOMException(err.message, "AbortError"));
-}
-
-/** Stop every stream in flight on `port` (all ports when undefined), and any that starts there
- * until `forgetStopped(port)`: generation is cancelled and each stream writes its protocol's
- * terminal error frame. Resolves when they have ended, or after `waitMs`. */
-export async function endStreams(port: number | undefined, waitMs = 2000): Promise<void> {
-  const err = shuttingDown();
-  stoppingPorts.set(port, err);
-  const mine = [...live].filter((e) => port === undefined || e.port === port);
-  const done = mine.map((e) => new Promise<void>((r) => (e.onDone = r)));
-  for (const e of mine) stop(e, err);
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(done), new Promise<void>((r) => (timer = setTimeout(r, waitMs).unref()))]);
-  clearTimeout(timer);
-}
-
-export function forgetStopped(port: number | undefined): void {
-  stoppingPorts.delete(port);
 }
 
 /** Serialize an object stream with `frame`, then append fixed trailing frames (e.g. [DONE]). */
