@@ -82,6 +82,11 @@ interface HttpListener extends Listener {
   close(graceMs: number): Promise<void>;
 }
 
+/** How often Node looks for requests past their time limits. */
+const TIMEOUT_CHECK_MS = 500;
+/** Headers get at most 60 s (Node's default), never more than the whole request. */
+const headersLimit = (requestMs: number) => Math.min(requestMs, 60_000);
+
 function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void, requestTimeoutMs: () => number): HttpListener {
   let server: http.Server | null = null;
   let addr: BoundAddress | null = null;
@@ -92,16 +97,23 @@ function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: B
   const listen = (host: string, port: number) =>
     new Promise<http.Server>((resolve, reject) => {
       const open = new Set<http.ServerResponse>();
-      const s = http.createServer((req, res) => {
+      // requestTimeout bounds the whole request (headers and body: a request stays "active" until
+      // its body ends), headersTimeout the headers; Node checks both only every
+      // connectionsCheckingInterval (30 s by default), so a short check makes trickling sockets
+      // (slowloris, slow bodies) close within the configured time. Responses may stream longer.
+      const first = requestTimeoutMs();
+      const s = http.createServer({ requestTimeout: first, headersTimeout: headersLimit(first), connectionsCheckingInterval: TIMEOUT_CHECK_MS }, (req, res) => {
         // Read per request so a Server manifest change applies without rebinding.
         const limit = requestTimeoutMs();
-        if (s.requestTimeout !== limit) s.requestTimeout = limit;
+        if (s.requestTimeout !== limit) {
+          s.requestTimeout = limit;
+          s.headersTimeout = headersLimit(limit);
+        }
         open.add(res);
         (res as OpenRes)[kOpen] = open;
         res.on("close", leaveOpen); // shared listener: no per-request closure
         handler(req, res);
       });
-      s.requestTimeout = requestTimeoutMs();
       inflight.set(s, open);
       s.once("error", reject);
       s.listen(port, host, () => {
