@@ -23,8 +23,10 @@ export function rememberSecret(value: string | undefined): void {
 }
 
 const KEY_SHAPES: Array<[RegExp, string]> = [
-  // Authorization-style credentials: keep the scheme, drop the value
-  [/\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=:-]{6,}/gi, `$1$2${MASK}`],
+  // Authorization-style credentials: keep the scheme, drop the value ("Basic"/"Token" only before
+  // a credential-length value, so prose such as "Token indices exceed …" stays readable)
+  [/\b(Bearer)(\s+)[A-Za-z0-9._~+/=:-]{6,}/gi, `$1$2${MASK}`],
+  [/\b(Basic|Token)(\s+)[A-Za-z0-9._~+/=:-]{16,}/gi, `$1$2${MASK}`],
   // OpenAI / Anthropic / svc style keys (sk-…, sk-ant-…, sk-proj-…, sk-svc-…)
   [/\bsk-[A-Za-z0-9_-]{6,}/g, `sk-${MASK}`],
   // x-api-key: value / api_key=value written out in a message

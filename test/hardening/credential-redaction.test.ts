@@ -30,8 +30,10 @@ async function echoUpstream() {
         res.writeHead(200, { "content-type": "text/event-stream" });
         if (req.url?.endsWith("/messages")) {
           res.write(`event: message_start\ndata: ${JSON.stringify({ type: "message_start", message: { usage: { input_tokens: 1 } } })}\n\n`);
+          res.write(`event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "partial " } })}\n\n`);
           res.end(`event: error\ndata: ${JSON.stringify({ type: "error", error: { type: "api_error", message: echo } })}\n\n`);
         } else {
+          res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "partial " } }] })}\n\n`);
           res.end(`data: ${JSON.stringify({ error: { message: echo } })}\n\n`);
         }
         return;
@@ -122,8 +124,11 @@ describe("upstream error text is redacted", () => {
       if (chats.length >= sent || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    expect(JSON.parse(audit).data.filter((e: any) => e.api_key_id === key.id && e.status !== "success").length).toBeGreaterThan(0);
     expectClean(audit, "the audit log");
     // captured log lines
+    // failures after the stream began are logged (with the error): redacted there too
+    expect(env.svc.logs.some((l) => l.msg === "stream failed")).toBe(true);
     expectClean(JSON.stringify(env.svc.logs), "the log");
   });
 
@@ -132,5 +137,7 @@ describe("upstream error text is redacted", () => {
     const out = redactSecrets("bad key sk-proj-abcdefghijkl; Authorization: Bearer abc.def-ghi_123; x-api-key: qwertyuiop");
     expect(out).not.toMatch(/abcdefghijkl|abc\.def-ghi_123|qwertyuiop/);
     expect(out).toContain("Bearer [redacted]");
+    // prose is left alone
+    expect(redactSecrets("Token indices sequence length is longer than the maximum")).toBe("Token indices sequence length is longer than the maximum");
   });
 });
