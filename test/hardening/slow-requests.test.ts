@@ -3,6 +3,7 @@
 // Node's check interval), while ordinary requests keep being served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import net from "node:net";
+import http from "node:http";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
@@ -37,22 +38,37 @@ function trickle(port: number, head: string, drip: string): Promise<Trickler> {
       clearInterval(timer);
     });
     sock.once("connect", () => {
-      sock.write(head);
+      if (head) sock.write(head);
       let i = 0;
-      timer = setInterval(() => {
-        if (!sock.destroyed) sock.write(drip[i++ % drip.length]);
-      }, 200);
+      if (drip) {
+        timer = setInterval(() => {
+          if (!sock.destroyed) sock.write(drip[i++ % drip.length]);
+        }, 200);
+      }
       resolve(t);
     });
     sock.once("error", reject);
   });
 }
 
+/** GET on a keep-alive agent; says whether the request reused an open connection. */
+function getOn(agent: http.Agent, url: string): Promise<{ status: number; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+    });
+    req.on("error", reject);
+  });
+}
+
 describe("slow clients", () => {
-  it("closes 50 sockets trickling headers or a body, and keeps serving normal requests", async () => {
+  it("closes 50 sockets trickling headers or a body (and silent ones), and keeps serving normal requests", async () => {
     const port = s.port;
     const socks: Trickler[] = [];
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
+      expect((await getOn(agent, `${s.url}/health`)).status).toBe(200);
       for (let i = 0; i < 25; i++) {
         // headers that never end
         socks.push(await trickle(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n", "X-Slow: aaaaaaaaaaaaaaaa\r\n"));
@@ -60,6 +76,8 @@ describe("slow clients", () => {
         const p = i % 2 ? "/v1/chat/completions" : "/v1/api-keys";
         socks.push(await trickle(port, `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":"`, "aaaaaaaaaa"));
       }
+      // and a few that connect and send nothing at all
+      for (let i = 0; i < 5; i++) socks.push(await trickle(port, "", ""));
       expect(socks.filter((x) => x.closed)).toHaveLength(0);
 
       // an ordinary request is served meanwhile
@@ -74,7 +92,10 @@ describe("slow clients", () => {
 
       const after = await fetch(`${s.url}/health`);
       expect(after.status).toBe(200);
+      // a connection that did talk is not taken for a silent one: still open, reused
+      expect(await getOn(agent, `${s.url}/health`)).toEqual({ status: 200, reused: true });
     } finally {
+      agent.destroy();
       for (const x of socks) x.stop();
     }
   });
