@@ -105,6 +105,8 @@ export class GatewayPipeline implements InferencePipeline {
     throw err;
   }
 
+  /** authenticate + checkUse, before the body is read (InferencePipeline.admit); a refused key
+   * use is audited as chat() would have. */
   admit(caller: Caller): KeyEntry | null {
     const key = this.authenticate(caller);
     if (key) {
