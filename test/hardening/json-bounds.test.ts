@@ -85,5 +85,8 @@ describe("export", () => {
       expect(JSON.stringify(key.spec.metadata)).toContain("omitted: nested deeper than");
       if (format === "yaml") expect(text).toContain("replaced: the stored value cannot be exported");
     }
+    // the key routes keep working with it stored
+    expect((await env.api("GET", "/v1/api-keys")).status).toBe(200);
+    expect((await env.api("GET", "/v1/api-keys/key_legacydeep")).status).toBe(200);
   });
 });
