@@ -1,7 +1,9 @@
-// JSON bodies: size-limited, parsed once, clear 400/413 errors (never a stack trace).
+// JSON bodies: size-limited, parsed once, depth- and metadata-bounded (api/json-bounds.ts), clear
+// 400/413 errors (never a stack trace).
 import getRawBody from "raw-body";
 import type { HttpContext } from "./http-context";
 import { GatewayError } from "../engines/gateway/errors";
+import { checkJsonBounds } from "./json-bounds";
 
 export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 
@@ -29,6 +31,7 @@ export async function readJson<T = any>(ctx: HttpContext, limit?: number): Promi
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw new GatewayError(400, "invalid_request", "request body must be a JSON object");
   }
+  checkJsonBounds(body as Record<string, unknown>);
   (ctx.state as any).jsonBody = body;
   return body as T;
 }

@@ -1,37 +1,99 @@
-// Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer … or x-api-key,
-// so OpenAI and Anthropic clients both work), the socket address (never X-Forwarded-For), the
+// Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer / Token / Basic, or
+// x-api-key, so OpenAI, Anthropic and plain HTTP clients all work), the socket address (never X-Forwarded-For), the
 // user agent, the request id and the route, for the gateway pipeline and its audit log.
 import type { HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { GatewayError } from "../engines/gateway/errors";
+import { SECRET_PREFIX } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
 
+/** How a key may be sent (named in every 401 about a credential that cannot be used). */
+export const ACCEPTED_KEY_FORMS =
+  "send the key as Authorization: Bearer <key> (also accepted: Authorization: Token <key>, Authorization: Basic with the key as user name or password, or an x-api-key header)";
+
+const unusable = (why: string) => new GatewayError(401, "invalid_api_key", `${why}; ${ACCEPTED_KEY_FORMS}`);
+
+/** The key a request carries, or undefined when it sends none. A credential in a form svc does
+ * not read (another Authorization scheme, an empty one, ?api_key= in the URL) is a 401, never
+ * taken as "no key": the caller meant to authenticate. */
 export function tokenFrom(ctx: HttpContext): string | undefined {
-  const auth = ctx.get("authorization");
-  if (auth) {
-    const m = /^Bearer\s+(\S.*)$/i.exec(auth.trim());
-    if (m) return m[1].trim();
+  const url = ctx.req.url;
+  // keys in URLs end up in access logs, proxies and browser history: refused, not read
+  if (url !== undefined && url.includes("api_key") && hasQueryKey(url)) {
+    throw unusable("API keys are not accepted in the query string (api_key=…)");
   }
+  const auth = ctx.get("authorization");
+  if (auth) return fromAuthorization(auth);
   const key = ctx.get("x-api-key").trim();
   return key || undefined;
 }
 
+function hasQueryKey(url: string): boolean {
+  const q = url.indexOf("?");
+  return q >= 0 && new URLSearchParams(url.slice(q + 1)).has("api_key");
+}
+
+function fromAuthorization(raw: string): string {
+  const v = raw.trim();
+  let sp = v.indexOf(" ");
+  if (sp < 0) sp = v.indexOf("\t");
+  const scheme = (sp < 0 ? v : v.slice(0, sp)).toLowerCase();
+  const cred = sp < 0 ? "" : v.slice(sp + 1).trim();
+  if (scheme === "bearer" || scheme === "token") {
+    if (cred) return cred;
+    throw unusable(`the Authorization header's ${scheme === "bearer" ? "Bearer" : "Token"} value is empty`);
+  }
+  if (scheme === "basic") return basicKey(cred);
+  throw unusable(`the Authorization scheme ${JSON.stringify(scheme.slice(0, 20))} is not supported`);
+}
+
+/** Basic credentials (base64 of user:password): the key is whichever part looks like an svc key,
+ * else the password, else the user name (`curl -u <key>:` sends it as the user name). */
+function basicKey(b64: string): string {
+  const text = b64 ? Buffer.from(b64, "base64").toString("utf8") : "";
+  const colon = text.indexOf(":");
+  if (colon < 0) throw unusable("the Authorization: Basic value is not base64 of user:password");
+  const user = text.slice(0, colon).trim();
+  const pass = text.slice(colon + 1).trim();
+  if (pass.startsWith(SECRET_PREFIX)) return pass;
+  if (user.startsWith(SECRET_PREFIX)) return user;
+  const key = pass || user;
+  if (!key) throw unusable("the Authorization: Basic value holds no key");
+  return key;
+}
+
+/** Who is calling; built once per request (kept in ctx.state) and carrying the key once it was
+ * authenticated, so the pipeline does not authenticate a second time. */
 export function callerFrom(ctx: HttpContext): Caller {
+  const known = ctx.state.caller as Caller | undefined;
+  if (known) return known;
   const route = (ctx as any)._matchedRoute;
-  return {
+  const caller: Caller = {
     token: tokenFrom(ctx),
     ip: clientIp(ctx),
     loopback: isLoopback(ctx),
     userAgent: ctx.get("user-agent") || undefined,
     requestId: String(ctx.state.requestId ?? ""),
     route: typeof route === "string" ? route : ctx.path,
+    key: undefined,
   };
+  ctx.state.caller = caller;
+  return caller;
+}
+
+/** Authenticate an inference request before its body is read (a bad key with a bad body is a
+ * 401, not a 400). Without a gateway engine the route itself answers 503. */
+export function authenticateCaller(ctx: HttpContext, svc: Svc): void {
+  const gw = svc.engines.gateway;
+  if (!gw) return;
+  const caller = callerFrom(ctx);
+  caller.key = gw.pipeline.admit(caller);
 }
 
 /** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */

@@ -1,7 +1,8 @@
 // The inference hot path: the inference routes (chat, completions, messages, …; POST only) are
 // served here with a LeanContext, without Koa; every other path goes to the Koa app. The steps are
 // the ones app.ts gives every Koa request: request id, body limit, the protocol's error shape
-// (api/errors.ts), then the body written as Koa would. Koa's per-request context graph,
+// (api/errors.ts), then the body written as Koa would. The caller is authenticated here, once,
+// before any route reads its body (api/caller.ts authenticateCaller). Koa's per-request context graph,
 // middleware composition and router scan cost about as much as the gateway's own checks, so
 // the routes that carry the load skip them (measured in bench/reports/latest.md).
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
@@ -11,6 +12,7 @@ import type { InferenceRoute } from "./inference-route";
 import { renderFailure } from "./errors";
 import { beginRequest } from "./request-id";
 import { GatewayError } from "../engines/gateway/errors";
+import { authenticateCaller } from "./caller";
 
 export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
   const byPath = new Map(routes.map((r) => [r.path, r]));
@@ -33,6 +35,7 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
       ctx.set("allow", "POST");
       throw new GatewayError(405, "invalid_request", `${ctx.method} is not allowed on ${route.path}; use POST`);
     }
+    authenticateCaller(ctx, svc); // before the body is read: a bad key is a 401 whatever the body
     await route.handle(ctx);
   } catch (e) {
     renderFailure(ctx, e, svc.log);

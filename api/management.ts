@@ -6,7 +6,7 @@ import type { Svc } from "../engines/svc";
 import type { Gateway } from "../engines/gateway";
 import { AUTH_MESSAGES, ipAllowed, tokenPrefix, type KeyEntry } from "../engines/gateway/keys";
 import { GatewayError } from "../engines/gateway/errors";
-import { tokenFrom } from "./caller";
+import { ACCEPTED_KEY_FORMS, tokenFrom } from "./caller";
 import { clientIp } from "./loopback";
 
 /** The gateway engine; looked up per request because it is attached after the routers are built. */
@@ -19,7 +19,7 @@ export function gatewayOf(svc: Svc): Gateway {
 /** The calling key (401 when missing or not usable, 403 outside its IP allowlist). */
 export function managementActor(gw: Gateway, ctx: Context): KeyEntry {
   const token = tokenFrom(ctx);
-  if (!token) throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>");
+  if (!token) throw new GatewayError(401, "invalid_api_key", `missing API key: ${ACCEPTED_KEY_FORMS}`);
   const r = gw.keys.authenticate(token);
   if (!r.ok) {
     gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), r.key?.ref);

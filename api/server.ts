@@ -1,7 +1,7 @@
 // Composition root: open the store, apply start-up manifests (or the quickstart on an empty
 // store), build engines and controllers, listen, and stop gracefully in the reverse order.
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { openDb, type OpenedDb } from "../prisma/client";
@@ -82,6 +82,21 @@ interface HttpListener extends Listener {
   close(graceMs: number): Promise<void>;
 }
 
+/** Close a connection that has sent no byte within `ms` (bytesRead reads the handle's counter,
+ * so the parser keeps consuming the socket directly; no data listener is added). */
+function dropIfSilent(sock: Socket, ms: number): void {
+  const t = setTimeout(() => {
+    if (sock.bytesRead === 0) sock.destroy();
+  }, ms);
+  t.unref();
+  sock.once("close", () => clearTimeout(t));
+}
+
+/** How often Node looks for requests past their time limits. */
+const TIMEOUT_CHECK_MS = 500;
+/** Headers get at most 60 s (Node's default), never more than the whole request. */
+const headersLimit = (requestMs: number) => Math.min(requestMs, 60_000);
+
 function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void, requestTimeoutMs: () => number): HttpListener {
   let server: http.Server | null = null;
   let addr: BoundAddress | null = null;
@@ -92,16 +107,25 @@ function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: B
   const listen = (host: string, port: number) =>
     new Promise<http.Server>((resolve, reject) => {
       const open = new Set<http.ServerResponse>();
-      const s = http.createServer((req, res) => {
+      // requestTimeout bounds the whole request (headers and body: a request stays "active" until
+      // its body ends), headersTimeout the headers; Node checks both only every
+      // connectionsCheckingInterval (30 s by default), so a short check makes trickling sockets
+      // (slowloris, slow bodies) close within the configured time. Responses may stream longer.
+      const first = requestTimeoutMs();
+      const s = http.createServer({ requestTimeout: first, headersTimeout: headersLimit(first), connectionsCheckingInterval: TIMEOUT_CHECK_MS }, (req, res) => {
         // Read per request so a Server manifest change applies without rebinding.
         const limit = requestTimeoutMs();
-        if (s.requestTimeout !== limit) s.requestTimeout = limit;
+        if (s.requestTimeout !== limit) {
+          s.requestTimeout = limit;
+          s.headersTimeout = headersLimit(limit);
+        }
         open.add(res);
         (res as OpenRes)[kOpen] = open;
         res.on("close", leaveOpen); // shared listener: no per-request closure
         handler(req, res);
       });
-      s.requestTimeout = requestTimeoutMs();
+      // Node starts those clocks at a connection's first byte: one that sends nothing would stay.
+      s.on("connection", (sock: Socket) => dropIfSilent(sock, headersLimit(requestTimeoutMs())));
       inflight.set(s, open);
       s.once("error", reject);
       s.listen(port, host, () => {

@@ -13,6 +13,7 @@ import ipaddr from "ipaddr.js";
 import { parseIp } from "../loopback-address";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject, Ref } from "../../prisma/resource-store";
+import { rememberSecret } from "../providers/redact";
 import { keyRefOf, type KeyRecord, type KeyRef, type KeyState } from "./key-types";
 
 export const SECRET_PREFIX = "sk-svc-";
@@ -179,6 +180,7 @@ export class KeyCache {
   setSpecial(id: "admin" | "master", secret: string | undefined) {
     for (const [h, e] of this.special) if (e.id === id) this.special.delete(h);
     if (secret) {
+      rememberSecret(secret); // never echoed in an error or a log line
       const h = hashSecret(secret);
       this.special.set(h, specialEntry(id, h));
     }

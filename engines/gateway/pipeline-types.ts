@@ -2,10 +2,11 @@
 // one enforcement pipeline every inference route goes through (engines/gateway/pipeline.ts).
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
+import type { KeyEntry } from "./keys";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
-  /** raw bearer token (Authorization: Bearer … or x-api-key), if any */
+  /** the raw key as sent (Authorization: Bearer/Token/Basic or x-api-key), if any */
   token?: string;
   ip: string;
   loopback: boolean;
@@ -13,6 +14,9 @@ export interface Caller {
   requestId: string;
   /** route path, for the audit log */
   route: string;
+  /** set once the caller was admitted (InferencePipeline.admit): its key, or null for anonymous
+   * loopback; undefined until then (the pipeline then authenticates itself) */
+  key?: KeyEntry | null;
 }
 
 export interface ChatStart {
@@ -36,6 +40,10 @@ export interface ModelListing {
 }
 
 export interface InferencePipeline {
+  /** Authenticate the caller and check the key may be used from here (IP allowlist, role).
+   * Returns the key, or null for anonymous loopback; throws 401/403. Routes call it before
+   * reading the body and keep the result in Caller.key. */
+  admit(caller: Caller): KeyEntry | null;
   /** Authenticate, authorize, limit, route, and start generation. Throws GatewayError before
    * anything is sent when the request is refused. */
   chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart>;

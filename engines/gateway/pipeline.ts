@@ -17,7 +17,7 @@ import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage }
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
 import type { AuditRecord, KeyRef } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
-import { AUTH_MESSAGES, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
+import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import type { ProviderRouter } from "../providers/router";
@@ -86,18 +86,38 @@ export class GatewayPipeline implements InferencePipeline {
   // ------------------------------------------------------------------------------------------
   // authentication and authorization
 
-  /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted). */
+  /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted).
+   * On unauthenticated loopback a token that is no known key and does not look like an svc key
+   * (the "ollama" / "none" / "lm-studio" placeholders SDKs must send) is anonymous; an sk-svc-
+   * token is always checked, so a revoked key stays refused on loopback too. */
   authenticate(caller: Caller, now = this.now()): KeyEntry | null {
-    if (!caller.token) {
+    const token = caller.token;
+    if (!token) {
       if (caller.loopback && this.o.allowUnauthenticatedLoopback()) return null;
       throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key> (or x-api-key)");
     }
-    const r = this.o.keys.authenticate(caller.token, now);
+    const r = this.o.keys.authenticate(token, now);
     if (r.ok) return r.key;
-    this.o.alerts?.failedAuth(tokenPrefix(caller.token), caller.ip, r.key?.ref);
+    if (r.code === "invalid_api_key" && caller.loopback && !token.startsWith(SECRET_PREFIX) && this.o.allowUnauthenticatedLoopback()) return null;
+    this.o.alerts?.failedAuth(tokenPrefix(token), caller.ip, r.key?.ref);
     const err = new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
     if (r.key) this.auditFailure(caller, r.key, caller.route.includes("embed") ? "embeddings" : "chat.completions", undefined, undefined, err, performance.now(), {});
     throw err;
+  }
+
+  /** authenticate + checkUse, before the body is read (InferencePipeline.admit); a refused key
+   * use is audited as chat() would have. */
+  admit(caller: Caller): KeyEntry | null {
+    const key = this.authenticate(caller);
+    if (key) {
+      try {
+        this.checkUse(key, caller);
+      } catch (e) {
+        this.auditFailure(caller, key, caller.route.includes("embed") ? "embeddings" : "chat.completions", undefined, undefined, e, performance.now(), {});
+        throw e;
+      }
+    }
+    return key;
   }
 
   /** IP allowlist and role checks that apply to any use of a key for inference. */
@@ -167,11 +187,12 @@ export class GatewayPipeline implements InferencePipeline {
       metadata: req.agentId ? { ...req.metadata, agent_id: req.agentId } : (req.metadata ?? {}),
       ts: new Date(now),
     };
-    run.key = this.authenticate(caller, now);
+    const admitted = caller.key !== undefined; // by admit(), before the body was read
+    run.key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const key = run.key;
     let headers = NO_HEADERS;
     try {
-      if (key) this.checkUse(key, caller);
+      if (key && !admitted) this.checkUse(key, caller);
       const routing = req.metadata?.routing as { strategy?: unknown; fallback?: unknown } | undefined;
       const fallback = routing?.fallback === true;
       if (!req.model) throw invalidRequest("model is required", "model");
@@ -371,13 +392,14 @@ export class GatewayPipeline implements InferencePipeline {
   async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }> {
     const t0 = performance.now();
     const now = this.now();
-    const key = this.authenticate(caller, now);
+    const admitted = caller.key !== undefined;
+    const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     let adm: Admission | undefined;
     let target: RouteTarget | undefined;
     let headers = NO_HEADERS;
     const promptEst = req.input.reduce((n, s) => n + Math.ceil(s.length / 4) + 1, 0);
     try {
-      if (key) this.checkUse(key, caller);
+      if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);
       if (cands.length === 0) throw modelNotFound(req.model);
       if (key && key.role === "key") {
@@ -428,8 +450,8 @@ export class GatewayPipeline implements InferencePipeline {
 
   async listModels(caller: Caller): Promise<ModelListing[]> {
     const now = this.now();
-    const key = this.authenticate(caller, now);
-    if (key) this.checkUse(key, caller);
+    const key = caller.key !== undefined ? caller.key : this.authenticate(caller, now);
+    if (key && caller.key === undefined) this.checkUse(key, caller);
     const seen = new Set<string>();
     const out: ModelListing[] = [];
     for (const m of this.o.router.listing()) {

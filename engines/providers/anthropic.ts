@@ -3,7 +3,7 @@
 // tool_result blocks. max_tokens is required by the API: when the caller set none, 4096.
 import type { ChatEvent, ChatMessage, ChatRequest, FinishReason } from "../chat/types";
 import { GatewayError } from "../gateway/errors";
-import { postForJson, postJson, readJsonBody, sseMessages } from "./http";
+import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 
@@ -141,7 +141,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
         if (j.usage?.input_tokens !== undefined) input = j.usage.input_tokens;
         break;
       case "error":
-        throw new GatewayError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${j.error?.message ?? "error"}`);
+        throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error?.message ?? "error"), 500)}`);
       case "message_stop":
         break;
     }

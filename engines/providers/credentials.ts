@@ -1,6 +1,8 @@
 // Secret references (`env:NAME`, `file:/path`) resolved at use. Environment lookups are live
-// (rotation needs no restart); file contents are cached for 5 s.
+// (rotation needs no restart); file contents are cached for 5 s. Every value resolved here is
+// remembered by the redactor (redact.ts), so an upstream that echoes it never leaks it.
 import { readFileSync } from "node:fs";
+import { rememberSecret } from "./redact";
 
 const fileCache = new Map<string, { at: number; value: string | undefined }>();
 const FILE_TTL_MS = 5000;
@@ -10,7 +12,9 @@ export function resolveSecretRef(ref: string | undefined, env: NodeJS.ProcessEnv
   if (!ref) return undefined;
   if (ref.startsWith("env:")) {
     const v = env[ref.slice(4)];
-    return v ? v : undefined;
+    if (!v) return undefined;
+    rememberSecret(v);
+    return v;
   }
   if (ref.startsWith("file:")) {
     const p = ref.slice(5);
@@ -20,6 +24,7 @@ export function resolveSecretRef(ref: string | undefined, env: NodeJS.ProcessEnv
     let value: string | undefined;
     try {
       value = readFileSync(p, "utf8").trim() || undefined;
+      rememberSecret(value);
     } catch {
       value = undefined;
     }

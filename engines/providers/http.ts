@@ -7,11 +7,14 @@
 //   upstream 401/403                       -> 502 upstream_error (the gateway's credential is wrong)
 //   upstream other 4xx / 5xx               -> 502 upstream_error "provider X answered N: …"
 // 502/503/504 are "fallback-able": routing may try the next provider when fallback is on.
+// Every message built from upstream text goes through upstreamError, which redacts secrets
+// (redact.ts): an upstream that echoes our credential never hands it to the caller.
 import type { IncomingHttpHeaders } from "node:http";
 import { Pool, type Dispatcher } from "undici";
 import { createParser } from "eventsource-parser";
-import { GatewayError } from "../gateway/errors";
+import { GatewayError, type GatewayErrorCode } from "../gateway/errors";
 import type { Cancellation } from "../chat/cancel";
+import { redactSecrets } from "./redact";
 
 const pools = new Map<string, Pool>();
 
@@ -45,6 +48,11 @@ export function splitUrl(base: string): { origin: string; prefix: string } {
   return s;
 }
 
+/** A GatewayError whose message holds upstream text: the one place such text is redacted. */
+export function upstreamError(status: number, code: GatewayErrorCode, message: string, headers: Record<string, string> = {}): GatewayError {
+  return new GatewayError(status, code, redactSecrets(message), null, headers);
+}
+
 export function isAbort(e: any, cancel?: Cancellation): boolean {
   return cancel?.aborted === true || e?.name === "AbortError" || e?.code === "UND_ERR_ABORTED";
 }
@@ -56,18 +64,24 @@ export function transportError(provider: string, e: any, timeoutMs: number, midS
     return new GatewayError(504, "upstream_timeout", `provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)}s`);
   }
   const why = code ? `${code}${e?.message && !String(e.message).includes(code) ? ` (${e.message})` : ""}` : String(e?.message ?? e);
-  return new GatewayError(502, "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
+  return upstreamError(502, "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
 }
 
+/** Upstream text fit for a message: redacted first, then cut to `max` (so no secret is left half). */
+export function upstreamText(text: string, max: number): string {
+  return redactSecrets(text.slice(0, 8192)).slice(0, max);
+}
+
+/** The message of an upstream error body. */
 function upstreamMessage(body: string): string {
   try {
     const j = JSON.parse(body);
     const m = j?.error?.message ?? j?.message ?? j?.error;
-    if (typeof m === "string") return m.slice(0, 500);
+    if (typeof m === "string") return upstreamText(m, 500);
   } catch {
     /* not JSON */
   }
-  return body.slice(0, 200).trim() || "(empty body)";
+  return upstreamText(body, 200).trim() || "(empty body)";
 }
 
 /** Map a non-2xx upstream answer. */
@@ -75,16 +89,16 @@ export function statusError(provider: string, status: number, body: string, head
   const msg = upstreamMessage(body);
   if (status === 429) {
     const ra = headers["retry-after"];
-    return new GatewayError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, null, ra ? { "retry-after": String(ra) } : {});
+    return upstreamError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra ? { "retry-after": String(ra) } : {});
   }
   if (status === 400 || status === 413 || status === 422) {
-    return new GatewayError(400, "invalid_request", `provider ${provider} refused the request: ${msg}`);
+    return upstreamError(400, "invalid_request", `provider ${provider} refused the request: ${msg}`);
   }
   if (status === 401 || status === 403) {
-    return new GatewayError(502, "upstream_error", `provider ${provider} rejected the gateway's credential (${status}): ${msg}`);
+    return upstreamError(502, "upstream_error", `provider ${provider} rejected the gateway's credential (${status}): ${msg}`);
   }
-  if (status === 504 || status === 408) return new GatewayError(504, "upstream_timeout", `provider ${provider} timed out (${status}): ${msg}`);
-  return new GatewayError(502, "upstream_error", `provider ${provider} answered ${status}: ${msg}`);
+  if (status === 504 || status === 408) return upstreamError(504, "upstream_timeout", `provider ${provider} timed out (${status}): ${msg}`);
+  return upstreamError(502, "upstream_error", `provider ${provider} answered ${status}: ${msg}`);
 }
 
 /** May the router try the next provider after this failure? */
@@ -232,7 +246,7 @@ function parseUpstreamJson(provider: string, text: string): any {
   try {
     return JSON.parse(text);
   } catch {
-    throw new GatewayError(502, "upstream_error", `provider ${provider} sent a body that is not JSON: ${text.slice(0, 120)}`);
+    throw upstreamError(502, "upstream_error", `provider ${provider} sent a body that is not JSON: ${upstreamText(text, 120)}`);
   }
 }
 

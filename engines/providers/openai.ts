@@ -4,7 +4,7 @@
 // go upstream non-streaming (one JSON body).
 import type { ChatEvent, ChatMessage, ChatRequest, EmbeddingRequest, EmbeddingResult, FinishReason } from "../chat/types";
 import { GatewayError } from "../gateway/errors";
-import { postForJson, postJson, readJsonBody, sseMessages } from "./http";
+import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 import { syncEvents } from "../chat/collect";
@@ -99,7 +99,7 @@ async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGe
     } catch {
       continue;
     }
-    if (j.error) throw new GatewayError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${j.error.message ?? JSON.stringify(j.error)}`);
+    if (j.error) throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error.message ?? JSON.stringify(j.error)), 500)}`);
     if (j.usage) usage = j.usage;
     const ch = j.choices?.[0];
     if (!ch) continue;
