@@ -220,6 +220,13 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
 
+    // MCP: tool service connections and the tool catalog (agents, /mcp, `svc mcp`).
+    const { createMcpEngine } = await import("../engines/mcp");
+    const mcp = createMcpEngine(svc);
+    svc.engines.mcp = mcp;
+    svc.engines.tools = mcp;
+    cleanup.push(() => mcp.close());
+
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);
@@ -267,8 +274,10 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       (stopping ??= (async () => {
         log.info("stopping");
         await watcher?.stop().catch(() => undefined);
+        await mcp.closeSessions(); // end /mcp client streams, which would hold the listener open
         await listener.close(5000); // stop accepting, let in-flight requests finish
         await mgr.stop(); // let running reconciles finish
+        await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
         await store.close(); // flush batched status writes
