@@ -7,6 +7,7 @@ import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson, readRaw } from "../body";
+import { isLoopback } from "../loopback";
 import { exposedTool, exposedTools, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
 
@@ -29,12 +30,14 @@ export default function mcp(svc: Svc): Router {
 
   r.get("/mcp/tools", (ctx) => {
     const reg = registryOf(svc);
+    checkOrigin(ctx);
     toolCaller(svc, ctx);
     ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema })) };
   });
 
   r.post("/mcp/call", async (ctx) => {
     const reg = registryOf(svc);
+    checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
     toolCaller(svc, ctx);
     const body = await readJson<{ name?: unknown; arguments?: unknown }>(ctx);
     if (typeof body.name !== "string" || !body.name) throw invalidRequest("name must be a tool name from GET /mcp/tools", "name");
@@ -62,8 +65,8 @@ export default function mcp(svc: Svc): Router {
 
   r.all("/mcp", async (ctx) => {
     registryOf(svc);
-    const key = toolCaller(svc, ctx);
     checkOrigin(ctx);
+    const key = toolCaller(svc, ctx);
     let body: unknown;
     if (ctx.method === "POST") {
       const raw = await readRaw(ctx);
@@ -91,15 +94,33 @@ export default function mcp(svc: Svc): Router {
   return r;
 }
 
-/** Browsers may call only from svc's own origin (the Host it was reached at). */
+/**
+ * DNS-rebinding and cross-origin protection. A request over loopback must name a loopback host
+ * (a page at evil.example that resolves to 127.0.0.1 sends Host: evil.example, and on loopback
+ * no key may be needed); an Origin, when sent, must be the host svc was reached at.
+ */
 function checkOrigin(ctx: Context): void {
+  const host = ctx.get("host");
+  if (isLoopback(ctx) && !isLoopbackHost(hostnameOf(host))) {
+    throw new GatewayError(403, "permission_denied", `Host ${host || "(none)"} is not a loopback name; /mcp over loopback answers only localhost, 127.0.0.1 or [::1]`);
+  }
   const origin = ctx.get("origin");
   if (!origin) return;
-  let host: string;
+  let oh: string;
   try {
-    host = new URL(origin).host;
+    oh = new URL(origin).host;
   } catch {
-    host = "";
+    oh = "";
   }
-  if (host !== ctx.get("host")) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
+  if (oh !== host) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
+}
+
+function hostnameOf(host: string): string {
+  if (host.startsWith("[")) return host.slice(1, host.indexOf("]"));
+  const i = host.lastIndexOf(":");
+  return (i >= 0 ? host.slice(0, i) : host).toLowerCase();
+}
+
+function isLoopbackHost(h: string): boolean {
+  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
