@@ -4,6 +4,7 @@
 import { McpError, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 
 export type FailureReason =
   | "InvalidSpec"
@@ -51,6 +52,7 @@ export function classifyConnectError(e: unknown, where: string, stderrTail?: str
   const err = e as any;
   const tail = stderrTail ? `; its stderr ended with: ${stderrTail}` : "";
   if (e instanceof UnauthorizedError) return failure("AuthRejected", `${where}: unauthorized (${err.message})`);
+  if (e instanceof OAuthError) return failure("AuthRejected", `${where}: the authorization server refused the client credentials (${err.errorCode ?? err.message})`);
   if (e instanceof StreamableHTTPError) {
     const code = (err as { code?: number }).code;
     if (code === 401 || code === 403) return failure("AuthRejected", `${where} answered HTTP ${code}`);

@@ -142,3 +142,28 @@ describe("tool-service failures", () => {
     expect(ready(s, "guarded")!.status).toBe("True");
   });
 });
+
+describe("OAuth client credentials", () => {
+  let s: TestSvc;
+  let child: ChildProcess;
+  afterAll(async () => {
+    await s?.stop();
+    child?.kill();
+  });
+
+  it("gets a token with the client-credentials grant and connects; a wrong secret is AuthRejected", async () => {
+    s = await startTestSvc();
+    const started = await startChild([tiny, "--http", "--oauth", "svc-client:client-secret-1"]);
+    child = started.child;
+    const base = `http://127.0.0.1:${started.port}`;
+    process.env.SVC_TEST_OAUTH_WRONG = "nope";
+    process.env.SVC_TEST_OAUTH_RIGHT = "client-secret-1";
+    const spec = (ref: string) => ({ transport: "http", url: `${base}/mcp`, auth: { type: "oauth", clientId: "svc-client", clientSecret: ref, issuer: base } });
+    await apply(s, [mcpDoc("oauthed", spec("env:SVC_TEST_OAUTH_WRONG"))]);
+    const bad = await waitReason(s, "oauthed", "AuthRejected");
+    expect(bad.message).toMatch(/hint: /);
+    await apply(s, [mcpDoc("oauthed", spec("env:SVC_TEST_OAUTH_RIGHT"))]);
+    await waitReason(s, "oauthed", "Connected");
+    expect((await call(s, "oauthed_echo", { message: "with a token" })).json.result.content[0].text).toBe("echo: with a token");
+  });
+});
