@@ -246,6 +246,9 @@ export class McpConnection {
       this.noteCallFailure(failure("ExecutionDenied", `${this.where} answered HTTP ${e.code} to tool ${tool}`));
       return new ToolError("execution_denied", `service ${this.service} refused to run ${tool} (HTTP ${e.code})`);
     }
+    // Transport failures (an HTTP service restarted and forgot the session, a refused socket):
+    // the connection is gone, so reconnect rather than fail every later call the same way.
+    if (this.client) this.lost(classifyConnectError(e, this.where));
     return new ToolError("service_unavailable", `tool service ${this.service} failed: ${msg}`);
   }
 

@@ -211,6 +211,18 @@ export class McpEngine implements ToolRegistry {
     return this.entries.get(name);
   }
 
+  private readonly builtinEntries = new Map<BuiltinTool, Entry>();
+
+  private builtinEntry(b: BuiltinTool): Entry {
+    let e = this.builtinEntries.get(b);
+    if (!e) {
+      const c = compileSchema(b.info.inputSchema);
+      e = { info: b.info, builtin: b, validate: c.ok ? c.validate : undefined };
+      this.builtinEntries.set(b, e);
+    }
+    return e;
+  }
+
   private compile(service: string, t: UpstreamTool): Compiled {
     const key = `${service}\0${t.name}\0${JSON.stringify(t.inputSchema)}`;
     let c = this.compiled.get(key);
@@ -237,10 +249,7 @@ export class McpEngine implements ToolRegistry {
     const next = new Map<string, Entry>();
     const errors = new Map<string, string[]>();
     const usedKeys = new Set<string>();
-    for (const b of builtins) {
-      const c = compileSchema(b.info.inputSchema);
-      next.set(b.info.name, { info: b.info, builtin: b, validate: c.ok ? c.validate : undefined });
-    }
+    for (const b of builtins) next.set(b.info.name, this.builtinEntry(b));
     const mcp: Entry[] = [];
     for (const p of pairs) {
       const c = this.compile(p.service, p.t);
