@@ -39,6 +39,8 @@ export class McpConnection {
   retryAt?: number;
 
   private client?: Client;
+  /** the client of a connect under way (closed at once by close()) */
+  private pending?: Client;
   private attempt = 0;
   private gen = 0;
   private timer?: NodeJS.Timeout;
@@ -88,6 +90,7 @@ export class McpConnection {
     this.retryAt = undefined;
     this.hooks.state();
     const client = new Client({ name: "svc", version: "0.1.0" }, { capabilities: {} });
+    this.pending = client;
     let dirty = false;
     // Registered before connect: a service may announce list_changed right after initialize.
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
@@ -110,6 +113,7 @@ export class McpConnection {
         await client.close().catch(() => undefined);
         return;
       }
+      this.pending = undefined;
       this.client = client;
       client.onclose = () => {
         if (this.client === client) this.lost(failure("ConnectionRefused", `connection to ${this.where} was lost; reconnecting`));
@@ -126,6 +130,7 @@ export class McpConnection {
       this.hooks.state();
       if (dirty) void this.refresh();
     } catch (e) {
+      if (this.pending === client) this.pending = undefined;
       await client.close().catch(() => undefined);
       if (gen !== this.gen || this.isClosed()) return;
       this.failure = classifyConnectError(e, this.where, built?.stderrTail?.());
@@ -263,9 +268,11 @@ export class McpConnection {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const c = this.client;
+    const p = this.pending;
     this.client = undefined;
+    this.pending = undefined;
     this.tools = [];
-    await c?.close().catch(() => undefined);
+    await Promise.all([c?.close().catch(() => undefined), p?.close().catch(() => undefined)]);
   }
 }
 

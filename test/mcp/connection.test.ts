@@ -4,7 +4,7 @@ import path from "node:path";
 import { readFile, rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
-import { until } from "../helpers/http";
+import { postJson, until } from "../helpers/http";
 import { apply, call, mcpDoc, node, tiny, waitReason } from "./helpers";
 
 describe("holding the connection", () => {
@@ -46,5 +46,27 @@ describe("holding the connection", () => {
     expect(r.status).toBe(200);
     expect(r.json.result.content[0].text).toBe("echo: wake up");
     await waitReason(s, "lazy", "Connected");
+  });
+
+  it("deleting a service whose discovery is still under way ends its process at once", async () => {
+    const pidfile = path.join(dir, "hang-pid");
+    await apply(s, [mcpDoc("stuck", { transport: "stdio", command: node, args: [tiny, "--hang", "--pidfile", pidfile], discoveryTimeoutSeconds: 600 })]);
+    await waitReason(s, "stuck", "Connecting");
+    let pid = 0;
+    await until(() => {
+      void readFile(pidfile, "utf8").then((t) => (pid = Number(t)), () => undefined);
+      return pid > 0;
+    }, 10_000);
+    const del = await postJson(`${s.url}/admin/config/apply`, { documents: [mcpDoc("lazy", { transport: "stdio", command: node, args: [tiny], autoConnect: false }), mcpDoc("phoenix", { transport: "stdio", command: node, args: [tiny] })], prune: true, confirm: true, source: "mcp-test" });
+    expect(del.status).toBe(200);
+    await until(() => !s.svc.store.get("McpServer", "stuck"), 10_000);
+    await until(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
   });
 });
