@@ -65,3 +65,38 @@ export function toolHttpError(e: ToolError): GatewayError {
   const [status, code] = STATUS[e.code] ?? [500, "internal_error"];
   return new GatewayError(status, code, e.message, e.path ?? (e.code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null));
 }
+
+export interface CallOrigin {
+  requestId: string;
+  ip: string;
+  userAgent?: string;
+}
+
+/** One audit entry per tool call made with a key (unauthenticated loopback calls have no log). */
+export function auditToolCall(svc: Svc, key: KeyEntry | null, origin: CallOrigin, tool: string, status: string, startedMs: number): void {
+  if (!key) return;
+  svc.engines.gateway?.audit.record({
+    timestamp: new Date(startedMs),
+    apiKeyId: key.id,
+    apiKeyName: key.name,
+    organizationId: key.spec.organization_id,
+    requestId: origin.requestId,
+    action: "tools.call",
+    status,
+    latencyMs: Date.now() - startedMs,
+    promptTokens: 0,
+    completionTokens: 0,
+    costMicros: 0n,
+    metadata: { tool },
+    ipAddress: origin.ip,
+    userAgent: origin.userAgent,
+  });
+}
+
+/** The audit status of a finished call: success, tool_error (isError result) or the error code. */
+export function callStatus(e: unknown, isError?: boolean): string {
+  if (e === undefined) return isError ? "tool_error" : "success";
+  if (e instanceof ToolError) return e.code;
+  if (e instanceof GatewayError) return e.code;
+  return "internal_error";
+}

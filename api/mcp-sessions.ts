@@ -11,7 +11,11 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Svc } from "../engines/svc";
 import { ToolError, type ToolRegistry } from "../engines/tools/types";
-import { exposedTool, exposedTools } from "./mcp-access";
+import type { KeyEntry } from "../engines/gateway/keys";
+import { callStatus, exposedTool, exposedTools, type CallOrigin } from "./mcp-access";
+
+/** Records one finished tools/call (the audit log, for calls made with a key). */
+export type CallRecorder = (key: KeyEntry | null, origin: CallOrigin, tool: string, status: string, startedMs: number) => void;
 
 const IDLE_MS = 30 * 60_000;
 const MAX_SESSIONS = 256;
@@ -19,12 +23,13 @@ const MAX_SESSIONS = 256;
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
+  /** the key that opened the session ("loopback": none) */
   owner: string;
   lastSeen: number;
 }
 
 /** The MCP server one session talks to: tools/list and tools/call over the exposed set. */
-export function exposedServer(registry: ToolRegistry): Server {
+export function exposedServer(registry: ToolRegistry, record?: (tool: string, status: string, startedMs: number) => void): Server {
   const server = new Server({ name: "svc", version: "0.1.0" }, { capabilities: { tools: { listChanged: true } } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: exposedTools(registry).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as any })),
@@ -32,6 +37,7 @@ export function exposedServer(registry: ToolRegistry): Server {
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const name = req.params.name;
     const token = req.params._meta?.progressToken;
+    const started = Date.now();
     try {
       await exposedTool(registry, name);
       const r = await registry.call(name, (req.params.arguments ?? {}) as Record<string, unknown>, {
@@ -41,8 +47,10 @@ export function exposedServer(registry: ToolRegistry): Server {
             ? undefined
             : (p) => void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...p } }).catch(() => undefined),
       });
+      record?.(name, callStatus(undefined, r.isError), started);
       return { content: r.content as any, isError: r.isError, ...(r.structuredContent ? { structuredContent: r.structuredContent } : {}) };
     } catch (e) {
+      record?.(name, extra.signal.aborted ? "cancelled" : callStatus(e), started);
       if (!(e instanceof ToolError)) throw e;
       // Naming mistakes are protocol errors (as for an unknown tool); a failed run is a result
       // with isError, which the model can read and recover from.
@@ -60,7 +68,10 @@ export class McpSessions {
   private readonly unsubscribe: () => void;
   private readonly sweep: NodeJS.Timeout;
 
-  constructor(private readonly registry: ToolRegistry) {
+  constructor(
+    private readonly registry: ToolRegistry,
+    private readonly record?: CallRecorder,
+  ) {
     this.unsubscribe = registry.onChange(() => {
       for (const s of this.sessions.values()) void s.server.sendToolListChanged().catch(() => undefined);
     });
@@ -73,10 +84,18 @@ export class McpSessions {
   }
 
   /**
-   * Serve one HTTP request. `owner` identifies the authenticated caller. Returns false when the
-   * request names a session that does not exist (or is another caller's): answer 404.
+   * Serve one HTTP request of the authenticated `key` (null: unauthenticated loopback). Says when
+   * the request names a session that does not exist or is another caller's (answer 404), or
+   * opens none without being an initialize request (answer 400).
    */
-  async handle(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse, owner: string, body: unknown): Promise<"handled" | "unknown-session" | "not-initialize"> {
+  async handle(
+    req: import("node:http").IncomingMessage,
+    res: import("node:http").ServerResponse,
+    key: KeyEntry | null,
+    origin: CallOrigin,
+    body: unknown,
+  ): Promise<"handled" | "unknown-session" | "not-initialize"> {
+    const owner = key ? `key:${key.id}` : "loopback";
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string" && sid) {
       const s = this.sessions.get(sid);
@@ -87,7 +106,7 @@ export class McpSessions {
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) return "not-initialize";
     if (this.sessions.size >= MAX_SESSIONS) this.evictOldest();
-    const server = exposedServer(this.registry);
+    const server = exposedServer(this.registry, this.record && ((tool, status, started) => this.record!(key, origin, tool, status, started)));
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       keepAliveMs: 25_000,

@@ -7,8 +7,8 @@ import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson, readRaw } from "../body";
-import { isLoopback } from "../loopback";
-import { exposedTool, exposedTools, registryOf, toolCaller, toolHttpError } from "../mcp-access";
+import { clientIp, isLoopback } from "../loopback";
+import { auditToolCall, callStatus, exposedTool, exposedTools, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
 
 export default function mcp(svc: Svc): Router {
@@ -16,7 +16,8 @@ export default function mcp(svc: Svc): Router {
   let sessions: McpSessions | undefined;
   const sessionsOf = () => {
     if (!sessions) {
-      const s = (sessions = new McpSessions(registryOf(svc)));
+      const reg = registryOf(svc);
+      const s = (sessions = new McpSessions(reg, (key, origin, tool, status, started) => auditToolCall(svc, key, origin, tool, status, started)));
       svc.engines.mcp?.onClose(() => s.close());
     }
     return sessions;
@@ -38,7 +39,8 @@ export default function mcp(svc: Svc): Router {
   r.post("/mcp/call", async (ctx) => {
     const reg = registryOf(svc);
     checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
-    toolCaller(svc, ctx);
+    const key = toolCaller(svc, ctx);
+    const started = Date.now();
     const body = await readJson<{ name?: unknown; arguments?: unknown }>(ctx);
     if (typeof body.name !== "string" || !body.name) throw invalidRequest("name must be a tool name from GET /mcp/tools", "name");
     const args = body.arguments ?? {};
@@ -48,11 +50,14 @@ export default function mcp(svc: Svc): Router {
       if (!ctx.res.writableFinished) abort.abort();
     };
     ctx.res.on("close", onClose);
+    const origin = { requestId: String(ctx.state.requestId ?? ""), ip: clientIp(ctx), userAgent: ctx.get("user-agent") || undefined };
     try {
       await exposedTool(reg, body.name); // refused before anything runs
       const result = await reg.call(body.name, args as Record<string, unknown>, { signal: abort.signal });
+      auditToolCall(svc, key, origin, body.name, callStatus(undefined, result.isError), started);
       ctx.body = { ok: !result.isError, tool: body.name, result };
     } catch (e) {
+      auditToolCall(svc, key, origin, body.name, abort.signal.aborted ? "cancelled" : callStatus(e), started);
       if (abort.signal.aborted) {
         ctx.respond = false;
         return;
@@ -79,7 +84,8 @@ export default function mcp(svc: Svc): Router {
       }
     }
     ctx.respond = false; // the SDK's transport writes the response
-    const outcome = await sessionsOf().handle(ctx.req, ctx.res, key ? `key:${key.id}` : "loopback", body);
+    const origin = { requestId: String(ctx.state.requestId ?? ""), ip: clientIp(ctx), userAgent: ctx.get("user-agent") || undefined };
+    const outcome = await sessionsOf().handle(ctx.req, ctx.res, key, origin, body);
     if (outcome === "handled") return;
     ctx.respond = true;
     if (outcome === "unknown-session") {

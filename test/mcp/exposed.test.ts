@@ -96,7 +96,19 @@ describe("exposed tools and the /mcp endpoint", () => {
     const ok = new Client({ name: "t", version: "1" });
     await ok.connect(new StreamableHTTPClientTransport(new URL(`${env.url}/mcp`), { requestInit: { headers: bearer(yes.secret) } }));
     expect((await ok.listTools()).tools.length).toBeGreaterThan(0);
+    await ok.callTool({ name: "tiny_echo", arguments: { message: "audited" } });
     await ok.close();
+
+    // calls made with a key are in its audit log: action tools.call, the tool in metadata
+    let entries: any[] = [];
+    await until(() => {
+      void fetch(`${env.url}/v1/audit-logs?action=tools.call`, { headers: { ...bearer(yes.secret), "x-api-key-id": yes.id } })
+        .then((r) => r.json())
+        .then((j: any) => (entries = j?.data ?? []));
+      return entries.length >= 2;
+    }, 10_000, 100);
+    expect(entries.map((e) => e.metadata?.tool)).toEqual(["tiny_echo", "tiny_echo"]);
+    expect(entries.every((e) => e.status === "success" && e.action === "tools.call")).toBe(true);
   });
 
   it("without a key, off loopback rules: unauthenticated loopback can be turned off", async () => {
