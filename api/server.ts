@@ -244,6 +244,13 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
 
+    // MCP: tool service connections and the tool catalog (agents, /mcp, `svc mcp`).
+    const { createMcpEngine } = await import("../engines/mcp");
+    const mcp = createMcpEngine(svc);
+    svc.engines.mcp = mcp;
+    svc.engines.tools = mcp;
+    cleanup.push(() => mcp.close());
+
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);
@@ -294,6 +301,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         // Stop accepting and let in-flight requests finish within the grace. Streams still
         // running 3 s in are told to end (generation cancelled, each protocol's terminal error
         // frame written) so that none is cut mid-frame when the grace runs out at 5 s.
+        await mcp.closeSessions(); // end /mcp client streams, which would hold the listener open
         const { endStreams, forgetStopped } = await import("./stream-shutdown");
         const port = listener.address()?.port;
         let ending: Promise<void> | undefined;
@@ -303,6 +311,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await ending;
         forgetStopped(port);
         await mgr.stop(); // let running reconciles finish
+        await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
         await store.close(); // flush batched status writes

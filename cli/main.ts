@@ -7,6 +7,7 @@ import { registerStatus } from "./status";
 import { registerDoctor } from "./doctor";
 import { registerKeys } from "./keys";
 import { registerModels } from "./models";
+import { registerMcp } from "./mcp";
 import { CliError, EXIT } from "./errors";
 
 export function buildProgram(): Command {
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerDoctor(program);
   registerKeys(program);
   registerModels(program);
+  registerMcp(program);
   return program;
 }
 

@@ -6,6 +6,7 @@ import type { Ref } from "../prisma/resource-store";
 import type { Gateway } from "./gateway";
 import type { ModelPool } from "./inference/pool";
 import type { ToolRegistry } from "./tools/types";
+import type { McpEngine } from "./mcp/engine";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -36,6 +37,8 @@ export interface Engines {
   pool?: ModelPool;
   /** the tool catalog: MCP services' tools and svc's built-ins (engines/mcp) */
   tools?: ToolRegistry;
+  /** the same object as `tools` seen from its controller's side: McpServer connections */
+  mcp?: McpEngine;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

@@ -19,6 +19,11 @@ export function riskOf(action: ChangeAction, kind: string, before: any, after: a
       reasons.push(`adds an MCP endpoint: ${endpoint(after)}`);
     } else if ((after?.url !== undefined && after.url !== before?.url) || (after?.command !== undefined && after.command !== before?.command)) {
       reasons.push(`changes the MCP endpoint from ${endpoint(before)} to ${endpoint(after)}`);
+    } else if (after?.transport === "stdio" && (JSON.stringify(after?.args ?? []) !== JSON.stringify(before?.args ?? []) || (after?.cwd ?? "") !== (before?.cwd ?? ""))) {
+      // the arguments choose what a stdio command runs (a script, a folder it may touch)
+      reasons.push(`changes what the MCP command ${after.command} runs (args or cwd)`);
+    } else if (after?.transport !== undefined && before?.transport !== undefined && after.transport !== before.transport) {
+      reasons.push(`changes the MCP transport from ${before.transport} to ${after.transport}`);
     }
   }
   if (kind === "Agent") {

@@ -11,7 +11,8 @@ import audit from "./audit";
 import openai, { openaiInference } from "./openai";
 import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
+import mcp from "./mcp";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -20,7 +20,14 @@ export type GatewayErrorCode =
   | "upstream_timeout"
   | "context_length_exceeded"
   | "conflict"
-  | "internal_error";
+  | "internal_error"
+  // exposed tools (/mcp/call, /mcp): see engines/tools/types.ts ToolErrorCode
+  | "tool_not_found"
+  | "tool_gone"
+  | "tool_not_exposable"
+  | "execution_denied"
+  | "tool_timeout"
+  | "service_unavailable";
 
 const typeOf: Record<GatewayErrorCode, string> = {
   invalid_api_key: "authentication_error",
@@ -42,6 +49,12 @@ const typeOf: Record<GatewayErrorCode, string> = {
   context_length_exceeded: "invalid_request_error",
   conflict: "conflict_error",
   internal_error: "api_error",
+  tool_not_found: "not_found_error",
+  tool_gone: "not_found_error",
+  tool_not_exposable: "permission_error",
+  execution_denied: "permission_error",
+  tool_timeout: "timeout_error",
+  service_unavailable: "service_unavailable",
 };
 
 export class GatewayError extends Error {

@@ -75,6 +75,10 @@ export interface ToolRegistry {
   /** Validate the arguments against the tool's schema and run it. Throws ToolError when the
    * call cannot be made; a tool's own failure is a result with isError: true. */
   call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolCallResult>;
+  /** Like get, but connects a service that connects on first use (autoConnect: false) when the
+   * name is in its namespace, and throws ToolError tool_gone / tool_not_found when absent. Lets
+   * a caller check exposure before anything runs. (Added with the MCP engine; optional.) */
+  resolve?(name: string): Promise<ToolInfo>;
   /** called after any catalog change (refresh, connect, disable, delete); returns an unsubscribe */
   onChange(listener: () => void): () => void;
 }

@@ -1,29 +1,55 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, SecretRef } from "../common";
 
+/** Settings of one upstream tool, keyed by the tool's own (upstream) name. */
+export const McpToolSettings = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true, description: "false hides the tool from agents and external callers." }),
+    expose: Type.Optional(
+      Type.Boolean({
+        description:
+          "Offer the tool to external callers (/mcp/tools, /mcp/call, /mcp, svc mcp). Default: the service's exposeDefault. App-only tools are never exposed.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type McpToolSettings = Static<typeof McpToolSettings>;
+
 export const McpServerSpec = Type.Object(
   {
-    transport: Type.Union([Type.Literal("stdio"), Type.Literal("http")]),
-    url: Type.Optional(Type.String({ format: "uri", description: "Complete endpoint for http services." })),
+    transport: Type.Union([Type.Literal("stdio"), Type.Literal("http")], { description: "stdio (a local command) or http (Streamable HTTP endpoint)." }),
+    url: Type.Optional(Type.String({ format: "uri", description: "Complete endpoint for http services, e.g. https://host/mcp. No credentials in it: use auth." })),
     command: Type.Optional(Type.String({ minLength: 1, description: "Executable for stdio services." })),
     args: Type.Array(Type.String(), { default: [] }),
+    cwd: Type.Optional(Type.String({ minLength: 1, description: "Working directory of a stdio service." })),
     env: Type.Record(Type.String(), Type.String(), { default: {}, description: "Plain environment for stdio; use envFrom for secrets." }),
-    envFrom: Type.Record(Type.String(), SecretRef, { default: {} }),
+    envFrom: Type.Record(Type.String(), SecretRef, { default: {}, description: "Environment of a stdio service resolved from secret references." }),
     auth: Type.Object(
       {
-        type: Type.Union([Type.Literal("none"), Type.Literal("token"), Type.Literal("headers"), Type.Literal("oauth")], { default: "none" }),
+        type: Type.Union([Type.Literal("none"), Type.Literal("token"), Type.Literal("headers"), Type.Literal("oauth")], {
+          default: "none",
+          description: "http services: none, token (Authorization: Bearer), headers (custom headers), oauth (client-credentials grant).",
+        }),
         token: Type.Optional(SecretRef),
         headers: Type.Optional(Type.Record(Type.String(), SecretRef)),
-        clientId: Type.Optional(Type.String()),
+        clientId: Type.Optional(Type.String({ minLength: 1 })),
         clientSecret: Type.Optional(SecretRef),
+        scope: Type.Optional(Type.String({ minLength: 1 })),
+        issuer: Type.Optional(Type.String({ format: "uri", description: "Authorization server the client credentials belong to (oauth)." })),
       },
       { additionalProperties: false, default: {} },
     ),
-    enabled: Type.Boolean({ default: true }),
-    autoConnect: Type.Boolean({ default: true }),
-    discoveryTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 600, default: 30 }),
-    toolCallTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
-    exposeTools: Type.Boolean({ default: false, description: "Offer this server's tools to external callers via /mcp." }),
+    enabled: Type.Boolean({ default: true, description: "false keeps the settings and drops the tools." }),
+    autoConnect: Type.Boolean({ default: true, description: "Connect at start-up; false connects on the first call naming one of the service's tools." }),
+    discoveryTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 600, default: 20, description: "Connect + initialize + tools/list." }),
+    toolCallTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 45, description: "One tools/call; each progress notification restarts it." }),
+    exposeDefault: Type.Union([Type.Literal("readOnly"), Type.Literal("all"), Type.Literal("none")], {
+      default: "readOnly",
+      description:
+        "Exposure of tools without an explicit tools.<name>.expose: readOnly = tools annotated readOnlyHint: true; all = every tool; none = nothing. App-only tools are never exposed.",
+    }),
+    tools: Type.Record(Type.String({ minLength: 1 }), McpToolSettings, { default: {}, description: "Per-tool settings keyed by the upstream tool name." }),
   },
   { additionalProperties: false },
 );

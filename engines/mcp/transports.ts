@@ -1,0 +1,90 @@
+// The client transport of one McpServer spec: stdio (a child process with its own environment,
+// secrets resolved from references) or Streamable HTTP (auth: bearer token, custom headers or
+// the OAuth client-credentials grant). Secrets are resolved at each connect, so a rotated
+// variable or file is used on the next reconnect; they never appear in messages.
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
+import { describeMissing, resolveSecretRef } from "../providers/credentials";
+import { failure } from "./failures";
+
+export interface BuiltTransport {
+  transport: Transport;
+  /** what to call it in messages: never includes credentials */
+  where: string;
+  /** the last lines the stdio service wrote to stderr */
+  stderrTail?: () => string;
+}
+
+/** Spec errors that make a connection pointless; null when the spec is usable. */
+export function specProblem(s: McpServerSpec): string | null {
+  if (s.transport === "http") {
+    if (!s.url) return "transport http needs url";
+    try {
+      const u = new URL(s.url);
+      if (u.protocol !== "http:" && u.protocol !== "https:") return `url must be http or https, not ${u.protocol}`;
+      if (u.username || u.password) return "url must not carry credentials: use auth";
+    } catch {
+      return "url is not a valid URL";
+    }
+    const a = s.auth ?? { type: "none" };
+    if (a.type === "token" && !a.token) return "auth type token needs auth.token (env:NAME or file:/path)";
+    if (a.type === "headers" && !Object.keys(a.headers ?? {}).length) return "auth type headers needs auth.headers";
+    if (a.type === "oauth" && (!a.clientId || !a.clientSecret)) return "auth type oauth needs auth.clientId and auth.clientSecret";
+    return null;
+  }
+  if (!s.command) return "transport stdio needs command";
+  return null;
+}
+
+function secret(ref: string, what: string): string {
+  const v = resolveSecretRef(ref);
+  if (v === undefined) throw failure("SecretMissing", `${what} (${ref}): ${describeMissing(ref)}`);
+  return v;
+}
+
+export function endpointLabel(s: McpServerSpec): string {
+  if (s.transport === "http" && s.url) {
+    try {
+      const u = new URL(s.url);
+      return `${u.origin}${u.pathname}`;
+    } catch {
+      return "(invalid url)";
+    }
+  }
+  return `command ${s.command ?? "?"}`;
+}
+
+export function buildTransport(s: McpServerSpec): BuiltTransport {
+  const problem = specProblem(s);
+  if (problem) throw failure("InvalidSpec", problem);
+  const where = endpointLabel(s);
+  if (s.transport === "stdio") {
+    const env: Record<string, string> = { ...(s.env ?? {}) };
+    for (const [k, ref] of Object.entries(s.envFrom ?? {})) env[k] = secret(ref, `envFrom.${k}`);
+    const t = new StdioClientTransport({ command: s.command!, args: s.args ?? [], env, cwd: s.cwd, stderr: "pipe" });
+    let tail = "";
+    t.stderr?.on("data", (chunk: Buffer) => {
+      tail = (tail + chunk.toString("utf8")).slice(-600);
+    });
+    return { transport: t, where, stderrTail: () => tail.trim().split("\n").slice(-3).join(" | ").slice(-300) };
+  }
+  const a = s.auth ?? { type: "none" };
+  const headers: Record<string, string> = {};
+  if (a.type === "token") headers.authorization = `Bearer ${secret(a.token!, "auth.token")}`;
+  if (a.type === "headers") for (const [h, ref] of Object.entries(a.headers ?? {})) headers[h] = secret(ref, `auth.headers.${h}`);
+  let authProvider: ClientCredentialsProvider | undefined;
+  if (a.type === "oauth") {
+    const opts = { clientId: a.clientId!, clientSecret: secret(a.clientSecret!, "auth.clientSecret"), scope: a.scope, clientName: "svc" };
+    authProvider = a.issuer ? new ClientCredentialsProvider({ ...opts, expectedIssuer: a.issuer }) : new ClientCredentialsProvider(opts);
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(s.url!), {
+    requestInit: { headers },
+    authProvider,
+    // reconnects are ours (with the service's backoff); the SDK's own SSE retries stay short
+    reconnectionOptions: { maxReconnectionDelay: 30_000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
+  });
+  return { transport, where };
+}
