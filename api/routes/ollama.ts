@@ -14,7 +14,7 @@ import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
 import type { ChatResult } from "../../engines/chat/collect";
 import { toGatewayError } from "../errors";
 import { readJson } from "../body";
-import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
+import { agentIdOf, answerChat, authenticateCaller, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, ndjsonLine } from "../sse";
 import { isLoadOnlyChat, keepAliveZero, parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
 import { chatLoadResponse, chatResponse, generateResponse, loadResponse, timed, type Timing } from "../ollama/response";
@@ -173,6 +173,7 @@ export default function ollamaRoutes(svc: Svc): Router {
   r.get("/v1/tags", ollamaShape, tags);
 
   r.post("/api/show", ollamaShape, async (ctx: Context) => {
+    authenticateCaller(ctx, svc); // the key before the body: a bad key with a bad body is a 401
     const b = await readJson(ctx);
     const name = typeof b.model === "string" && b.model ? b.model : typeof b.name === "string" && b.name ? b.name : undefined;
     if (!name) throw invalidRequest("'model' is required", "model");

@@ -87,7 +87,7 @@ describe("credential forms", () => {
 });
 
 describe("authentication before the body", () => {
-  const inference = ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/v1/messages", "/api/chat", "/api/generate", "/api/embed", "/api/embeddings"];
+  const inference = ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/v1/messages", "/api/chat", "/api/generate", "/api/embed", "/api/embeddings", "/v1/messages/count_tokens", "/api/show"];
 
   it("a bad key with a malformed body is a 401 on every inference route (400 with a good key)", async () => {
     for (const p of inference) {
