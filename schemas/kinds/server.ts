@@ -12,7 +12,7 @@ export const ServerSpec = Type.Object(
     modelsDir: Type.Optional(Type.String({ minLength: 1 })),
     allowUnauthenticatedLoopback: Type.Boolean({
       default: true,
-      description: "Inference from loopback without a key. A key that is sent is always checked.",
+      description: "Inference from loopback without a key. A key that is sent is checked when it is an svc key (sk-svc-...) or the admin/master key; other values (SDK placeholders such as \"none\") are served anonymously.",
     }),
     limits: Type.Object(
       {
