@@ -220,6 +220,16 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
 
+    // Agents and tasks (fails unfinished tasks left by a previous process as interrupted).
+    try {
+      const { createAgents } = await import("../engines/agents");
+      const agents = await createAgents(svc);
+      svc.engines.agents = agents;
+      cleanup.push(() => agents.close());
+    } catch (e: any) {
+      log.warn("agents engine not started; agent routes are unavailable", { err: String(e?.message ?? e) });
+    }
+
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);
@@ -269,6 +279,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await watcher?.stop().catch(() => undefined);
         await listener.close(5000); // stop accepting, let in-flight requests finish
         await mgr.stop(); // let running reconciles finish
+        await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
         await store.close(); // flush batched status writes

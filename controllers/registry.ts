@@ -6,6 +6,7 @@ import { kinds } from "../schemas";
 import { acceptedController } from "./kinds/accepted";
 import { serverController, type Listener, type StartOverrides } from "./kinds/server";
 import { modelController } from "./kinds/model";
+import { agentController } from "./kinds/agent";
 
 export interface RegistryInput {
   svc: Svc;
@@ -26,6 +27,7 @@ export interface ControllerSet {
 export async function buildControllers(input: RegistryInput): Promise<ControllerSet> {
   const list: Array<[Controller, string]> = [[serverController(input.svc, input.listener, input.overrides, input.enqueue), "server"]];
   list.push([modelController(input.svc), "model"]);
+  list.push([agentController(input.svc, input.enqueue), "agents"]);
   for (const c of input.extra ?? []) list.push([c, "gateway"]);
 
   const controllers: Controller[] = [];

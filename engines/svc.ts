@@ -6,6 +6,7 @@ import type { Ref } from "../prisma/resource-store";
 import type { Gateway } from "./gateway";
 import type { ModelPool } from "./inference/pool";
 import type { ToolRegistry } from "./tools/types";
+import type { Agents } from "./agents";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -36,6 +37,8 @@ export interface Engines {
   pool?: ModelPool;
   /** the tool catalog: MCP services' tools and svc's built-ins (engines/mcp) */
   tools?: ToolRegistry;
+  /** custom agents, synchronous runs and detached tasks (engines/agents) */
+  agents?: Agents;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

@@ -11,7 +11,8 @@ import audit from "./audit";
 import openai, { openaiInference } from "./openai";
 import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
+import agents from "./agents";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, agents];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];
