@@ -59,7 +59,7 @@ export async function runLoop(state: LoopState, d: LoopDeps): Promise<LoopOutcom
     state.messages.push({ role: "assistant", content: turn.text, ...(turn.calls.length ? { toolCalls: turn.calls } : {}) });
     if (turn.text) await d.emit({ type: "text", iteration: state.iterations, text: turn.text });
     if (!turn.calls.length) return { status: "completed", output: turn.text };
-    state.queue = turn.calls;
+    state.queue = [...turn.calls]; // a copy: the queue is consumed, the message keeps its calls
   }
 }
 
