@@ -8,6 +8,7 @@ const all: Record<string, () => Promise<Section>> = {
   platform: async () => (await import("./platform")).platformBench(),
   gateway: async () => (await import("./gateway")).gatewayBench(),
   inference: async () => (await import("./inference")).inferenceBench(),
+  agents: async () => (await import("./agents")).agentsBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

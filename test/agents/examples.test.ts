@@ -22,10 +22,10 @@ describe("examples/agents", () => {
     await until(() => cond("helper")?.status === "True" && cond("researcher")?.status === "True", 20_000).catch(() => {
       throw new Error(JSON.stringify([cond("helper"), cond("researcher")]));
     });
-    const list = await fetch(`${s.url}/agents`).then((r) => r.json());
+    const list = await fetch(`${s.url}/agents`).then((r) => r.json() as Promise<any>);
     expect(list.data.map((a: any) => a.id)).toEqual(["helper", "researcher"]);
     const r = await fetch(`${s.url}/agents/helper/run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "hello" }) });
-    const j = await r.json();
+    const j: any = await r.json();
     expect(r.status).toBe(200);
     expect(j).toMatchObject({ agent: "helper", model: "svc-tiny" });
     expect(["completed", "incomplete"]).toContain(j.status);

@@ -25,7 +25,7 @@ describe.skipIf(!addr)("agents from a non-loopback address", () => {
   let admin: string;
   const call = async (method: string, p: string, body: unknown, key?: string) => {
     const r = await fetch(base + p, { method, headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
-    return { status: r.status, json: await r.json() };
+    return { status: r.status, json: (await r.json()) as any };
   };
   const key = async (actions: string[]) => (await call("POST", "/v1/api-keys", { name: "remote", permissions: { actions } }, admin)).json.api_key as string;
 

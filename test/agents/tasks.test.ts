@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 const dispatch = (agent: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  fetch(`${env.url}/agents/${agent}/dispatch`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${env.adminKey}`, ...headers }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, headers: r.headers, json: await r.json() }));
+  fetch(`${env.url}/agents/${agent}/dispatch`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${env.adminKey}`, ...headers }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, headers: r.headers, json: (await r.json()) as any }));
 
 describe("detached tasks", () => {
   it("dispatch answers 202 {id, status, poll_url}; polling shows progress, activity and the result", async () => {
