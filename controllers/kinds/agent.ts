@@ -1,8 +1,8 @@
 // Agent controller: an agent is Ready when its default model routes (a local Model or a Provider
 // model) and every tool its policy names exactly is in the tool catalog:
 //   Ready=True  Ready                  "model M; N tools offered (plus clarify)"
-//   Ready=False GatewayUnavailable | ModelNotSet | ModelNotFound | ToolCatalogUnavailable | ToolNotFound
-// Agents are re-reconciled when a Provider or Model changes and when the catalog changes
+//   Ready=False GatewayUnavailable | ModelNotSet | ModelNotFound | ModelNotReady | ToolCatalogUnavailable | ToolNotFound
+// Agents are re-reconciled when a Provider or Model changes (spec or a Model's status) and when the catalog changes
 // (ToolRegistry.onChange), so the condition follows what the agent depends on.
 import type { Controller } from "../types";
 import type { Svc } from "../../engines/svc";
@@ -10,6 +10,9 @@ import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { Ref } from "../../prisma/resource-store";
 import type { ToolRegistry } from "../../engines/tools/types";
 import { readiness } from "../../engines/agents/readiness";
+
+/** Dependencies whose changes emit no store event: look again later. */
+const POLL = new Set(["ToolCatalogUnavailable", "GatewayUnavailable", "ModelNotReady"]);
 
 export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Controller {
   const wakeAll = () => {
@@ -19,6 +22,10 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Control
   };
   svc.store.on("change", (refs: Ref[]) => {
     if (refs.some((r) => r.kind === "Provider" || r.kind === "Model")) wakeAll();
+  });
+  // a local Model's own readiness (file found, loads) is status, not desired state
+  svc.store.on("status", (ref: Ref) => {
+    if (ref.kind === "Model") wakeAll();
   });
   // the catalog may be attached after this controller is built: subscribe on first sight
   let watched: ToolRegistry | undefined;
@@ -34,8 +41,7 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Control
       watchTools();
       const r = readiness(svc, obj.spec as AgentSpec);
       const extra = r.model ? { model: r.model, ...(r.tools !== undefined ? { tools: r.tools } : {}) } : undefined;
-      // without a catalog, look again later: it may start after the agents
-      return { status: r.ready ? "True" : "False", reason: r.reason, message: r.message, extra, ...(r.reason === "ToolCatalogUnavailable" || r.reason === "GatewayUnavailable" ? { requeueAfterMs: 5000 } : {}) };
+      return { status: r.ready ? "True" : "False", reason: r.reason, message: r.message, extra, ...(POLL.has(r.reason) ? { requeueAfterMs: 5000 } : {}) };
     },
   };
 }

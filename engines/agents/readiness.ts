@@ -21,6 +21,12 @@ export function readiness(svc: Svc, spec: AgentSpec, modelOverride?: string): Re
   if (gw.router.targets(model).length === 0) {
     return { ready: false, reason: "ModelNotFound", message: `model ${JSON.stringify(model)} is served by no Provider and no local Model`, model };
   }
+  // a local Model that reports Ready=False (missing file, cannot load) cannot serve the agent
+  const targets = gw.router.targets(model);
+  if (targets.every((t) => t.type === "local")) {
+    const c = svc.store.get("Model", targets[0].upstreamModel)?.status.conditions?.find((x) => x.type === "Ready");
+    if (c?.status === "False") return { ready: false, reason: "ModelNotReady", message: `local model ${JSON.stringify(model)} is not ready: ${c.reason}: ${c.message}`, model };
+  }
   const tools = svc.engines.tools;
   const missing = missingTools(spec.toolPolicy, tools);
   if (missing.length) {
