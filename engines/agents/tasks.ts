@@ -23,6 +23,7 @@ import { answer, runLoop } from "./loop";
 import { newState, type LoopEvent, type LoopState, type Pending } from "./types";
 import { publicPending, pollUrl, UNFINISHED, type StepView, type TaskStatus, type TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
+import { TaskStore, type TaskRow } from "./task-store";
 
 const RECENT = 10;
 export const DEFAULT_RETENTION_HOURS = 168;
@@ -64,8 +65,6 @@ interface Active {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
-  /** store writes of this task, in order */
-  writes: Promise<unknown>;
   runner?: Promise<void>;
 }
 
@@ -78,11 +77,13 @@ export class TaskManager {
   private readonly active = new Map<string, Active>();
   private readonly idem = new Map<string, Promise<{ view: TaskView; created: boolean }>>();
   private readonly prisma: PrismaClient;
+  private readonly rows: TaskStore;
   private pruneTimer?: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly d: TaskDeps) {
     this.prisma = d.svc.db.prisma;
+    this.rows = new TaskStore(d.svc.db.sqlite);
   }
 
   /** Fail what a previous process left unfinished, prune old tasks, and prune hourly from now on. */
@@ -159,17 +160,9 @@ export class TaskManager {
       createdAt: now,
       updatedAt: now,
       finishedAt: null,
-      writes: Promise.resolve(),
     };
-    this.active.set(t.id, t); // reserved before any await: parallel dispatches see it
-    try {
-      await this.prisma.agentTask.create({
-        data: { id: t.id, agent: t.agent, title: t.title, prompt: t.prompt, status: "queued", idempotencyKey: idem, ownerKeyId: t.keyId, messages: JSON.stringify(t.state), createdAt: now, updatedAt: now },
-      });
-    } catch (e) {
-      this.active.delete(t.id);
-      throw e;
-    }
+    this.rows.insert(this.row(t)); // durable before the 202 (synchronous, so no other dispatch interleaves)
+    this.active.set(t.id, t);
     this.log(t, { type: "status", status: "queued" });
     setImmediate(() => this.execute(t));
     return { view: this.view(t), created: true };
@@ -279,28 +272,35 @@ export class TaskManager {
     t.currentStep = null;
     this.log(t, { type: "status", status, ...(reason ? { reason } : {}) });
     this.persist(t);
-    // leave memory once the final row is written, so a poll never sees an older stored state
-    void t.writes.then(() => {
-      this.active.delete(t.id);
-      if (t.idem) this.idem.delete(t.idem);
-    });
+    this.active.delete(t.id); // the final row is written: polls read it from the store now
+    if (t.idem) this.idem.delete(t.idem);
   }
 
-  /** Queue a write of the task row (status, checkpoint, result). */
-  private persist(t: Active) {
-    t.updatedAt = new Date();
-    const data = {
+  private row(t: Active): TaskRow {
+    return {
+      id: t.id,
+      agent: t.agent,
+      title: t.title,
+      prompt: t.prompt,
       status: t.status,
       reason: t.reason,
+      idempotencyKey: t.idem,
+      ownerKeyId: t.keyId,
       iterations: t.state.iterations,
       messages: JSON.stringify(t.state),
       pending: t.pending ? JSON.stringify(t.pending) : null,
       result: t.result ? JSON.stringify(t.result) : null,
       cancelRequested: t.cancelRequested,
+      createdAt: t.createdAt,
       updatedAt: t.updatedAt,
       finishedAt: t.finishedAt,
     };
-    this.write(t, () => this.prisma.agentTask.update({ where: { id: t.id }, data }));
+  }
+
+  /** Write the task row (status, checkpoint, result). */
+  private persist(t: Active) {
+    t.updatedAt = new Date();
+    this.guard(t, () => this.rows.update(this.row(t)));
   }
 
   /** Append to the step log (memory and store). */
@@ -310,11 +310,15 @@ export class TaskManager {
     t.recent.push(s);
     if (t.recent.length > RECENT) t.recent.shift();
     const { seq, type, at: _at, ...data } = s;
-    this.write(t, () => this.prisma.agentTaskStep.create({ data: { taskId: t.id, seq, type, at, data: JSON.stringify(data) } }));
+    this.guard(t, () => this.rows.appendStep(t.id, seq, type, JSON.stringify(data), at));
   }
 
-  private write(t: Active, op: () => Promise<unknown>) {
-    t.writes = t.writes.then(op).catch((e) => this.d.svc.log.warn("task store write failed", { task: t.id, err: String(e?.message ?? e) }));
+  private guard(t: Active, write: () => void) {
+    try {
+      write();
+    } catch (e: any) {
+      this.d.svc.log.warn("task store write failed", { task: t.id, err: String(e?.message ?? e) });
+    }
   }
 
   private viewOfId(id: string): TaskView | undefined {
@@ -393,6 +397,5 @@ export class TaskManager {
       else this.finish(t, "failed", "interrupted", { message: "svc stopped while the task was unfinished" });
     }
     await Promise.all(all.map((t) => t.runner));
-    await Promise.all(all.map((t) => t.writes));
   }
 }
