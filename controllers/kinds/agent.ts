@@ -24,8 +24,14 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Control
     if (refs.some((r) => r.kind === "Provider" || r.kind === "Model")) wakeAll();
   });
   // a local Model's own readiness (file found, loads) is status, not desired state
+  const modelReady = new Map<string, string>();
   svc.store.on("status", (ref: Ref) => {
-    if (ref.kind === "Model") wakeAll();
+    if (ref.kind !== "Model") return;
+    const c = svc.store.get("Model", ref.name)?.status.conditions?.find((x) => x.type === "Ready");
+    const now = `${c?.status}/${c?.reason}`;
+    if (modelReady.get(ref.name) === now) return; // other status fields (load state, ...) changed
+    modelReady.set(ref.name, now);
+    wakeAll();
   });
   // the catalog may be attached after this controller is built: subscribe on first sight
   let watched: ToolRegistry | undefined;
