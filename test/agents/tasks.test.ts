@@ -6,7 +6,7 @@ import { lastTool } from "./scripted";
 import { until } from "../helpers/http";
 
 let env: AgentEnv;
-const M = ["worker", "approver", "asks", "slow"];
+const M = ["worker", "approver", "asks", "slow", "looper"];
 
 beforeAll(async () => {
   env = await startAgentEnv({ models: M });
@@ -17,7 +17,9 @@ beforeAll(async () => {
   await env.agent("worker");
   await env.agent("approver", { toolPolicy: { allow: ["everything_*"], requireApproval: ["everything_echo"] } });
   await env.agent("asks");
+  env.up.script("looper", () => ({ calls: [{ name: "everything_echo", args: { message: "more" } }] }));
   await env.agent("slow");
+  await env.agent("looper", { maxIterations: 2 });
   await env.ready("Agent", "slow");
 }, 60_000);
 afterAll(async () => {
@@ -139,6 +141,18 @@ describe("detached tasks", () => {
     await env.poll(d.json.id, (t) => t.status === "completed", 20_000, mine.secret);
     expect((await env.api("GET", `/tasks/${d.json.id}`, undefined, other.secret)).status).toBe(404);
     expect((await env.api("GET", `/tasks/${d.json.id}`)).status).toBe(200);
+  });
+
+  it("a task that uses up its iteration budget, or whose key's budget refuses a model call, ends failed naming why", async () => {
+    const d = await dispatch("looper", { prompt: "forever" });
+    const t = await env.poll(d.json.id, (t) => t.status === "failed");
+    expect(t.reason).toBe("iteration_budget");
+    expect(t.result.message).toMatch(/iteration budget reached: 2 model calls/);
+    const poor = await env.key({ budget_limits: { daily: 0.000001 } });
+    const p = await dispatch("worker", { prompt: "x" }, { authorization: `Bearer ${poor.secret}` });
+    expect(p.status).toBe(202);
+    const f = await env.poll(p.json.id, (t) => t.status === "failed", 20_000, poor.secret);
+    expect(f).toMatchObject({ reason: "budget_exceeded", result: { error: { code: "budget_exceeded", status: 402 } } });
   });
 
   it("finished tasks are pruned after the retention", async () => {
