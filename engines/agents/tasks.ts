@@ -21,9 +21,10 @@ import { Cancellation } from "../chat/cancel";
 import { GatewayError } from "../gateway/errors";
 import { answer, runLoop } from "./loop";
 import { newState, type LoopEvent, type LoopState, type Pending } from "./types";
-import { publicPending, pollUrl, UNFINISHED, type StepView, type TaskStatus, type TaskView } from "./task-view";
+import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
 import { TaskStore, type TaskRow } from "./task-store";
+import { failUnfinished, pruneFinished, storedView } from "./task-records";
 
 const RECENT = 10;
 export const DEFAULT_RETENTION_HOURS = 168;
@@ -88,16 +89,8 @@ export class TaskManager {
 
   /** Fail what a previous process left unfinished, prune old tasks, and prune hourly from now on. */
   async init(): Promise<void> {
-    const left = await this.prisma.agentTask.findMany({ where: { status: { in: UNFINISHED } }, select: { id: true } });
-    const now = new Date();
-    for (const { id } of left) {
-      const seq = await this.prisma.agentTaskStep.count({ where: { taskId: id } });
-      await this.prisma.$transaction([
-        this.prisma.agentTask.update({ where: { id }, data: { status: "failed", reason: "interrupted", pending: null, finishedAt: now, updatedAt: now } }),
-        this.prisma.agentTaskStep.create({ data: { taskId: id, seq, type: "status", at: now, data: JSON.stringify({ status: "failed", reason: "interrupted", message: "svc restarted while the task was unfinished" }) } }),
-      ]);
-    }
-    if (left.length) this.d.svc.log.warn("agent tasks interrupted by a restart marked failed", { count: left.length });
+    const n = await failUnfinished(this.prisma);
+    if (n) this.d.svc.log.warn("agent tasks interrupted by a restart marked failed", { count: n });
     await this.prune();
     this.pruneTimer = setInterval(() => void this.prune().catch((e) => this.d.svc.log.warn("task prune failed", { err: String(e?.message ?? e) })), 600_000);
     this.pruneTimer.unref();
@@ -347,43 +340,13 @@ export class TaskManager {
     };
   }
 
-  private async storedView(id: string): Promise<TaskView | undefined> {
-    const row = await this.prisma.agentTask.findUnique({ where: { id } });
-    if (!row) return undefined;
-    const steps = await this.prisma.agentTaskStep.findMany({ where: { taskId: id }, orderBy: { seq: "desc" }, take: RECENT });
-    const spec = this.d.svc.store.get("Agent", row.agent)?.spec as AgentSpec | undefined;
-    return {
-      id: row.id,
-      object: "task",
-      agent: row.agent,
-      title: row.title,
-      status: row.status as TaskStatus,
-      reason: row.reason,
-      cancel_requested: row.cancelRequested,
-      created_at: row.createdAt.toISOString(),
-      updated_at: row.updatedAt.toISOString(),
-      finished_at: row.finishedAt?.toISOString() ?? null,
-      progress: { iterations: row.iterations, max_iterations: spec?.maxIterations ?? null },
-      current_step: null,
-      pending: publicPending(row.pending ? JSON.parse(row.pending) : null),
-      recent_activity: steps.reverse().map((s) => ({ ...JSON.parse(s.data), seq: s.seq, type: s.type, at: s.at.toISOString() })),
-      result: row.result ? JSON.parse(row.result) : null,
-      poll_url: pollUrl(row.id),
-    };
+  private storedView(id: string): Promise<TaskView | undefined> {
+    return storedView(this.prisma, this.d.svc.store, id);
   }
 
   /** Delete finished tasks (and their steps) older than the retention. */
-  async prune(now = Date.now()): Promise<number> {
-    const hours = this.d.svc.server.limits?.taskRetentionHours ?? DEFAULT_RETENTION_HOURS;
-    const cutoff = new Date(now - hours * 3_600_000);
-    let total = 0;
-    for (;;) {
-      const old = await this.prisma.agentTask.findMany({ where: { finishedAt: { lt: cutoff } }, select: { id: true }, take: 500 });
-      if (!old.length) return total;
-      const ids = old.map((r) => r.id);
-      await this.prisma.$transaction([this.prisma.agentTaskStep.deleteMany({ where: { taskId: { in: ids } } }), this.prisma.agentTask.deleteMany({ where: { id: { in: ids } } })]);
-      total += ids.length;
-    }
+  prune(now = Date.now()): Promise<number> {
+    return pruneFinished(this.prisma, this.d.svc.server.limits?.taskRetentionHours ?? DEFAULT_RETENTION_HOURS, now);
   }
 
   /** Shutdown: unfinished tasks end as failed/interrupted (their caller's key is not kept). */
