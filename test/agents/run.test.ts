@@ -6,7 +6,7 @@ import { lastTool, parseSse } from "./scripted";
 import { until } from "../helpers/http";
 
 let env: AgentEnv;
-const M = ["multi", "budget", "denied", "asker", "attributed", "missing-tool"];
+const M = ["multi", "budget", "denied", "asker", "attributed", "missing-tool", "long"];
 
 beforeAll(async () => {
   env = await startAgentEnv({ models: M });
@@ -20,6 +20,8 @@ beforeAll(async () => {
   env.up.script("denied", (b, turn) => (turn === 0 ? { calls: [{ name: "everything_get-sum", args: { a: 1, b: 1 } }] } : { text: `told: ${lastTool(b)}` }));
   env.up.script("asker", (b, turn) => (turn === 0 ? { calls: [{ name: "everything_echo", args: { message: "may I?" } }] } : { text: "ok" }));
   env.up.script("attributed", (b, turn) => (turn === 0 ? { calls: [{ name: "everything_echo", args: { message: "x" } }] } : { text: "fine" }));
+  env.up.script("long", () => ({ calls: [{ name: "everything_trigger-long-running-operation", args: { duration: 60, steps: 60 } }] }));
+  await env.agent("long");
   await env.agent("multi");
   await env.agent("budget", { maxIterations: 2 });
   await env.agent("denied", { toolPolicy: { allow: ["everything_*"], deny: ["everything_get-sum"] } });
@@ -70,6 +72,16 @@ describe("POST /agents/{id}/run", () => {
     expect(done).toMatchObject({ status: "completed", iterations: 3 });
     expect(events.filter((e) => e.event === "delta").map((e) => e.data.text).join("")).toBe("Let me check. " + done.output);
     expect(env.up.requests.slice(before).every((b) => b.stream === true)).toBe(true);
+  });
+
+  it("a client that goes away mid-stream cancels the run: the in-flight MCP call is aborted", async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${env.url}/agents/long/run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "wait", stream: true }), signal: ac.signal });
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!text.includes("event: tool_call")) text += new TextDecoder().decode((await reader.read()).value);
+    ac.abort();
+    await until(() => env.tools.aborted.includes("everything_trigger-long-running-operation"), 10_000);
   });
 
   it("stops at the iteration budget with an incomplete result naming it", async () => {
