@@ -28,6 +28,13 @@ function agentsOf(svc: Svc): Agents {
   return a;
 }
 
+/** Who is calling (401 for a bad key); null on unauthenticated loopback. */
+function authenticate(svc: Svc, ctx: Context) {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
+  return gw.pipeline.authenticate(callerFrom(ctx));
+}
+
 function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== "string") throw invalidRequest(`${field} must be a string`, field);
@@ -83,7 +90,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/agents", (ctx) => {
     const a = agentsOf(svc);
-    svc.engines.gateway!.pipeline.authenticate(callerFrom(ctx)); // remote discovery needs a valid key
+    authenticate(svc, ctx); // remote discovery needs a valid key
     ctx.body = { object: "list", data: a.list() };
   });
 
@@ -136,7 +143,7 @@ export default function routes(svc: Svc): Router {
   const visibleTask = async (ctx: Context) => {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
-    const key = svc.engines.gateway!.pipeline.authenticate(caller);
+    const key = authenticate(svc, ctx);
     const t = await a.tasks.get(ctx.params.id);
     const mayView = t && (t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback);
     if (!t || !mayView) throw new GatewayError(404, "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
