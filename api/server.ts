@@ -250,6 +250,15 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     svc.engines.mcp = mcp;
     svc.engines.tools = mcp;
     cleanup.push(() => mcp.close());
+    // Agents and tasks (fails unfinished tasks left by a previous process as interrupted).
+    try {
+      const { createAgents } = await import("../engines/agents");
+      const agents = await createAgents(svc);
+      svc.engines.agents = agents;
+      cleanup.push(() => agents.close());
+    } catch (e: any) {
+      log.warn("agents engine not started; agent routes are unavailable", { err: String(e?.message ?? e) });
+    }
 
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
@@ -311,6 +320,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await ending;
         forgetStopped(port);
         await mgr.stop(); // let running reconciles finish
+        await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));

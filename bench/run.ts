@@ -9,6 +9,7 @@ const all: Record<string, () => Promise<Section>> = {
   gateway: async () => (await import("./gateway")).gatewayBench(),
   inference: async () => (await import("./inference")).inferenceBench(),
   mcp: async () => (await import("./mcp")).mcpBench(),
+  agents: async () => (await import("./agents")).agentsBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -7,6 +7,7 @@ import { acceptedController } from "./kinds/accepted";
 import { serverController, type Listener, type StartOverrides } from "./kinds/server";
 import { modelController } from "./kinds/model";
 import { mcpServerController } from "./kinds/mcp-server";
+import { agentController } from "./kinds/agent";
 
 export interface RegistryInput {
   svc: Svc;
@@ -28,6 +29,7 @@ export async function buildControllers(input: RegistryInput): Promise<Controller
   const list: Array<[Controller, string]> = [[serverController(input.svc, input.listener, input.overrides, input.enqueue), "server"]];
   list.push([modelController(input.svc), "model"]);
   if (input.svc.engines.mcp) list.push([mcpServerController(input.svc.engines.mcp), "mcp"]);
+  list.push([agentController(input.svc, input.enqueue), "agents"]);
   for (const c of input.extra ?? []) list.push([c, "gateway"]);
 
   const controllers: Controller[] = [];

@@ -7,6 +7,7 @@ import type { Gateway } from "./gateway";
 import type { ModelPool } from "./inference/pool";
 import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
+import type { Agents } from "./agents";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -39,6 +40,8 @@ export interface Engines {
   tools?: ToolRegistry;
   /** the same object as `tools` seen from its controller's side: McpServer connections */
   mcp?: McpEngine;
+  /** custom agents, synchronous runs and detached tasks (engines/agents) */
+  agents?: Agents;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

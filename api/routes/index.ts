@@ -12,7 +12,8 @@ import openai, { openaiInference } from "./openai";
 import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
 import mcp from "./mcp";
+import agents from "./agents";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -18,7 +18,15 @@ export const ServerSpec = Type.Object(
       {
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 268435456, default: 4194304 }),
         requestTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 86400, default: 600, description: "How long a client may take to send a whole request (Node's server.requestTimeout); responses may stream longer." }),
-        maxConcurrentDispatch: Type.Integer({ minimum: 1, maximum: 1024, default: 4, description: "Detached agent tasks at once (agents are not in this build yet)." }),
+        maxConcurrentDispatch: Type.Integer({
+          minimum: 1,
+          maximum: 1024,
+          default: 4,
+          description: "Detached agent tasks at once: queued, running and awaiting input all count. A dispatch over the limit gets 429 capacity_exceeded and starts nothing.",
+        }),
+        taskRetentionHours: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 87600, description: "How long finished tasks (completed, failed, cancelled) and their step logs are kept before they are pruned. Default 168 (7 days)." }),
+        ),
       },
       { additionalProperties: false, default: {} },
     ),

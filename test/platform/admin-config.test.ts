@@ -83,10 +83,10 @@ describe("plan and apply", () => {
     const upd = p.json.plan.changes.find((c: any) => c.name === "la");
     expect(upd).toMatchObject({ action: "update" });
     expect(upd.fields).toContainEqual({ path: "/spec/instructions", before: "one", after: "one-and-a-half" });
-    const u = await apply({ document: changed, source: src, wait: true, waitTimeoutSeconds: 10 });
+    const u = await apply({ document: changed, source: src, wait: true, waitTimeoutSeconds: 1 });
     expect(u.json.revision).toBe(rev + 1);
     expect(s.svc.store.get("Agent", "la")!.generation).toBe(2);
-    expect(u.json.wait.objects[0]).toMatchObject({ kind: "Agent", name: "la", generation: 2, state: "not-implemented" });
+    expect(u.json.wait.objects[0]).toMatchObject({ kind: "Agent", name: "la", generation: 2, state: "pending", reason: "ModelNotSet" });
 
     // prune: lb is no longer declared; deleting is high-risk, so confirm
     const only = agent("la", "one-and-a-half");

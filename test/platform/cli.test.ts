@@ -77,7 +77,7 @@ describe("svc status and doctor", () => {
     const r = await runCli(["status"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`svc is running at ${s.url}`);
-    expect(r.stdout).toMatch(/Agent\/helper\s+False\s+NotImplemented\s+1\/1/);
+    expect(r.stdout).toMatch(/Agent\/helper\s+False\s+ModelNotSet\s+1\/1/);
     expect(r.stdout).toMatch(/Model\/m1\s+False/);
   });
 

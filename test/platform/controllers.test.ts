@@ -24,15 +24,16 @@ describe("object conditions", () => {
   });
   const apply = (document: string, extra: object = {}) => postJson(`${s.url}/admin/config/apply`, { document, source: "cond", ...extra });
   const model = (file: string) => `apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: m\nspec:\n  file: ${file}\n  threads: 1\n`;
-  const agent = `apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: helper\nspec:\n  instructions: be brief\n`;
+  const agent = `apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: helper\nspec:\n  instructions: be brief\n  defaultModel: m\n`;
 
-  it("a Model with a missing file is not Ready; pointing it at a real GGUF makes it Ready; an Agent says NotImplemented", async () => {
+  it("a Model with a missing file is not Ready; pointing it at a real GGUF makes it Ready; an Agent on it names the model that is not ready", async () => {
     const r = await apply(model("missing.gguf") + "---\n" + agent, { wait: true, waitTimeoutSeconds: 1 });
     expect(r.status).toBe(200);
     await until(() => observedCurrent(s, "Model", "m") && observedCurrent(s, "Agent", "helper"));
     expect(ready(s, "Model", "m")).toMatchObject({ status: "False" });
     expect(ready(s, "Model", "m")!.message).toMatch(/missing\.gguf/);
-    expect(ready(s, "Agent", "helper")).toMatchObject({ status: "False", reason: "NotImplemented", message: "accepted and stored; Agent engine not available in this build" });
+    await until(() => ready(s, "Agent", "helper")?.reason === "ModelNotReady");
+    expect(ready(s, "Agent", "helper")!.message).toMatch(/local model "m" is not ready: .*missing\.gguf/);
     // --wait does not call a missing file ready
     expect(r.json.wait.ready).toBe(false);
 
@@ -43,6 +44,7 @@ describe("object conditions", () => {
     expect(m.generation).toBe(2);
     expect(m.status.observedGeneration).toBe(2);
     expect(ready(s, "Model", "m")).toMatchObject({ status: "True" });
+    await until(() => ready(s, "Agent", "helper")?.status === "True"); // follows the Model's status
   });
 
   it("deleting runs the controller's cleanup and then purges the object", async () => {

@@ -1,0 +1,212 @@
+// Agents and tasks (spec/local-server.md "Agents and tasks"): discovery, synchronous runs (JSON
+// or SSE), detached tasks polled by id. Shapes live here; the loop is engines/agents.
+//   GET    /agents                   custom agents with metadata and readiness
+//   POST   /agents/{id}/run          {prompt | input | messages, model?, tool_choice?, stream?}
+//   POST   /agents/{id}/dispatch     {prompt, title?, model?, tool_choice?} -> 202 {id, status, poll_url}
+//   GET    /tasks/{id}               status, progress, current step, recent activity, result
+//   DELETE /tasks/{id}               request cancellation (idempotent; returns the current state)
+//   POST   /tasks/{id}/clarify       {response} (or {approve: bool}); 409 unless input_required
+// Remote (non-loopback) run and dispatch need a key with permissions.actions agents:run /
+// agents:dispatch (or "*"). A task is visible to the key that dispatched it (and the admin key);
+// a task dispatched without a key, to loopback callers only.
+import Router from "@koa/router";
+import type { Context } from "koa";
+import type { Svc } from "../../engines/svc";
+import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
+import type { LoopEvent } from "../../engines/agents/types";
+import type { Agents, RunResult } from "../../engines/agents";
+import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { readJson } from "../body";
+import { callerFrom } from "../caller";
+import { clientCancellation, EventStream, sseEvent } from "../sse";
+
+const MAX_PROMPT = 1_000_000;
+
+function agentsOf(svc: Svc): Agents {
+  const a = svc.engines.agents;
+  if (!a) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the agents engine is not running");
+  return a;
+}
+
+/** Who is calling (401 for a bad key); null on unauthenticated loopback. */
+function authenticate(svc: Svc, ctx: Context) {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
+  return gw.pipeline.authenticate(callerFrom(ctx));
+}
+
+function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") throw invalidRequest(`${field} must be a string`, field);
+  if (v.length > max) throw invalidRequest(`${field} is longer than ${max} characters`, field);
+  return v;
+}
+
+function toolChoice(v: unknown): ToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v === "auto" || v === "none" || v === "required") return v;
+  const name = (v as any)?.function?.name ?? (v as any)?.name;
+  if (typeof v === "object" && typeof name === "string" && name) return { name };
+  throw invalidRequest('tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": "<tool>"}}', "tool_choice");
+}
+
+function inputMessages(b: any): ChatMessage[] {
+  const prompt = str(b.prompt, "prompt") ?? str(b.input, "input");
+  const out: ChatMessage[] = [];
+  if (b.messages !== undefined) {
+    if (!Array.isArray(b.messages)) throw invalidRequest("messages must be an array of {role, content}", "messages");
+    b.messages.forEach((m: any, i: number) => {
+      if (!m || (m.role !== "user" && m.role !== "assistant") || typeof m.content !== "string") {
+        throw invalidRequest(`messages[${i}] must be {role: "user" | "assistant", content: string}`, `messages[${i}]`);
+      }
+      out.push({ role: m.role, content: m.content });
+    });
+  }
+  if (prompt !== undefined) out.push({ role: "user", content: prompt });
+  if (!out.length || out[out.length - 1].role !== "user") throw invalidRequest("give the agent a prompt (prompt, input, or messages ending with a user message)", "prompt");
+  return out;
+}
+
+/** An SSE frame per loop event (the `done` frame carries the run result). */
+function frame(ev: LoopEvent): string | undefined {
+  switch (ev.type) {
+    case "step":
+      return sseEvent("step", { iteration: ev.iteration, max_iterations: ev.maxIterations });
+    case "delta":
+      return sseEvent("delta", { text: ev.text });
+    case "tool_call":
+      return sseEvent("tool_call", { id: ev.id, name: ev.name, arguments: ev.arguments, mode: ev.mode });
+    case "tool_progress":
+      return sseEvent("tool_progress", { id: ev.id, name: ev.name, progress: ev.progress, total: ev.total ?? null, message: ev.message ?? null });
+    case "tool_result":
+      return sseEvent("tool_result", { id: ev.id, name: ev.name, is_error: ev.isError, outcome: ev.outcome, content: ev.content });
+    default:
+      return undefined; // text (the deltas carried it) and input_required (done carries pending)
+  }
+}
+
+export default function routes(svc: Svc): Router {
+  const r = new Router();
+
+  r.get("/agents", (ctx) => {
+    const a = agentsOf(svc);
+    authenticate(svc, ctx); // remote discovery needs a valid key
+    ctx.body = { object: "list", data: a.list() };
+  });
+
+  r.post("/agents/:id/run", async (ctx) => {
+    const a = agentsOf(svc);
+    const caller = callerFrom(ctx);
+    a.authorize(caller, "agents:run");
+    const b = await readJson(ctx);
+    const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice) };
+    if (b.stream !== undefined && typeof b.stream !== "boolean") throw invalidRequest("stream must be a boolean", "stream");
+    a.resolve(ctx.params.id, input.model); // 404 / 503 before anything starts
+    const cancel = clientCancellation(ctx);
+    if (!b.stream) {
+      ctx.body = await a.run(ctx.params.id, caller, input, { stream: false, cancel });
+      return;
+    }
+    await streamRun(ctx, a, caller, input, cancel);
+  });
+
+  r.post("/agents/:id/dispatch", async (ctx) => {
+    const a = agentsOf(svc);
+    const caller = callerFrom(ctx);
+    const key = a.authorize(caller, "agents:dispatch");
+    const b = await readJson(ctx);
+    const prompt = str(b.prompt, "prompt");
+    if (!prompt) throw invalidRequest("prompt (a non-empty string) is required", "prompt");
+    const title = str(b.title, "title", 500);
+    const model = str(b.model, "model", 500);
+    const idem = ctx.get("idempotency-key").trim();
+    if (idem.length > 200) throw invalidRequest("Idempotency-Key is longer than 200 characters", "Idempotency-Key");
+    const { spec, model: resolved } = a.resolve(ctx.params.id, model);
+    const { view, created } = await a.tasks.dispatch({
+      agent: ctx.params.id,
+      spec,
+      model: resolved,
+      prompt,
+      title,
+      toolChoice: toolChoice(b.tool_choice),
+      caller: { ...caller, route: "/agents/:id/dispatch" },
+      keyId: key?.id ?? null,
+      idempotencyKey: idem || undefined,
+    });
+    ctx.status = created ? 202 : 200;
+    if (!created) ctx.set("idempotent-replayed", "true");
+    ctx.set("location", view.poll_url);
+    ctx.body = view;
+  });
+
+  /** The task if this caller may see it; 404 otherwise (no hint that it exists). */
+  const visibleTask = async (ctx: Context) => {
+    const a = agentsOf(svc);
+    const caller = callerFrom(ctx);
+    const key = authenticate(svc, ctx);
+    const t = await a.tasks.get(ctx.params.id);
+    const mayView = t && (t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback);
+    if (!t || !mayView) throw new GatewayError(404, "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
+    return { a, t };
+  };
+
+  r.get("/tasks/:id", async (ctx) => {
+    ctx.body = (await visibleTask(ctx)).t.view;
+  });
+
+  r.delete("/tasks/:id", async (ctx) => {
+    const { a } = await visibleTask(ctx);
+    ctx.body = await a.tasks.cancel(ctx.params.id);
+  });
+
+  r.post("/tasks/:id/clarify", async (ctx) => {
+    const { a } = await visibleTask(ctx);
+    const b = await readJson(ctx);
+    let approve: boolean | undefined = typeof b.approve === "boolean" ? b.approve : undefined;
+    const text = str(b.response, "response");
+    if (approve === undefined && text !== undefined) {
+      const w = text.trim().toLowerCase();
+      if (["approve", "approved", "yes", "allow"].includes(w)) approve = true;
+      else if (["deny", "denied", "no", "reject"].includes(w)) approve = false;
+    }
+    if (text === undefined && approve === undefined) throw invalidRequest("response (a string) is required", "response");
+    ctx.body = a.tasks.clarify(ctx.params.id, { text, approve });
+  });
+
+  return r;
+}
+
+/** Stream a run as SSE. Opening waits for the first event after `step`, so a refusal of the first
+ * model call (401, 402 budget, 429, …) is still a plain HTTP error with its status. */
+async function streamRun(ctx: Context, a: Agents, caller: ReturnType<typeof callerFrom>, input: Parameters<Agents["run"]>[2], cancel: ReturnType<typeof clientCancellation>) {
+  let stream: EventStream | null = null;
+  const held: string[] = [];
+  const send = async (chunk: string) => {
+    if (!stream) {
+      stream = new EventStream(ctx, "sse");
+      for (const h of held.splice(0)) await stream.write(h);
+    }
+    await stream.write(chunk);
+  };
+  let result: RunResult;
+  try {
+    result = await a.run(ctx.params.id, caller, input, {
+      stream: true,
+      cancel,
+      emit: async (ev) => {
+        const f = frame(ev);
+        if (!f) return;
+        if (!stream && ev.type === "step") held.push(f);
+        else await send(f);
+      },
+    });
+  } catch (e: any) {
+    if (!stream) throw e; // nothing sent yet: a normal error response
+    const g = e instanceof GatewayError ? e : new GatewayError(500, "internal_error", "the agent run failed");
+    await (stream as EventStream).write(sseEvent("error", g.toOpenAI()));
+    (stream as EventStream).end();
+    return;
+  }
+  await send(sseEvent("done", result));
+  (stream as unknown as EventStream).end();
+}

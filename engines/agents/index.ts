@@ -1,0 +1,170 @@
+// The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
+// Every model call goes through the gateway pipeline with the caller's identity, so the key's
+// permissions, limits, budget and audit apply to agent work exactly as to direct inference.
+import type { Svc } from "../svc";
+import type { Caller } from "../gateway/pipeline-types";
+import type { AgentSpec } from "../../schemas/kinds/agent";
+import type { ChatMessage, ToolChoice } from "../chat/types";
+import type { Cancellation } from "../chat/cancel";
+import type { KeyEntry } from "../gateway/keys";
+import { GatewayError } from "../gateway/errors";
+import { runLoop } from "./loop";
+import { newState, type LoopEvent, type Pending } from "./types";
+import { readiness } from "./readiness";
+import { TaskManager } from "./tasks";
+import { publicPending, type PublicPending } from "./task-view";
+
+export interface AgentListing {
+  id: string;
+  object: "agent";
+  display_name: string | null;
+  description: string | null;
+  default_model: string | null;
+  capabilities: string[];
+  tools: string[];
+  max_iterations: number;
+  memory: boolean;
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface RunInput {
+  messages: ChatMessage[];
+  model?: string;
+  toolChoice?: ToolChoice;
+}
+
+export interface RunResult {
+  object: "agent.run";
+  agent: string;
+  model: string;
+  /** completed: a final answer; incomplete: stopped (reason iteration_budget or input_required) */
+  status: "completed" | "incomplete" | "cancelled";
+  reason: string | null;
+  message: string | null;
+  output: string | null;
+  /** an incomplete run that needs input: what it asked (dispatch a task to answer it) */
+  pending: PublicPending | null;
+  iterations: number;
+  usage: { prompt_tokens: number; completion_tokens: number };
+}
+
+export class Agents {
+  readonly tasks: TaskManager;
+
+  constructor(private readonly svc: Svc) {
+    this.tasks = new TaskManager({ svc, chat: (caller, req, cancel) => this.chat(caller, req, cancel) });
+  }
+
+  async init(): Promise<void> {
+    await this.tasks.init();
+  }
+
+  list(): AgentListing[] {
+    return this.svc.store
+      .list({ kind: "Agent" })
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((o) => {
+        const s = o.spec as AgentSpec;
+        const r = readiness(this.svc, s);
+        return {
+          id: o.name,
+          object: "agent",
+          display_name: s.displayName ?? null,
+          description: s.description ?? null,
+          default_model: s.defaultModel ?? null,
+          capabilities: s.capabilities ?? [],
+          tools: s.toolPolicy?.allow ?? [],
+          max_iterations: s.maxIterations ?? 8,
+          memory: s.memory ?? false,
+          ready: r.ready,
+          reason: r.reason,
+          message: r.message,
+        };
+      });
+  }
+
+  /** The agent's spec and the model a run uses; 404 / 503 naming what is missing. */
+  resolve(name: string, modelOverride?: string): { spec: AgentSpec; model: string } {
+    const o = this.svc.store.get("Agent", name);
+    if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(name)} does not exist (GET /agents lists them)`);
+    const spec = o.spec as AgentSpec;
+    const r = readiness(this.svc, spec, modelOverride);
+    if (!r.ready) {
+      const code = r.reason === "ModelNotFound" ? "model_not_found" : "model_unavailable";
+      throw new GatewayError(r.reason === "ModelNotFound" ? 404 : 503, code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
+    }
+    return { spec, model: r.model! };
+  }
+
+  /** Authenticate the caller (401 for a bad key); remote callers need a key allowed to `action`. */
+  authorize(caller: Caller, action: "agents:run" | "agents:dispatch"): KeyEntry | null {
+    const gw = this.svc.engines.gateway;
+    if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
+    const key = gw.pipeline.authenticate(caller);
+    if (!caller.loopback) {
+      const actions = key?.spec.permissions?.actions;
+      if (!key || !actions?.some((a: string) => a === "*" || a === action)) {
+        throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key whose permissions.actions includes "${action}" (or "*")`);
+      }
+    }
+    return key;
+  }
+
+  /** One model call through the gateway pipeline, as the caller. */
+  private async chat(caller: Caller, req: import("../chat/types").ChatRequest, cancel: Cancellation) {
+    const gw = this.svc.engines.gateway;
+    if (!gw) throw new GatewayError(503, "model_unavailable", "the gateway engine is not running");
+    const start = await gw.pipeline.chat(caller, req, cancel);
+    return start.events;
+  }
+
+  /** Run the loop within the request. `emit` sees every event (SSE); the result ends it. */
+  async run(name: string, caller: Caller, input: RunInput, o: { stream: boolean; cancel: Cancellation; emit?: (ev: LoopEvent) => void | Promise<void> }): Promise<RunResult> {
+    const { spec, model } = this.resolve(name, input.model);
+    const state = newState(input.messages, input.toolChoice);
+    const out = await runLoop(state, {
+      agent: name,
+      spec,
+      model,
+      tools: this.svc.engines.tools,
+      chat: (req, cancel) => this.chat(caller, req, cancel),
+      stream: o.stream,
+      cancel: o.cancel,
+      emit: o.emit ?? (() => {}),
+    });
+    const base = { object: "agent.run" as const, agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens } };
+    switch (out.status) {
+      case "completed":
+        return { ...base, status: "completed", reason: null, message: null, output: out.output, pending: null };
+      case "incomplete":
+        return { ...base, status: "incomplete", reason: out.reason, message: out.message, output: lastText(state.messages), pending: null };
+      case "input_required":
+        return { ...base, status: "incomplete", reason: "input_required", message: inputMessage(out.pending), output: lastText(state.messages), pending: publicPending(out.pending) };
+      default:
+        return { ...base, status: "cancelled", reason: "cancelled", message: "the client went away", output: null, pending: null };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.tasks.close();
+  }
+}
+
+function lastText(messages: ChatMessage[]): string | null {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === "assistant" && messages[i].content) return messages[i].content;
+  return null;
+}
+
+function inputMessage(p: Pending): string {
+  return p.kind === "approval"
+    ? `tool ${p.tool} needs an approval (mode ask); a synchronous run cannot wait for one: dispatch a task and answer with POST /tasks/{id}/clarify`
+    : `the agent asked a question (clarify): ${p.question}; a synchronous run cannot wait for an answer: dispatch a task to answer it`;
+}
+
+export async function createAgents(svc: Svc): Promise<Agents> {
+  const a = new Agents(svc);
+  await a.init();
+  return a;
+}

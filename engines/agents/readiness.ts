@@ -1,0 +1,38 @@
+// Is an agent usable: its model routes (a local Model or a Provider model, through the gateway's
+// router) and every tool its policy names exactly is in the catalog. Shared by the Agent
+// controller (status) and the run/dispatch routes (refuse plainly instead of failing later).
+import type { Svc } from "../svc";
+import type { AgentSpec } from "../../schemas/kinds/agent";
+import { missingTools, offeredTools } from "./policy";
+
+export interface Readiness {
+  ready: boolean;
+  reason: string;
+  message: string;
+  model?: string;
+  tools?: number;
+}
+
+export function readiness(svc: Svc, spec: AgentSpec, modelOverride?: string): Readiness {
+  const gw = svc.engines.gateway;
+  if (!gw) return { ready: false, reason: "GatewayUnavailable", message: "the gateway engine is not running, so no model can be called" };
+  const model = modelOverride ?? spec.defaultModel;
+  if (!model) return { ready: false, reason: "ModelNotSet", message: "spec.defaultModel is not set (or pass model in the run request)" };
+  if (gw.router.targets(model).length === 0) {
+    return { ready: false, reason: "ModelNotFound", message: `model ${JSON.stringify(model)} is served by no Provider and no local Model`, model };
+  }
+  // a local Model that reports Ready=False (missing file, cannot load) cannot serve the agent
+  const targets = gw.router.targets(model);
+  if (targets.every((t) => t.type === "local")) {
+    const c = svc.store.get("Model", targets[0].upstreamModel)?.status.conditions?.find((x) => x.type === "Ready");
+    if (c?.status === "False") return { ready: false, reason: "ModelNotReady", message: `local model ${JSON.stringify(model)} is not ready: ${c.reason}: ${c.message}`, model };
+  }
+  const tools = svc.engines.tools;
+  const missing = missingTools(spec.toolPolicy, tools);
+  if (missing.length) {
+    if (!tools) return { ready: false, reason: "ToolCatalogUnavailable", message: `the tool catalog is not running; tools needed: ${missing.join(", ")}`, model };
+    return { ready: false, reason: "ToolNotFound", message: `tool${missing.length === 1 ? "" : "s"} not in the catalog: ${missing.join(", ")}`, model };
+  }
+  const n = offeredTools(spec.toolPolicy, tools).length;
+  return { ready: true, reason: "Ready", message: `model ${model}; ${n} tool${n === 1 ? "" : "s"} offered (plus clarify)`, model, tools: n };
+}

@@ -1,0 +1,61 @@
+// Tasks as the store keeps them: the view of a finished task, the start-up sweep of tasks a
+// previous process left unfinished, and pruning by retention (Prisma; none of it is hot).
+import type { PrismaClient } from "../../prisma/client";
+import type { ResourceStore } from "../../prisma/resource-store";
+import type { AgentSpec } from "../../schemas/kinds/agent";
+import { publicPending, pollUrl, UNFINISHED, type TaskStatus, type TaskView } from "./task-view";
+
+const RECENT = 10;
+
+/** Mark every unfinished task failed/interrupted (its caller's key is gone with the process). */
+export async function failUnfinished(prisma: PrismaClient): Promise<number> {
+  const left = await prisma.agentTask.findMany({ where: { status: { in: UNFINISHED } }, select: { id: true } });
+  const now = new Date();
+  for (const { id } of left) {
+    const seq = await prisma.agentTaskStep.count({ where: { taskId: id } });
+    await prisma.$transaction([
+      prisma.agentTask.update({ where: { id }, data: { status: "failed", reason: "interrupted", pending: null, finishedAt: now, updatedAt: now } }),
+      prisma.agentTaskStep.create({ data: { taskId: id, seq, type: "status", at: now, data: JSON.stringify({ status: "failed", reason: "interrupted", message: "svc restarted while the task was unfinished" }) } }),
+    ]);
+  }
+  return left.length;
+}
+
+export async function storedView(prisma: PrismaClient, store: ResourceStore, id: string): Promise<TaskView | undefined> {
+  const row = await prisma.agentTask.findUnique({ where: { id } });
+  if (!row) return undefined;
+  const steps = await prisma.agentTaskStep.findMany({ where: { taskId: id }, orderBy: { seq: "desc" }, take: RECENT });
+  const spec = store.get("Agent", row.agent)?.spec as AgentSpec | undefined;
+  return {
+    id: row.id,
+    object: "task",
+    agent: row.agent,
+    title: row.title,
+    status: row.status as TaskStatus,
+    reason: row.reason,
+    cancel_requested: row.cancelRequested,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+    finished_at: row.finishedAt?.toISOString() ?? null,
+    progress: { iterations: row.iterations, max_iterations: spec?.maxIterations ?? null },
+    current_step: null,
+    pending: publicPending(row.pending ? JSON.parse(row.pending) : null),
+    recent_activity: steps.reverse().map((s) => ({ ...JSON.parse(s.data), seq: s.seq, type: s.type, at: s.at.toISOString() })),
+    result: row.result ? JSON.parse(row.result) : null,
+    poll_url: pollUrl(row.id),
+  };
+}
+
+/** Delete finished tasks (and their steps) that finished more than `hours` before `now`. */
+export async function pruneFinished(prisma: PrismaClient, hours: number, now: number): Promise<number> {
+  const cutoff = new Date(now - hours * 3_600_000);
+  let total = 0;
+  for (;;) {
+    const old = await prisma.agentTask.findMany({ where: { finishedAt: { lt: cutoff } }, select: { id: true }, take: 500 });
+    if (!old.length) return total;
+    const ids = old.map((r) => r.id);
+    await prisma.$transaction([prisma.agentTaskStep.deleteMany({ where: { taskId: { in: ids } } }), prisma.agentTask.deleteMany({ where: { id: { in: ids } } })]);
+    total += ids.length;
+  }
+}
+
