@@ -52,6 +52,13 @@ export interface Estimate {
   model: string;
 }
 
+/** The parts of the audit log (audit/log.ts) a flush needs. */
+export interface AuditDrain {
+  readonly writing: boolean;
+  idle(): Promise<void>;
+  drainSync(): void;
+}
+
 /** What a write-ahead row records of the request (for the audit row recovery may write). */
 export interface RequestInfo {
   requestId: string;
@@ -74,7 +81,8 @@ export class Limits {
   private settledRows: string[] = [];
   private readonly sqlite?: Database.Database;
   private readonly wal?: WriteAhead;
-  private readonly drainAudit?: () => void;
+  private readonly audit?: () => AuditDrain | undefined;
+  private readonly writesPaused?: () => Promise<void> | undefined;
   private effCache = new WeakMap<KeyEntry, EffectiveLimits>();
   private dirty = new Set<PeriodCounter>();
   private dayP = "";
@@ -92,14 +100,17 @@ export class Limits {
       flushMs?: number;
       /** the direct SQLite handle: persistence and the write-ahead log go through it */
       sqlite?: Database.Database;
-      /** writes queued audit rows synchronously (AuditLog.drainSync), inside the flush */
-      drainAudit?: () => void;
+      /** the audit log, drained inside each flush (write-ahead rows go only with their audit rows) */
+      audit?: () => AuditDrain | undefined;
+      /** a promise while a background checkpoint runs (prisma/checkpointer.ts) */
+      writesPaused?: () => Promise<void> | undefined;
     } = {},
   ) {
     this.now = opts.now ?? Date.now;
     this.rates = new KeyRates((k) => this.limitsOf(k));
     this.sqlite = opts.sqlite;
-    this.drainAudit = opts.drainAudit;
+    this.audit = opts.audit;
+    this.writesPaused = opts.writesPaused;
     if (opts.sqlite) this.wal = new WriteAhead(opts.sqlite);
     this.periods(this.now());
     if (opts.flushMs !== 0) {
@@ -376,6 +387,12 @@ export class Limits {
 
   private async doFlush() {
     if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
+    const paused = this.writesPaused?.();
+    if (paused) await paused;
+    // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
+    // then snapshot and commit without yielding (drainSync refuses if one started meanwhile).
+    const audit = this.audit?.();
+    for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
     // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
     const counters = [...this.dirty];
     this.dirty.clear();
@@ -385,7 +402,7 @@ export class Limits {
     const { rates, gone, ids: rateIds } = this.rates.takeChanged(nowMs);
     const f: FlushSet = { counters, rates, gone, settled };
     try {
-      if (this.sqlite?.open) flushDirect(this.sqlite, f, this.drainAudit);
+      if (this.sqlite?.open) flushDirect(this.sqlite, f, audit && (() => audit.drainSync()));
       else if (!this.sqlite) await flushPrisma(this.prisma, f);
       else throw new Error("database closed");
     } catch (e) {

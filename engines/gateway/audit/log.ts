@@ -44,6 +44,8 @@ export class AuditLog {
   private readonly maxBatch: number;
   private readonly log: (m: string) => void;
   private seq = 0;
+  /** rows of the batch being written */
+  private inFlight = 0;
   private readonly idTail = randomBytes(4).toString("hex");
   private readonly sqlite?: Database.Database;
   private readonly statements = new Map<number, Database.Statement>();
@@ -159,6 +161,8 @@ export class AuditLog {
    * on disk (limits/wal.ts). A failure puts the rows back and throws (the caller rolls back). */
   drainSync(): void {
     const db = this.sqlite;
+    // rows taken by a batch that is still being written are neither queued nor on disk yet
+    if (this.inFlight > 0) throw new Error("audit batch in progress");
     if (!db?.open || this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
@@ -173,6 +177,16 @@ export class AuditLog {
     }
   }
 
+  /** Rows taken from the queue by a batch write that has not finished (drainSync waits for 0). */
+  get writing(): boolean {
+    return this.inFlight > 0;
+  }
+
+  /** Resolves when the flushes started so far are done. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
   /** Entries waiting to be written (for tests and shutdown logs). */
   get pending(): number {
     return this.queue.length;
@@ -182,6 +196,15 @@ export class AuditLog {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
+    this.inFlight = batch.length;
+    try {
+      await this.writeBatch(batch);
+    } finally {
+      this.inFlight = 0;
+    }
+  }
+
+  private async writeBatch(batch: Row[]): Promise<void> {
     const db = this.sqlite;
     if (db?.open) return this.writeDirect(db, batch);
     const chunks: Row[][] = [];
