@@ -132,6 +132,17 @@ describe("limits survive kill -9", () => {
     for (const r of interrupted) expect(Number(r.costMicros)).toBe(95_000);
   }, 120_000);
 
+  it("a rate window is not refreshed by kill -9", async () => {
+    const { start } = await setup();
+    let svc = await start();
+    const key = await post(svc.url, "/v1/api-keys", { name: "rate", key_type: "user", rate_limits: { per_hour: 3 } });
+    for (let i = 0; i < 3; i++) expect((await ask(svc.url, key.api_key)).ok).toBe(true);
+    await svc.kill9();
+    svc = await start();
+    expect(await ask(svc.url, key.api_key)).toMatchObject({ ok: false, status: 429, code: "rate_limit_exceeded" });
+    await svc.stop();
+  }, 120_000);
+
   it("every answered request of a key with limits has its audit row after kill -9 under load", async () => {
     const { home, start } = await setup();
     let svc = await start();

@@ -14,6 +14,7 @@ let baseUrl = "";
 // what the stand-in bills: a 60-character prompt as 26 tokens (OpenAI's count is about 21);
 // the old estimate said 22, the new one says 28
 const PROMPT_BILLED = 26;
+const OVER_BILLED = 40;
 const PROMPT = "Please summarise the plot of Hamlet in exactly one sentence."; // 60 chars
 
 beforeAll(async () => {
@@ -23,12 +24,14 @@ beforeAll(async () => {
     req.on("end", () => {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       const completion = body.max_tokens ?? 5; // uses every output token it is allowed
+      // "over" bills 12 prompt tokens more than even the new estimate (a hidden system prompt)
+      const prompt = body.model === "over" ? OVER_BILLED : PROMPT_BILLED;
       setTimeout(() => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({
           id: "x", object: "chat.completion", created: 1, model: body.model,
           choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "length" }],
-          usage: { prompt_tokens: PROMPT_BILLED, completion_tokens: completion, total_tokens: PROMPT_BILLED + completion },
+          usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
         }));
       }, 400);
     });
@@ -47,6 +50,7 @@ beforeAll(async () => {
         models: [
           { name: "milli", inputPerMillion: 1000, outputPerMillion: 1000 }, // 0.001 USD a token
           { name: "cheap", inputPerMillion: 10, outputPerMillion: 10 },
+          { name: "over", inputPerMillion: 1000, outputPerMillion: 1000 },
         ],
       },
     },
@@ -98,5 +102,29 @@ describe("overspend", () => {
     const r = await parallel(k.secret, "cheap", 100);
     expect(r.ok).toBeGreaterThanOrEqual(90);
     expect(await spentUsd(k.id)).toBeLessThan(0.05); // each billed 31 tokens: 100 × $0.00031
+  }, 60_000);
+
+  // The bound, precisely: spend < limit + R_last + Σ max(0, A_i − R_i) over the requests in flight
+  // when the last one was admitted (R reserved, A billed). With an estimate that covers the
+  // prompt and an upstream that honours max_tokens the sum is 0: less than one reservation over.
+  it("an upstream billing above the reservation: sequential requests overshoot by at most one request's bill", async () => {
+    const k = await env.key({ name: "over-seq", budget_limits: { total: 0.21 } });
+    const billed = (OVER_BILLED + 10) * 0.001; // 0.050 billed for 0.038 reserved
+    let ok = 0;
+    while ((await parallel(k.secret, "over", 1, 10)).ok === 1) expect(++ok).toBeLessThan(10);
+    expect(ok).toBe(5); // admitted at 0, .05, .10, .15, .20 (< .21)
+    const spent = await spentUsd(k.id);
+    expect(spent).toBeGreaterThan(0.21);
+    expect(spent).toBeLessThan(0.21 + billed);
+  }, 60_000);
+
+  it("an upstream billing above the reservation: parallel overshoot stays within one reservation plus the in-flight excess", async () => {
+    const k = await env.key({ name: "over-par", budget_limits: { total: 1 } });
+    const reserved = (estimateTokens({ model: "m", messages: [{ role: "user", content: PROMPT }] } as never) + 10) * 0.001;
+    const excess = (OVER_BILLED + 10) * 0.001 - reserved;
+    const r = await parallel(k.secret, "over", 100, 10);
+    const spent = await spentUsd(k.id);
+    expect(spent).toBeGreaterThan(1);
+    expect(spent).toBeLessThan(1 + reserved + r.ok * excess);
   }, 60_000);
 });
