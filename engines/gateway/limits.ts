@@ -16,10 +16,11 @@ import type Database from "better-sqlite3";
 import type { PrismaClient } from "../../prisma/client";
 import { keyState, type KeyCache, type KeyEntry, teamKey } from "./keys";
 import { KeyRates } from "./limits/key-rates";
-import { EntityUsage, PeriodCounter, effectiveLimits, usd, type EffectiveLimits } from "./limits/usage";
+import { EntityUsage, PeriodCounter, effectiveLimits, type EffectiveLimits } from "./limits/usage";
 import { LimitRefusal } from "./limits/refusal";
 import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
 import { WriteAhead, recover } from "./limits/wal";
+import { checksOf, usageOver } from "./limits/checks";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -64,14 +65,6 @@ export interface RequestInfo {
   requestId: string;
   action: string;
   ip?: string;
-}
-
-/** A check to make: limits of one key against the usage of one entity. */
-interface Check {
-  lim: EffectiveLimits;
-  usage: EntityUsage;
-  /** "" for the key's own limits, else `team key "name"` */
-  whose: string;
 }
 
 export class Limits {
@@ -183,27 +176,6 @@ export class Limits {
     return { own, team, org };
   }
 
-  private checksOf(k: KeyEntry, ents: { own: EntityUsage; team?: EntityUsage; org?: EntityUsage }, now: number): Check[] {
-    const s = k.spec;
-    const lim = this.limitsOf(k);
-    const ownUsage = s.key_type === "team" && ents.team ? ents.team : s.key_type === "organization" && ents.org ? ents.org : ents.own;
-    const checks: Check[] = [];
-    if (lim.hasUsageLimits) checks.push({ lim, usage: ownUsage, whose: "" });
-    if (ents.team && s.key_type === "user") {
-      for (const t of this.keys.teamKeysOf(s.organization_id, s.team_id!)) {
-        const tl = this.limitsOf(t);
-        if (tl.hasUsageLimits && keyState(t, now) === "active") checks.push({ lim: tl, usage: ents.team, whose: `team key "${t.name}" ` });
-      }
-    }
-    if (ents.org && s.key_type !== "organization") {
-      for (const o of this.keys.orgKeysOf(s.organization_id!)) {
-        const ol = this.limitsOf(o);
-        if (ol.hasUsageLimits && keyState(o, now) === "active") checks.push({ lim: ol, usage: ents.org, whose: `organization key "${o.name}" ` });
-      }
-    }
-    return checks;
-  }
-
   /** Team and organization keys whose budgets cover this key's usage (the roll-up), active ones:
    * their budget-threshold alerts follow the spend of every member key. */
   budgetKeysAbove(k: KeyEntry, now = this.now()): KeyEntry[] {
@@ -222,7 +194,7 @@ export class Limits {
   needsPrice(k: KeyEntry, now = this.now()): boolean {
     if (this.limitsOf(k).budgeted) return true;
     const ents = this.entitiesOf(k);
-    for (const c of this.checksOf(k, ents, now)) if (c.lim.budgeted) return true;
+    for (const c of checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x))) if (c.lim.budgeted) return true;
     return false;
   }
 
@@ -239,7 +211,7 @@ export class Limits {
     const st = this.rates.check(k, lim, now);
 
     const ents = this.entitiesOf(k);
-    const checks = this.checksOf(k, ents, now);
+    const checks = checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x));
 
     if (lim.maxRequests !== undefined && ents.own.total.requests >= lim.maxRequests) {
       throw this.err(k, now, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`);
@@ -247,25 +219,8 @@ export class Limits {
     if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
       throw this.err(k, now, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     }
-    for (const c of checks) {
-      const u = c.usage;
-      const l = c.lim;
-      if (l.tokensDaily !== undefined && u.day.tokens + u.reservedTokens >= l.tokensDaily) {
-        throw this.err(k, now, "quota_exceeded", `daily=${l.tokensDaily}`, `${c.whose}token limit daily=${l.tokensDaily} exceeded (used ${u.day.tokens + u.reservedTokens} today)`);
-      }
-      if (l.tokensMonthly !== undefined && u.month.tokens + u.reservedTokens >= l.tokensMonthly) {
-        throw this.err(k, now, "quota_exceeded", `monthly=${l.tokensMonthly}`, `${c.whose}token limit monthly=${l.tokensMonthly} exceeded (used ${u.month.tokens + u.reservedTokens} this month)`);
-      }
-      if (l.budgetDaily !== undefined && u.day.spend + u.reservedSpend >= l.budgetDaily) {
-        throw this.err(k, now, "budget_exceeded", `daily=${usd(l.budgetDaily)}`, `${c.whose}budget daily=${usd(l.budgetDaily)} USD exceeded (spent ${usd(u.day.spend)} USD today)`);
-      }
-      if (l.budgetMonthly !== undefined && u.month.spend + u.reservedSpend >= l.budgetMonthly) {
-        throw this.err(k, now, "budget_exceeded", `monthly=${usd(l.budgetMonthly)}`, `${c.whose}budget monthly=${usd(l.budgetMonthly)} USD exceeded (spent ${usd(u.month.spend)} USD this month)`);
-      }
-      if (l.budgetTotal !== undefined && u.total.spend + u.reservedSpend >= l.budgetTotal) {
-        throw this.err(k, now, "budget_exceeded", `total=${usd(l.budgetTotal)}`, `${c.whose}budget total=${usd(l.budgetTotal)} USD exceeded (spent ${usd(u.total.spend)} USD)`);
-      }
-    }
+    const over = usageOver(checks);
+    if (over) throw this.err(k, now, over.code, over.limit, over.message);
 
     // admitted: consume and reserve
     if (st) this.rates.consume(k.id, st, now);
