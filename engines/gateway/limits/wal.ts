@@ -81,19 +81,27 @@ export class WriteAhead {
     if (!b) return;
     try {
       if (!this.db.open) throw new Error("database closed");
-      this.db.transaction(() => {
-        for (let i = 0; i < rows.length; i += PER_STMT) {
-          const chunk = rows.slice(i, i + PER_STMT);
-          let st = this.stmts.get(chunk.length);
-          if (!st) this.stmts.set(chunk.length, (st = this.db.prepare(insertRes(chunk.length))));
-          st.run(chunk.flat());
-        }
-      })();
+      // one statement is atomic on its own; more need a transaction around them
+      if (rows.length <= PER_STMT) this.insert(rows);
+      else {
+        this.db.transaction(() => {
+          for (let i = 0; i < rows.length; i += PER_STMT) this.insert(rows.slice(i, i + PER_STMT));
+        })();
+      }
       this.commits++;
       b.resolve();
     } catch (e) {
       b.reject(new ReservationStoreError(`usage limits could not be recorded: ${String((e as Error)?.message ?? e)}`));
     }
+  }
+
+  private insert(rows: unknown[][]) {
+    let st = this.stmts.get(rows.length);
+    if (!st) {
+      if (this.stmts.size > 64) this.stmts.clear();
+      this.stmts.set(rows.length, (st = this.db.prepare(insertRes(rows.length))));
+    }
+    st.run(rows.flat());
   }
 }
 
