@@ -1,9 +1,10 @@
 // Limits (DESIGN.md "Gateway pipeline" / Limits), all checked synchronously in memory.
 //
-//   rate      per_minute token bucket (+burst), per_hour / per_day sliding windows  -> limits/rate.ts
+//   rate      per_minute token bucket (+burst), per_hour / per_day sliding windows  -> limits/rate.ts,
+//             per key, restored after a restart or a crash                          -> limits/key-rates.ts
 //   usage     budgets daily / monthly (UTC calendar) / total -> 402 budget_exceeded; tokens daily /
 //             monthly / per_request_max and temporary keys' max_requests -> 402 quota_exceeded;
-//             counted on the key, its team and its organization                     -> limits/usage.ts
+//             counted on the key, its team and its organization     -> limits/usage.ts, limits/checks.ts
 //   persist   counters and rate windows saved each second and at close              -> limits/persist.ts
 //   durable   write-ahead Reservation rows, group-committed before forwarding       -> limits/wal.ts
 // Reservation: a request is admitted while the committed amount (settled + reserved by requests
