@@ -35,7 +35,7 @@ export interface Admission {
   tokens: number;
   settled: boolean;
   /** the Reservation row id, when the admission was written ahead */
-  rowId?: string;
+  rowId?: number;
   /** resolves once the reservation is durable: forward only after it (undefined: nothing to wait for) */
   durable?: Promise<void>;
 }
@@ -72,7 +72,7 @@ export class Limits {
   private usage = new Map<string, EntityUsage>();
   private readonly rates: KeyRates;
   /** Reservation rows of settled requests, deleted by the next flush */
-  private settledRows: string[] = [];
+  private settledRows: number[] = [];
   private readonly sqlite?: Database.Database;
   private readonly wal?: WriteAhead;
   private readonly audit?: () => AuditDrain | undefined;
@@ -259,7 +259,7 @@ export class Limits {
         promptTokens: est.promptTokens ?? 0,
         tokens: est.tokens,
         at: now,
-        requestId: info?.requestId ?? adm.rowId,
+        requestId: info?.requestId ?? `res_${adm.rowId}`,
         action: info?.action ?? "chat.completions",
         model: est.model || null,
         keyName: k.name ?? null,

@@ -15,7 +15,7 @@ export interface FlushSet {
   /** keys whose saved rate state goes (deleted keys) */
   gone: string[];
   /** Reservation rows whose requests are settled (their usage is in `counters`) */
-  settled: string[];
+  settled: number[];
 }
 
 export interface LoadedState {

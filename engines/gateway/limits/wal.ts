@@ -16,7 +16,7 @@ import type Database from "better-sqlite3";
 import { auditRow, insertSql } from "../audit/rows";
 
 export interface ReservationRow {
-  id: string;
+  id: number;
   keyId: string;
   /** usage entities the request counts toward (key, team, organization) */
   entities: string[];
@@ -37,7 +37,7 @@ export interface ReservationRow {
 
 const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
-const insertRes = (n: number) => `INSERT OR REPLACE INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
+const insertRes = (n: number) => `INSERT INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
 
 /** Raised to the waiting requests when a group commit fails (the request is refused, 503). */
 export class ReservationStoreError extends Error {}
@@ -46,16 +46,15 @@ export class WriteAhead {
   private pending: unknown[][] = [];
   private batch: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null = null;
   private seq = 0;
-  private readonly tail = randomBytes(4).toString("hex");
   private readonly stmts = new Map<number, Database.Statement>();
   /** group commits made (tests, reports) */
   commits = 0;
 
   constructor(private readonly db: Database.Database) {}
 
-  nextId(): string {
-    this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER;
-    return `res_${this.tail}${this.seq.toString(36)}`;
+  /** Row ids only need to be unique within a process life: recover() empties the table at start. */
+  nextId(): number {
+    return ++this.seq;
   }
 
   /** Queue a row; the promise settles when the group commit that holds it is durable. */
@@ -106,7 +105,7 @@ export class WriteAhead {
 }
 
 interface StoredRow {
-  id: string;
+  id: number;
   keyId: string;
   entities: string;
   day: string;

@@ -1,6 +1,6 @@
 -- CreateTable
 CREATE TABLE "Reservation" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" INTEGER NOT NULL PRIMARY KEY,
     "keyId" TEXT NOT NULL,
     "entities" TEXT NOT NULL,
     "day" TEXT NOT NULL,
