@@ -74,8 +74,17 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   };
 
   const policies = new PolicyIndex(store);
-  const limits = new Limits(prisma, keys, { now: opts.now, flushMs: opts.flushMs });
-  await limits.load();
+  // Counters, rate windows and write-ahead reservations go through the direct handle; each flush
+  // also drains the audit queue in its transaction (engines/gateway/limits/wal.ts).
+  const limits = new Limits(prisma, keys, {
+    now: opts.now,
+    flushMs: opts.flushMs,
+    sqlite: svc.db.sqlite,
+    audit: () => audit,
+    writesPaused: () => svc.db.writesPaused?.(),
+  });
+  const { recovered } = await limits.load();
+  if (recovered) svc.log.warn(`limits: ${recovered} request(s) in flight at the last stop were counted at their reservations`);
   const router = new ProviderRouter(store, () => svc.engines.pool);
 
   // alert settings follow the store (singleton)

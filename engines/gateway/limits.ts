@@ -1,328 +1,82 @@
 // Limits (DESIGN.md "Gateway pipeline" / Limits), all checked synchronously in memory.
 //
-// Rate limits (per key, in memory only; a restart starts them afresh):
-//   per_minute  token bucket holding `burst` (default per_minute), refilling per_minute/60 per s
-//   per_hour, per_day  sliding windows (exact ring of admission times up to 10,000 slots,
-//                      above that 120 sub-buckets, which errs on the strict side)
-// Usage limits (persisted in UsageCounter, loaded at start, flushed in one transaction per
-// second and at close):
-//   budget_limits daily / monthly (UTC calendar) / total   -> 402 budget_exceeded
-//   token_limits daily / monthly                           -> 402 quota_exceeded
-//   token_limits per_request_max (prompt estimate + max_tokens) -> 402 quota_exceeded
-//   temporary keys' permissions.max_requests (over the key's life) -> 402 quota_exceeded
+//   rate      per_minute token bucket (+burst), per_hour / per_day sliding windows  -> limits/rate.ts,
+//             per key, restored after a restart or a crash                          -> limits/key-rates.ts
+//   usage     budgets daily / monthly (UTC calendar) / total -> 402 budget_exceeded; tokens daily /
+//             monthly / per_request_max and temporary keys' max_requests -> 402 quota_exceeded;
+//             counted on the key, its team and its organization     -> limits/usage.ts, limits/checks.ts
+//   persist   counters and rate windows saved each second and at close              -> limits/persist.ts
+//   durable   write-ahead Reservation rows, group-committed before forwarding       -> limits/wal.ts
 // Reservation: a request is admitted while the committed amount (settled + reserved by requests
-// in flight) is under the limit; it then reserves its estimate (prompt estimate + max output at
-// the model's price) until it settles with the actual usage. Admission is synchronous, so
-// concurrent requests can exceed a limit by at most one reservation.
-// Roll-up: usage is recorded on the key and on its team ("team:<org>/<team>") and organization
-// ("org:<org>"). A team key's budget/token limits apply to its team's usage (every member
-// key), an organization key's to its organization's. Rate limits stay per key.
-// Shorthands: permissions.rate_limit_per_minute -> per_minute, permissions.daily_budget ->
-// budget daily, permissions.monthly_budget -> budget monthly (explicit limit objects win).
+// in flight) is under the limit; it then reserves its estimate (prompt estimate + output reserve
+// at the most expensive candidate's price) until it settles with the actual usage. So at the
+// end spend < limit + the last admitted reservation + what requests in flight at that moment
+// billed above their own reservations (engines/gateway/README.md "Crash guarantees").
+// A refusal is thrown as a LimitRefusal that names the limit (limits/refusal.ts).
+import type Database from "better-sqlite3";
 import type { PrismaClient } from "../../prisma/client";
-import { GatewayError } from "./errors";
 import { keyState, type KeyCache, type KeyEntry, teamKey } from "./keys";
+import { KeyRates } from "./limits/key-rates";
+import { EntityUsage, PeriodCounter, effectiveLimits, type EffectiveLimits } from "./limits/usage";
+import { LimitRefusal } from "./limits/refusal";
+import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
+import { WriteAhead, recover } from "./limits/wal";
+import { checksOf, usageOver } from "./limits/checks";
 
-const MINUTE = 60_000;
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
-
-export const usd = (micros: number) => (micros / 1e6).toFixed(micros % 10_000 === 0 ? 2 : 6);
-
-/** Effective limits of one key, derived once per key version. */
-export interface EffectiveLimits {
-  perMinute?: number;
-  burst?: number;
-  perHour?: number;
-  perDay?: number;
-  budgetDaily?: number; // micro-USD
-  budgetMonthly?: number;
-  budgetTotal?: number;
-  tokensDaily?: number;
-  tokensMonthly?: number;
-  tokensPerRequest?: number;
-  maxRequests?: number;
-  /** any budget: the key may only use priced models */
-  budgeted: boolean;
-  hasUsageLimits: boolean;
-}
-
-const micros = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 1e6));
-
-export function effectiveLimits(k: KeyEntry): EffectiveLimits {
-  const s = k.spec;
-  const p = s.permissions ?? {};
-  const r = s.rate_limits ?? {};
-  const b = s.budget_limits;
-  const t = s.token_limits ?? {};
-  const e: EffectiveLimits = {
-    perMinute: r.per_minute ?? p.rate_limit_per_minute,
-    burst: r.burst,
-    perHour: r.per_hour,
-    perDay: r.per_day,
-    budgetDaily: micros(b?.daily ?? p.daily_budget),
-    budgetMonthly: micros(b?.monthly ?? p.monthly_budget),
-    budgetTotal: micros(b?.total),
-    tokensDaily: t.daily,
-    tokensMonthly: t.monthly,
-    tokensPerRequest: t.per_request_max,
-    maxRequests: p.max_requests,
-    budgeted: false,
-    hasUsageLimits: false,
-  };
-  e.budgeted = e.budgetDaily !== undefined || e.budgetMonthly !== undefined || e.budgetTotal !== undefined;
-  e.hasUsageLimits = e.budgeted || e.tokensDaily !== undefined || e.tokensMonthly !== undefined;
-  return e;
-}
-
-class PeriodCounter {
-  spend = 0;
-  tokens = 0;
-  requests = 0;
-  constructor(readonly entity: string, readonly period: string) {}
-}
-
-export class EntityUsage {
-  reservedSpend = 0;
-  reservedTokens = 0;
-  day: PeriodCounter;
-  month: PeriodCounter;
-  total: PeriodCounter;
-  constructor(readonly id: string, dayP: string, monthP: string) {
-    this.day = new PeriodCounter(id, dayP);
-    this.month = new PeriodCounter(id, monthP);
-    this.total = new PeriodCounter(id, "total");
-  }
-}
-
-class TokenBucket {
-  tokens: number;
-  last: number;
-  constructor(public cap: number, public perMs: number, now: number) {
-    this.tokens = cap;
-    this.last = now;
-  }
-  refill(now: number) {
-    if (now > this.last) {
-      this.tokens = Math.min(this.cap, this.tokens + (now - this.last) * this.perMs);
-      this.last = now;
-    }
-  }
-  /** reshape in place: what was used stays used */
-  reshape(cap: number, perMs: number, now: number) {
-    this.refill(now);
-    const used = this.cap - this.tokens;
-    this.cap = cap;
-    this.perMs = perMs;
-    this.tokens = Math.max(0, Math.min(cap, cap - used));
-  }
-  /** ms until one token is available (0 when one is) */
-  waitMs(): number {
-    return this.tokens >= 1 ? 0 : (1 - this.tokens) / this.perMs;
-  }
-}
-
-const EXACT_MAX = 10_000;
-const SLICES = 120;
-
-/** A sliding window of admissions: exact (ring of timestamps) or sliced for large limits. */
-class SlidingWindow {
-  private ring: Float64Array | null = null;
-  private head = 0; // next write (= oldest when full)
-  private count = 0;
-  private slices: Float64Array | null = null; // counts per slice
-  private sliceStart: Float64Array | null = null; // start time of each slice's content
-  constructor(public limit: number, readonly windowMs: number) {
-    this.alloc(limit);
-  }
-  private alloc(limit: number) {
-    if (limit <= EXACT_MAX) {
-      this.ring = new Float64Array(limit);
-      this.slices = this.sliceStart = null;
-    } else {
-      this.slices = new Float64Array(SLICES);
-      this.sliceStart = new Float64Array(SLICES).fill(-Infinity);
-      this.ring = null;
-    }
-    this.head = 0;
-    this.count = 0;
-  }
-  resize(limit: number) {
-    if (limit === this.limit) return;
-    const keep: number[] = [];
-    if (this.ring) {
-      for (let i = 0; i < this.count; i++) keep.push(this.ring[(this.head - this.count + i + this.ring.length * 2) % this.ring.length]);
-    }
-    const slices = this.slices;
-    const starts = this.sliceStart;
-    this.limit = limit;
-    this.alloc(limit);
-    if (keep.length) for (const t of keep.slice(-limit)) this.add(t);
-    else if (slices && starts) for (let i = 0; i < SLICES; i++) for (let j = 0; j < Math.min(slices[i], limit); j++) this.add(starts[i]);
-  }
-  private sliceUsed(now: number): number {
-    let n = 0;
-    for (let i = 0; i < SLICES; i++) if (this.sliceStart![i] > now - this.windowMs) n += this.slices![i];
-    return n;
-  }
-  used(now: number): number {
-    if (this.ring) {
-      // admissions still in the window
-      let n = 0;
-      for (let i = 0; i < this.count; i++) {
-        const t = this.ring[(this.head - 1 - i + this.ring.length) % this.ring.length];
-        if (t > now - this.windowMs) n++;
-        else break;
-      }
-      return n;
-    }
-    return this.sliceUsed(now);
-  }
-  /** ms until a slot frees (0 when one is free) */
-  waitMs(now: number): number {
-    if (this.ring) {
-      if (this.count < this.limit) return 0;
-      const oldest = this.ring[this.head];
-      return Math.max(0, oldest + this.windowMs - now);
-    }
-    if (this.sliceUsed(now) < this.limit) return 0;
-    let oldest = Infinity;
-    for (let i = 0; i < SLICES; i++) if (this.slices![i] > 0 && this.sliceStart![i] > now - this.windowMs) oldest = Math.min(oldest, this.sliceStart![i]);
-    return Math.max(1, oldest + this.windowMs - now);
-  }
-  add(now: number) {
-    if (this.ring) {
-      this.ring[this.head] = now;
-      this.head = (this.head + 1) % this.ring.length;
-      if (this.count < this.limit) this.count++;
-      return;
-    }
-    const width = this.windowMs / SLICES;
-    const idx = Math.floor(now / width) % SLICES;
-    const start = Math.floor(now / width) * width;
-    if (this.sliceStart![idx] !== start) {
-      this.sliceStart![idx] = start;
-      this.slices![idx] = 0;
-    }
-    this.slices![idx]++;
-  }
-  /** The admissions still in the window as [time, count] pairs, oldest first, at most SLICES of
-   * them: each admission is rounded up to the end of its slice (never past `now`), so a window
-   * restored from it is never more lenient than the one saved. */
-  snapshot(now: number): Array<[number, number]> {
-    const width = this.windowMs / SLICES;
-    const out: Array<[number, number]> = [];
-    if (this.ring) {
-      const ring = this.ring;
-      for (let i = this.count - 1; i >= 0; i--) {
-        const t = ring[(this.head - 1 - i + ring.length * 2) % ring.length];
-        if (t <= now - this.windowMs) continue;
-        const at = Math.min((Math.floor(t / width) + 1) * width - 1, now);
-        const last = out[out.length - 1];
-        if (last && last[0] === at) last[1]++;
-        else out.push([at, 1]);
-      }
-      return out;
-    }
-    const order = [...Array(SLICES).keys()].sort((a, b) => this.sliceStart![a] - this.sliceStart![b]);
-    for (const i of order) {
-      if (this.sliceStart![i] > now - this.windowMs && this.slices![i] > 0) out.push([Math.min(this.sliceStart![i] + width - 1, now), this.slices![i]]);
-    }
-    return out;
-  }
-
-  restore(pairs: Array<[number, number]>, now: number): void {
-    let room = this.limit;
-    for (const [t, n] of pairs) {
-      if (!(t > now - this.windowMs) || !(t <= now)) continue;
-      for (let j = 0; j < n && room > 0; j++, room--) this.add(t);
-    }
-  }
-
-  /** seconds until the window is empty again */
-  resetMs(now: number): number {
-    if (this.ring) {
-      if (this.count === 0) return 0;
-      const newest = this.ring[(this.head - 1 + this.ring.length) % this.ring.length];
-      return Math.max(0, newest + this.windowMs - now);
-    }
-    return this.windowMs;
-  }
-}
-
-interface RateState {
-  bucket?: TokenBucket;
-  hour?: SlidingWindow;
-  day?: SlidingWindow;
-}
-
-/** A key's rate state as stored in the RateState table (JSON). */
-interface RateSnapshot {
-  /** token bucket: tokens left, at time `last` */
-  bucket?: { tokens: number; last: number };
-  hour?: Array<[number, number]>;
-  day?: Array<[number, number]>;
-}
-
-function snapshotOf(st: RateState, now: number): RateSnapshot {
-  const out: RateSnapshot = {};
-  if (st.bucket) {
-    st.bucket.refill(now);
-    out.bucket = { tokens: st.bucket.tokens, last: st.bucket.last };
-  }
-  if (st.hour) out.hour = st.hour.snapshot(now);
-  if (st.day) out.day = st.day.snapshot(now);
-  return out;
-}
-
-function parseSnapshot(json: string): RateSnapshot | null {
-  try {
-    const v = JSON.parse(json);
-    return v && typeof v === "object" ? (v as RateSnapshot) : null;
-  } catch {
-    return null;
-  }
-}
-
-const pairsOk = (x: unknown): x is Array<[number, number]> =>
-  Array.isArray(x) && x.every((p) => Array.isArray(p) && Number.isFinite(p[0]) && Number.isInteger(p[1]) && p[1] > 0);
+export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
+export { LimitRefusal } from "./limits/refusal";
 
 /** One admitted request's hold on counters, released by settle(). */
 export interface Admission {
   entities: EntityUsage[];
+  /** the period counters this admission counted a request in (day, month, total per entity) */
+  counters: PeriodCounter[];
   spend: number;
   tokens: number;
-  /** counted toward max_requests / request counters */
   settled: boolean;
+  /** the Reservation row id, when the admission was written ahead */
+  rowId?: number;
+  /** resolves once the reservation is durable: forward only after it (undefined: nothing to wait for) */
+  durable?: Promise<void>;
 }
 
 export interface Estimate {
   /** reserved spend in micro-USD */
   spend: number;
-  /** reserved tokens (prompt estimate + max output) */
+  /** reserved tokens (prompt estimate + output reserve) */
   tokens: number;
-  /** prompt estimate + explicit max_tokens (for per_request_max), or undefined if no max_tokens */
+  /** prompt estimate + explicit max_tokens (for per_request_max) */
   requestTokens: number;
+  /** prompt estimate (the audit row a crash recovery writes) */
+  promptTokens?: number;
   /** model has a price (a budgeted key needs one) */
   priced: boolean;
   model: string;
 }
 
-/** A check to make: limits of one key against the usage of one entity. */
-interface Check {
-  lim: EffectiveLimits;
-  usage: EntityUsage;
-  /** "" for the key's own limits, else `team key "name"` */
-  whose: string;
+/** The parts of the audit log (audit/log.ts) a flush needs. */
+export interface AuditDrain {
+  readonly writing: boolean;
+  idle(): Promise<void>;
+  drainSync(): void;
+}
+
+/** What a write-ahead row records of the request (for the audit row recovery may write). */
+export interface RequestInfo {
+  requestId: string;
+  action: string;
+  ip?: string;
 }
 
 export class Limits {
   private usage = new Map<string, EntityUsage>();
-  private rate = new Map<string, RateState>();
-  /** keys whose rate state changed since the last flush (or was forgotten) */
-  private rateDirty = new Set<string>();
-  /** rate state loaded at start, applied when the key is next seen */
-  private rateSaved = new Map<string, RateSnapshot>();
+  private readonly rates: KeyRates;
+  /** Reservation rows of settled requests, deleted by the next flush */
+  private settledRows: number[] = [];
+  private readonly sqlite?: Database.Database;
+  private readonly wal?: WriteAhead;
+  private readonly audit?: () => AuditDrain | undefined;
+  private readonly writesPaused?: () => Promise<void> | undefined;
   private effCache = new WeakMap<KeyEntry, EffectiveLimits>();
   private dirty = new Set<PeriodCounter>();
   private dayP = "";
@@ -335,9 +89,23 @@ export class Limits {
   constructor(
     private prisma: PrismaClient,
     private keys: KeyCache,
-    opts: { now?: () => number; flushMs?: number } = {},
+    opts: {
+      now?: () => number;
+      flushMs?: number;
+      /** the direct SQLite handle: persistence and the write-ahead log go through it */
+      sqlite?: Database.Database;
+      /** the audit log, drained inside each flush (write-ahead rows go only with their audit rows) */
+      audit?: () => AuditDrain | undefined;
+      /** a promise while a background checkpoint runs (prisma/checkpointer.ts) */
+      writesPaused?: () => Promise<void> | undefined;
+    } = {},
   ) {
     this.now = opts.now ?? Date.now;
+    this.rates = new KeyRates((k) => this.limitsOf(k));
+    this.sqlite = opts.sqlite;
+    this.audit = opts.audit;
+    this.writesPaused = opts.writesPaused;
+    if (opts.sqlite) this.wal = new WriteAhead(opts.sqlite);
     this.periods(this.now());
     if (opts.flushMs !== 0) {
       this.timer = setInterval(() => void this.flush().catch(() => undefined), opts.flushMs ?? 1000);
@@ -345,23 +113,28 @@ export class Limits {
     }
   }
 
-  /** Load the current periods' counters and the rate windows (so a restart keeps spend and
-   * does not hand a key a fresh rate allowance). */
-  async load(): Promise<void> {
+  /** Fold in what a crash left (write-ahead rows), then load the current periods' counters and
+   * the rate windows, so neither a restart nor a kill -9 hands a key a fresh allowance. */
+  async load(): Promise<{ recovered: number }> {
     const now = this.now();
     this.periods(now);
-    for (const r of await this.prisma.rateState.findMany()) {
-      const snap = parseSnapshot(r.state);
-      if (snap) this.rateSaved.set(r.keyId, snap);
+    let recovered = 0;
+    if (this.sqlite) {
+      const r = recover(this.sqlite);
+      recovered = r.rows;
+      this.rates.replay = r.admissions;
     }
-    const rows = await this.prisma.usageCounter.findMany({ where: { period: { in: [this.dayP, this.monthP, "total"] } } });
-    for (const r of rows) {
+    const periods = [this.dayP, this.monthP, "total"];
+    const st: LoadedState = this.sqlite ? loadDirect(this.sqlite, periods) : await loadPrisma(this.prisma, periods);
+    this.rates.loadSaved(st.rates);
+    for (const r of st.counters) {
       const u = this.entity(r.keyId);
       const c = r.period === "total" ? u.total : r.period === this.dayP ? u.day : u.month;
       c.spend = Number(r.spendMicros);
       c.tokens = Number(r.tokens);
       c.requests = Number(r.requests);
     }
+    return { recovered };
   }
 
   private periods(now: number) {
@@ -404,27 +177,6 @@ export class Limits {
     return { own, team, org };
   }
 
-  private checksOf(k: KeyEntry, ents: { own: EntityUsage; team?: EntityUsage; org?: EntityUsage }, now: number): Check[] {
-    const s = k.spec;
-    const lim = this.limitsOf(k);
-    const ownUsage = s.key_type === "team" && ents.team ? ents.team : s.key_type === "organization" && ents.org ? ents.org : ents.own;
-    const checks: Check[] = [];
-    if (lim.hasUsageLimits) checks.push({ lim, usage: ownUsage, whose: "" });
-    if (ents.team && s.key_type === "user") {
-      for (const t of this.keys.teamKeysOf(s.organization_id, s.team_id!)) {
-        const tl = this.limitsOf(t);
-        if (tl.hasUsageLimits && keyState(t, now) === "active") checks.push({ lim: tl, usage: ents.team, whose: `team key "${t.name}" ` });
-      }
-    }
-    if (ents.org && s.key_type !== "organization") {
-      for (const o of this.keys.orgKeysOf(s.organization_id!)) {
-        const ol = this.limitsOf(o);
-        if (ol.hasUsageLimits && keyState(o, now) === "active") checks.push({ lim: ol, usage: ents.org, whose: `organization key "${o.name}" ` });
-      }
-    }
-    return checks;
-  }
-
   /** Team and organization keys whose budgets cover this key's usage (the roll-up), active ones:
    * their budget-threshold alerts follow the spend of every member key. */
   budgetKeysAbove(k: KeyEntry, now = this.now()): KeyEntry[] {
@@ -443,163 +195,88 @@ export class Limits {
   needsPrice(k: KeyEntry, now = this.now()): boolean {
     if (this.limitsOf(k).budgeted) return true;
     const ents = this.entitiesOf(k);
-    for (const c of this.checksOf(k, ents, now)) if (c.lim.budgeted) return true;
+    for (const c of checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x))) if (c.lim.budgeted) return true;
     return false;
-  }
-
-  private rateState(k: KeyEntry, lim: EffectiveLimits, now: number): RateState | null {
-    if (lim.perMinute === undefined && lim.perHour === undefined && lim.perDay === undefined) {
-      return null;
-    }
-    let st = this.rate.get(k.id);
-    const saved = st ? undefined : this.rateSaved.get(k.id);
-    if (!st) {
-      st = {};
-      this.rate.set(k.id, st);
-    }
-    if (lim.perMinute !== undefined) {
-      const cap = lim.burst ?? lim.perMinute;
-      const perMs = lim.perMinute / MINUTE;
-      if (!st.bucket) st.bucket = new TokenBucket(cap, perMs, now);
-      else if (st.bucket.cap !== cap || st.bucket.perMs !== perMs) st.bucket.reshape(cap, perMs, now);
-      st.bucket.refill(now);
-    } else st.bucket = undefined;
-    if (lim.perHour !== undefined) {
-      if (!st.hour) st.hour = new SlidingWindow(lim.perHour, HOUR);
-      else st.hour.resize(lim.perHour);
-    } else st.hour = undefined;
-    if (lim.perDay !== undefined) {
-      if (!st.day) st.day = new SlidingWindow(lim.perDay, DAY);
-      else st.day.resize(lim.perDay);
-    } else st.day = undefined;
-    if (saved) this.restoreRate(k.id, st, saved, now);
-    return st;
-  }
-
-  /** Apply a saved snapshot to freshly made rate state (limits may have changed meanwhile:
-   * the bucket keeps what was used, windows keep at most their limit). */
-  private restoreRate(id: string, st: RateState, saved: RateSnapshot, now: number) {
-    this.rateSaved.delete(id);
-    const b = saved.bucket;
-    if (st.bucket && b && Number.isFinite(b.tokens) && Number.isFinite(b.last) && b.last <= now) {
-      st.bucket.tokens = Math.max(0, Math.min(st.bucket.cap, b.tokens));
-      st.bucket.last = b.last;
-      st.bucket.refill(now);
-    }
-    if (st.hour && pairsOk(saved.hour)) st.hour.restore(saved.hour, now);
-    if (st.day && pairsOk(saved.day)) st.day.restore(saved.day, now);
-  }
-
-  /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
-  rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
-    const lim = this.limitsOf(k);
-    const st = this.rateState(k, lim, now);
-    if (!st) return {};
-    if (st.bucket) {
-      const b = st.bucket;
-      return {
-        "x-ratelimit-limit-requests": String(lim.perMinute),
-        "x-ratelimit-remaining-requests": String(Math.floor(b.tokens)),
-        "x-ratelimit-reset-requests": `${Math.ceil((b.cap - b.tokens) / b.perMs / 1000)}s`,
-      };
-    }
-    const w = (st.hour ?? st.day)!;
-    return {
-      "x-ratelimit-limit-requests": String(w.limit),
-      "x-ratelimit-remaining-requests": String(Math.max(0, w.limit - w.used(now))),
-      "x-ratelimit-reset-requests": `${Math.ceil(w.resetMs(now) / 1000)}s`,
-    };
   }
 
   /**
    * Check every limit of the key and, when all pass, take a rate slot and reserve the estimate.
-   * Throws GatewayError (429 / 402 / 403) naming the limit that tripped.
+   * Throws a LimitRefusal (429 / 402) naming the limit that tripped. When any limit applies, the
+   * admission is written ahead: await `durable` before forwarding.
    */
-  admit(k: KeyEntry, est: Estimate, now = this.now()): Admission {
+  admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
     this.periods(now);
     const lim = this.limitsOf(k);
 
     // rate limits: check all before consuming any
-    const st = this.rateState(k, lim, now);
-    if (st) {
-      let wait = 0;
-      let which = "";
-      if (st.bucket) {
-        const w = st.bucket.waitMs();
-        if (w > 0) {
-          wait = w;
-          which = lim.burst !== undefined && lim.burst !== lim.perMinute ? `per_minute=${lim.perMinute} (burst=${lim.burst})` : `per_minute=${lim.perMinute}`;
-        }
-      }
-      if (st.hour && !which) {
-        const w = st.hour.waitMs(now);
-        if (w > 0) [wait, which] = [w, `per_hour=${lim.perHour}`];
-      }
-      if (st.day && !which) {
-        const w = st.day.waitMs(now);
-        if (w > 0) [wait, which] = [w, `per_day=${lim.perDay}`];
-      }
-      if (which) {
-        const retry = Math.max(1, Math.ceil(wait / 1000));
-        throw new GatewayError(429, "rate_limit_exceeded", `rate limit ${which} exceeded; retry after ${retry}s`, null, {
-          ...this.rateHeaders(k, now),
-          "retry-after": String(retry),
-        });
-      }
-    }
+    const st = this.rates.check(k, lim, now);
 
     const ents = this.entitiesOf(k);
-    const checks = this.checksOf(k, ents, now);
+    const checks = checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x));
 
     if (lim.maxRequests !== undefined && ents.own.total.requests >= lim.maxRequests) {
-      throw this.err(k, now, "quota_exceeded", `request quota max_requests=${lim.maxRequests} of this key is used up`);
+      throw this.err(k, now, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`);
     }
     if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
-      throw this.err(k, now, "quota_exceeded", `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
+      throw this.err(k, now, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     }
-    for (const c of checks) {
-      const u = c.usage;
-      const l = c.lim;
-      if (l.tokensDaily !== undefined && u.day.tokens + u.reservedTokens >= l.tokensDaily) {
-        throw this.err(k, now, "quota_exceeded", `${c.whose}token limit daily=${l.tokensDaily} exceeded (used ${u.day.tokens + u.reservedTokens} today)`);
-      }
-      if (l.tokensMonthly !== undefined && u.month.tokens + u.reservedTokens >= l.tokensMonthly) {
-        throw this.err(k, now, "quota_exceeded", `${c.whose}token limit monthly=${l.tokensMonthly} exceeded (used ${u.month.tokens + u.reservedTokens} this month)`);
-      }
-      if (l.budgetDaily !== undefined && u.day.spend + u.reservedSpend >= l.budgetDaily) {
-        throw this.err(k, now, "budget_exceeded", `${c.whose}budget daily=${usd(l.budgetDaily)} USD exceeded (spent ${usd(u.day.spend)} USD today)`);
-      }
-      if (l.budgetMonthly !== undefined && u.month.spend + u.reservedSpend >= l.budgetMonthly) {
-        throw this.err(k, now, "budget_exceeded", `${c.whose}budget monthly=${usd(l.budgetMonthly)} USD exceeded (spent ${usd(u.month.spend)} USD this month)`);
-      }
-      if (l.budgetTotal !== undefined && u.total.spend + u.reservedSpend >= l.budgetTotal) {
-        throw this.err(k, now, "budget_exceeded", `${c.whose}budget total=${usd(l.budgetTotal)} USD exceeded (spent ${usd(u.total.spend)} USD)`);
-      }
-    }
+    const over = usageOver(checks);
+    if (over) throw this.err(k, now, over.code, over.limit, over.message);
 
     // admitted: consume and reserve
-    if (st) {
-      if (st.bucket) st.bucket.tokens -= 1;
-      st.hour?.add(now);
-      st.day?.add(now);
-      this.rateDirty.add(k.id);
-    }
+    if (st) this.rates.consume(k.id, st, now);
+    // Write ahead only what a crash could hand back: keys without any limit take the fast path.
+    const ahead = this.wal && (st !== null || checks.length > 0 || lim.maxRequests !== undefined);
     const entities = [ents.own];
     if (ents.team) entities.push(ents.team);
     if (ents.org) entities.push(ents.org);
+    const counters: PeriodCounter[] = [];
     for (const u of entities) {
       u.reservedSpend += est.spend;
       u.reservedTokens += est.tokens;
       u.day.requests++;
       u.month.requests++;
       u.total.requests++;
+      if (ahead) {
+        u.day.inflight++;
+        u.month.inflight++;
+        u.total.inflight++;
+      }
+      counters.push(u.day, u.month, u.total);
       this.dirty.add(u.day).add(u.month).add(u.total);
     }
-    return { entities, spend: est.spend, tokens: est.tokens, settled: false };
+    const adm: Admission = { entities, counters, spend: est.spend, tokens: est.tokens, settled: false };
+    if (ahead) {
+      const wal = this.wal!;
+      adm.rowId = wal.nextId();
+      adm.durable = wal.add({
+        id: adm.rowId,
+        keyId: k.id,
+        entities: entities.map((u) => u.id),
+        day: this.dayP,
+        month: this.monthP,
+        spend: est.spend,
+        promptTokens: est.promptTokens ?? 0,
+        tokens: est.tokens,
+        at: now,
+        requestId: info?.requestId ?? `res_${adm.rowId}`,
+        action: info?.action ?? "chat.completions",
+        model: est.model || null,
+        keyName: k.name ?? null,
+        organizationId: k.spec.organization_id ?? null,
+        ip: info?.ip ?? null,
+      });
+    }
+    return adm;
   }
 
-  private err(k: KeyEntry, now: number, code: "quota_exceeded" | "budget_exceeded", msg: string) {
-    return new GatewayError(402, code, msg, null, this.rateHeaders(k, now));
+  /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
+  rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
+    return this.rates.headers(k, now);
+  }
+
+  private err(k: KeyEntry, now: number, code: "quota_exceeded" | "budget_exceeded", limit: string, msg: string) {
+    return new LimitRefusal(402, code, limit, msg, this.rateHeaders(k, now));
   }
 
   /**
@@ -622,13 +299,15 @@ export class Limits {
         u.month.tokens += tokens;
         u.total.tokens += tokens;
       }
-      if (!served) {
-        u.day.requests--;
-        u.month.requests--;
-        u.total.requests--;
-      }
       this.dirty.add(u.day).add(u.month).add(u.total);
     }
+    // the request counts stay where admission put them (the periods it was admitted in)
+    for (const c of a.counters) {
+      if (a.rowId) c.inflight--;
+      if (!served) c.requests--;
+      this.dirty.add(c);
+    }
+    if (a.rowId) this.settledRows.push(a.rowId);
   }
 
   /** A key's month-to-date spend in micro-USD (policy conditions, alerts). */
@@ -655,7 +334,7 @@ export class Limits {
     };
   }
 
-  /** Persist changed counters: one transaction, multi-row upserts of absolute values. */
+  /** Persist changed counters and rate windows; drop the write-ahead rows of settled requests. */
   flush(): Promise<void> {
     const run = this.flushing.then(() => this.doFlush());
     this.flushing = run.catch(() => undefined);
@@ -663,60 +342,42 @@ export class Limits {
   }
 
   private async doFlush() {
-    if (this.dirty.size === 0 && this.rateDirty.size === 0) return;
-    const rows = [...this.dirty];
+    if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
+    const paused = this.writesPaused?.();
+    if (paused) await paused;
+    // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
+    // then snapshot and commit without yielding (drainSync refuses if one started meanwhile).
+    const audit = this.audit?.();
+    for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
+    // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
+    const counters = [...this.dirty];
     this.dirty.clear();
-    const rateIds = [...this.rateDirty];
-    this.rateDirty.clear();
+    const settled = this.settledRows;
+    this.settledRows = [];
     const nowMs = this.now();
-    const now = new Date().toISOString();
-    const rates: unknown[] = [];
-    const gone: string[] = [];
-    for (const id of rateIds) {
-      const st = this.rate.get(id);
-      if (st) rates.push(id, JSON.stringify(snapshotOf(st, nowMs)), now);
-      else gone.push(id);
-    }
+    const { rates, gone, ids: rateIds } = this.rates.takeChanged(nowMs);
+    const f: FlushSet = { counters, rates, gone, settled };
     try {
-      await this.prisma.$transaction(async (p) => {
-        for (let i = 0; i < rates.length; i += 3 * 300) {
-          const chunk = rates.slice(i, i + 3 * 300);
-          await p.$executeRawUnsafe(
-            `INSERT INTO "RateState" (keyId, state, updatedAt) VALUES ${Array(chunk.length / 3).fill("(?,?,?)").join(",")}
-             ON CONFLICT(keyId) DO UPDATE SET state=excluded.state, updatedAt=excluded.updatedAt`,
-            ...chunk,
-          );
-        }
-        for (let i = 0; i < gone.length; i += 500) {
-          const chunk = gone.slice(i, i + 500);
-          await p.$executeRawUnsafe(`DELETE FROM "RateState" WHERE keyId IN (${chunk.map(() => "?").join(",")})`, ...chunk);
-        }
-        for (let i = 0; i < rows.length; i += 400) {
-          const chunk = rows.slice(i, i + 400);
-          await p.$executeRawUnsafe(
-            `INSERT INTO "UsageCounter" (keyId, period, spendMicros, tokens, requests, updatedAt) VALUES ${chunk.map(() => "(?,?,?,?,?,?)").join(",")}
-             ON CONFLICT(keyId, period) DO UPDATE SET spendMicros=excluded.spendMicros, tokens=excluded.tokens, requests=excluded.requests, updatedAt=excluded.updatedAt`,
-            ...chunk.flatMap((c) => [c.entity, c.period, Math.max(0, Math.round(c.spend)), c.tokens, Math.max(0, c.requests), now]),
-          );
-        }
-      });
+      if (this.sqlite?.open) flushDirect(this.sqlite, f, audit && (() => audit.drainSync()));
+      else if (!this.sqlite) await flushPrisma(this.prisma, f);
+      else throw new Error("database closed");
     } catch (e) {
-      for (const r of rows) this.dirty.add(r); // retry at the next flush
-      for (const id of rateIds) this.rateDirty.add(id);
+      for (const r of counters) this.dirty.add(r); // retry at the next flush
+      this.rates.markChanged(rateIds);
+      this.settledRows = settled.concat(this.settledRows);
       throw e;
     }
   }
 
   /** Forget a deleted key's rate state (usage rows stay for audit). */
   forget(id: string) {
-    this.rate.delete(id);
-    this.rateSaved.delete(id);
-    this.rateDirty.add(id); // the next flush deletes its saved state
+    this.rates.forget(id);
   }
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.wal?.commit();
     await this.flush();
   }
 }

@@ -19,16 +19,18 @@ import type { AuditRecord, KeyRef } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
-import type { Admission, Limits } from "./limits";
+import { LimitRefusal, type Admission, type Limits } from "./limits";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
-import { estimateTokens } from "../providers/estimate";
+import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 
-/** Output tokens reserved when the request sets no max_tokens. */
-export const DEFAULT_OUTPUT_RESERVE = 4096;
+/** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
+ * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
+ * uses the actual usage; an answer longer than this bills above its reservation (README bound). */
+export const DEFAULT_OUTPUT_RESERVE = 1024;
 
 export interface AuditSink {
   record(e: AuditRecord): void;
@@ -218,11 +220,14 @@ export class GatewayPipeline implements InferencePipeline {
           spend,
           tokens: run.promptEst + reserveOut,
           requestTokens: run.promptEst + (req.maxTokens ?? 0),
+          promptTokens: run.promptEst,
           priced: true,
           model: req.model,
-        }, now);
+        }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
         headers = this.o.limits.rateHeaders(key, now);
         this.rateAlerts(key, headers, caller.ip);
+        // a key with limits: its reservation is on disk before the upstream sees the request
+        if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
       let events: AsyncIterable<ChatEvent> | undefined;
@@ -357,12 +362,10 @@ export class GatewayPipeline implements InferencePipeline {
     if (limit !== undefined) a.rateUsage(key.ref, Number(limit), Number(headers["x-ratelimit-remaining-requests"]));
   }
 
+  /** key.limit_exceeded for a refusal by this key's limits (an upstream's 429 is not one). */
   private limitAlert(key: KeyEntry, e: unknown) {
-    if (!this.o.alerts || !(e instanceof GatewayError)) return;
-    if (e.code !== "rate_limit_exceeded" && e.code !== "budget_exceeded" && e.code !== "quota_exceeded") return;
-    if (e.message.startsWith("provider ")) return; // an upstream's 429 is not this key's limit
-    const m = /(?:rate limit|budget|token limit|request quota) ([a-z_]+=[^\s]+)/.exec(e.message);
-    this.o.alerts.limitExceeded(key.ref, m ? m[1] : e.code, { code: e.code, message: e.message });
+    if (!this.o.alerts || !(e instanceof LimitRefusal)) return;
+    this.o.alerts.limitExceeded(key.ref, e.limit, { code: e.code, message: e.message });
   }
 
   /** Budget-threshold alerts for the key and for the team and organization keys above it
@@ -397,7 +400,7 @@ export class GatewayPipeline implements InferencePipeline {
     let adm: Admission | undefined;
     let target: RouteTarget | undefined;
     let headers = NO_HEADERS;
-    const promptEst = req.input.reduce((n, s) => n + Math.ceil(s.length / 4) + 1, 0);
+    const promptEst = req.input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
     try {
       if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);
@@ -406,9 +409,14 @@ export class GatewayPipeline implements InferencePipeline {
         cands = this.authorize(key, "embeddings", req.model, cands, now);
         let spend = 0;
         for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
-        adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, priced: true, model: req.model }, now);
+        adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, promptTokens: promptEst, priced: true, model: req.model }, now, {
+          requestId: caller.requestId,
+          action: "embeddings",
+          ip: caller.ip,
+        });
         headers = this.o.limits.rateHeaders(key, now);
         this.rateAlerts(key, headers, caller.ip);
+        if (adm.durable) await adm.durable.catch(storeUnavailable);
       }
       target = cands[0];
       const adapter = this.o.router.adapter(target.type);
@@ -480,6 +488,12 @@ function count(t: Tally, ev: ChatEvent): void {
   if (ev.type === "text") t.chars += ev.text.length;
   else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
   else if (ev.type === "done") t.usage = ev.usage;
+}
+
+/** A group commit of reservations failed (disk full, store closed): refuse rather than forward
+ * a request whose limits are not recorded. */
+function storeUnavailable(e: unknown): never {
+  throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
 }
 
 /** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */

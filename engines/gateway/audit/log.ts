@@ -9,6 +9,7 @@ import type { Prisma } from "../../../prisma/generated/client";
 import type { AuditRecord } from "../key-types";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { toEntryJson, type AuditEntryJson } from "./entry-json";
+import { auditRow, insertSql, type Row } from "./rows";
 
 export type { AuditEntryJson } from "./entry-json";
 
@@ -31,8 +32,6 @@ export interface AuditPage {
   has_more: boolean;
 }
 
-/** Caller metadata larger than this is replaced by a marker (an audit row is not a blob store). */
-const MAX_METADATA_CHARS = 16_384;
 
 export class AuditLog {
   /** rows as INSERT parameters in COLUMNS order (no per-row object to convert at flush time) */
@@ -45,6 +44,8 @@ export class AuditLog {
   private readonly maxBatch: number;
   private readonly log: (m: string) => void;
   private seq = 0;
+  /** rows of the batch being written */
+  private inFlight = 0;
   private readonly idTail = randomBytes(4).toString("hex");
   private readonly sqlite?: Database.Database;
   private readonly statements = new Map<number, Database.Statement>();
@@ -154,6 +155,38 @@ export class AuditLog {
     };
   }
 
+  /** Write every queued row now, synchronously on the direct handle (no-op without one). The
+   * limits flush calls it inside its own transaction before it drops the write-ahead rows of
+   * settled requests, so an answered request always has its audit row or its Reservation row
+   * on disk (limits/wal.ts). A failure puts the rows back and throws (the caller rolls back). */
+  drainSync(): void {
+    const db = this.sqlite;
+    // rows taken by a batch that is still being written are neither queued nor on disk yet
+    if (this.inFlight > 0) throw new Error("audit batch in progress");
+    if (!db?.open || this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
+        const rows = batch.slice(i, i + DIRECT_CHUNK);
+        this.statement(db, rows.length).run(rows.flat());
+      }
+    } catch (e) {
+      this.queue = batch.concat(this.queue);
+      throw e;
+    }
+  }
+
+  /** Rows taken from the queue by a batch write that has not finished (drainSync waits for 0). */
+  get writing(): boolean {
+    return this.inFlight > 0;
+  }
+
+  /** Resolves when the flushes started so far are done. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
   /** Entries waiting to be written (for tests and shutdown logs). */
   get pending(): number {
     return this.queue.length;
@@ -163,6 +196,15 @@ export class AuditLog {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
+    this.inFlight = batch.length;
+    try {
+      await this.writeBatch(batch);
+    } finally {
+      this.inFlight = 0;
+    }
+  }
+
+  private async writeBatch(batch: Row[]): Promise<void> {
     const db = this.sqlite;
     if (db?.open) return this.writeDirect(db, batch);
     const chunks: Row[][] = [];
@@ -214,53 +256,10 @@ export class AuditLog {
 
   private toRow(e: AuditRecord): Row {
     const ts = e.timestamp instanceof Date && !Number.isNaN(e.timestamp.getTime()) ? e.timestamp : new Date();
-    let metadata: string;
-    try {
-      metadata = JSON.stringify(e.metadata ?? {}) ?? "{}";
-    } catch {
-      metadata = '{"_unserializable":true}';
-    }
-    if (metadata.length > MAX_METADATA_CHARS) metadata = JSON.stringify({ _truncated: true, _chars: metadata.length });
-    const prompt = toInt(e.promptTokens);
-    const completion = toInt(e.completionTokens);
-    // COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
-    return [
-      this.nextId(ts.getTime()),
-      ts.toISOString().replace("Z", "+00:00"),
-      e.apiKeyId ?? null,
-      e.apiKeyName ?? null,
-      e.organizationId ?? null,
-      e.requestId,
-      e.action,
-      e.model ?? null,
-      e.provider ?? null,
-      e.status,
-      e.errorCode ?? (e.status !== "success" ? e.status : null),
-      toInt(e.latencyMs),
-      prompt,
-      completion,
-      prompt + completion,
-      typeof e.costMicros === "bigint" ? e.costMicros : BigInt(toInt(Number(e.costMicros ?? 0))),
-      metadata,
-      e.ipAddress ?? null,
-      e.userAgent ?? null,
-    ];
+    return auditRow(e, this.nextId(ts.getTime()), ts);
   }
 }
 
 /** Rows per synchronous INSERT on the direct handle (~13 µs each). */
 const DIRECT_CHUNK = 64;
 
-const COLUMNS = [
-  "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",
-  "errorCode", "latencyMs", "promptTokens", "completionTokens", "totalTokens", "costMicros", "metadata", "ipAddress", "userAgent",
-] as const;
-const ROW = `(${COLUMNS.map(() => "?").join(",")})`;
-const insertSql = (n: number) => `INSERT INTO "AuditEntry" (${COLUMNS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(ROW).join(",")}`;
-
-/** One row's INSERT parameters, in COLUMNS order. */
-type Row = Array<string | number | bigint | null>;
-
-function toInt(n: number | undefined): number {
-  return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
-}

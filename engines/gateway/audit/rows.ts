@@ -1,0 +1,54 @@
+// One audit row as INSERT parameters (the AuditEntry columns in order), shared by the audit log's
+// batches and the write-ahead recovery (limits/wal.ts) that writes rows for interrupted requests.
+import type { AuditRecord } from "../key-types";
+
+/** Caller metadata larger than this is replaced by a marker (an audit row is not a blob store). */
+const MAX_METADATA_CHARS = 16_384;
+
+export const COLUMNS = [
+  "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",
+  "errorCode", "latencyMs", "promptTokens", "completionTokens", "totalTokens", "costMicros", "metadata", "ipAddress", "userAgent",
+] as const;
+const ROW = `(${COLUMNS.map(() => "?").join(",")})`;
+export const insertSql = (n: number) => `INSERT INTO "AuditEntry" (${COLUMNS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(ROW).join(",")}`;
+
+/** One row's INSERT parameters, in COLUMNS order. */
+export type Row = Array<string | number | bigint | null>;
+
+function toInt(n: number | undefined): number {
+  return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
+}
+
+export function auditRow(e: AuditRecord, id: string, ts: Date): Row {
+  let metadata: string;
+  try {
+    metadata = JSON.stringify(e.metadata ?? {}) ?? "{}";
+  } catch {
+    metadata = '{"_unserializable":true}';
+  }
+  if (metadata.length > MAX_METADATA_CHARS) metadata = JSON.stringify({ _truncated: true, _chars: metadata.length });
+  const prompt = toInt(e.promptTokens);
+  const completion = toInt(e.completionTokens);
+  // COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
+  return [
+    id,
+    ts.toISOString().replace("Z", "+00:00"),
+    e.apiKeyId ?? null,
+    e.apiKeyName ?? null,
+    e.organizationId ?? null,
+    e.requestId,
+    e.action,
+    e.model ?? null,
+    e.provider ?? null,
+    e.status,
+    e.errorCode ?? (e.status !== "success" ? e.status : null),
+    toInt(e.latencyMs),
+    prompt,
+    completion,
+    prompt + completion,
+    typeof e.costMicros === "bigint" ? e.costMicros : BigInt(toInt(Number(e.costMicros ?? 0))),
+    metadata,
+    e.ipAddress ?? null,
+    e.userAgent ?? null,
+  ];
+}
