@@ -113,3 +113,21 @@ describe("GET /metrics", () => {
     expect(value(samples, "svc_mcp_tool_calls_total", { service: "builtin", outcome: "success" })).toBe(1);
   });
 });
+
+describe("two svc in one process", () => {
+  it("keep their own registries: a second svc starts from zero and both scrape", async () => {
+    const other = await startEnv();
+    try {
+      const r = await fetch(`${other.url}/metrics`);
+      expect(r.status).toBe(200);
+      const samples = parse(await r.text());
+      expect(find(samples, "svc_gateway_tokens_total")).toHaveLength(0);
+      expect(find(samples, "svc_http_requests_total", { route: "/v1/chat/completions" })).toHaveLength(0);
+      expect(find(samples, "process_cpu_user_seconds_total")).toHaveLength(1);
+      // the first svc still has its counts
+      expect(value((await scrape()).samples, "svc_gateway_tokens_total", { direction: "input", model: "gpt-m", provider: "up" })).toBeGreaterThanOrEqual(30);
+    } finally {
+      await other.stop();
+    }
+  });
+});
