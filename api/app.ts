@@ -15,7 +15,12 @@ export function createApp(svc: Svc): Koa {
   app.silent = true;
   app.use(async (ctx, next) => {
     beginRequest(ctx, svc);
-    await next();
+    try {
+      await next();
+    } finally {
+      // the route pattern, never the raw path: unmatched paths share one series
+      svc.engines.metrics?.http.count(typeof ctx._matchedRoute === "string" ? ctx._matchedRoute : "unmatched", ctx.status);
+    }
   });
   app.use(errorMiddleware(svc.log));
   // One root router: a request is matched once, not once per surface.

@@ -47,4 +47,5 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
     renderFailure(ctx, e, svc.log);
     sendBody(ctx);
   }
+  svc.engines.metrics?.http.count(route.path, ctx.status);
 }

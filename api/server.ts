@@ -222,6 +222,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       server: eff,
       engines: {},
     };
+    svc.engines.metrics = (await import("../engines/metrics")).createMetrics(svc);
     await mkdir(svc.modelsDir, { recursive: true }).catch((e) => log.warn("cannot create models dir", { dir: svc.modelsDir, err: String(e?.message ?? e) }));
     if (quickstart) {
       // The embedded default model: generated, since no weights can be downloaded here.
@@ -292,6 +293,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       owners: set.owners,
       listenUrl: () => urlOf(listener.address() ?? want),
     };
+    svc.engines.metrics?.watch(manager); // reconcile results by kind
     manager.start();
     const mgr = manager;
     cleanup.push(() => mgr.stop());

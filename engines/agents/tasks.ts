@@ -104,6 +104,13 @@ export class TaskManager {
     return this.active.size;
   }
 
+  /** unfinished tasks by status (read by the metrics engine at scrape time) */
+  statusCounts(): Partial<Record<TaskStatus, number>> {
+    const out: Partial<Record<TaskStatus, number>> = {};
+    for (const t of this.active.values()) out[t.status] = (out[t.status] ?? 0) + 1;
+    return out;
+  }
+
   /** Start a task, or return the first task of a repeated Idempotency-Key. */
   dispatch(input: DispatchInput): Promise<{ view: TaskView; created: boolean }> {
     if (this.closed) return Promise.reject(new GatewayError(503, "model_unavailable", "svc is shutting down"));

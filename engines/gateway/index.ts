@@ -118,6 +118,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     router,
     audit,
     alerts,
+    metrics: svc.engines.metrics?.gateway,
     allowUnauthenticatedLoopback: () => svc.server.allowUnauthenticatedLoopback !== false,
     now: opts.now,
   });

@@ -26,6 +26,7 @@ import { isFallbackable } from "../providers/http";
 import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
+import type { PipelineMetrics } from "../metrics/gateway";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -57,6 +58,8 @@ export interface PipelineOptions {
   router: ProviderRouter;
   audit?: AuditSink;
   alerts?: AlertsSink;
+  /** request durations, tokens, spend and limit refusals (engines/metrics) */
+  metrics?: PipelineMetrics;
   /** Server.allowUnauthenticatedLoopback, read live */
   allowUnauthenticatedLoopback: () => boolean;
   now?: () => number;
@@ -246,6 +249,7 @@ export class GatewayPipeline implements InferencePipeline {
       return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
     } catch (e) {
       if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
+      this.o.metrics?.refused(e);
       if (key) {
         if (e instanceof GatewayError && headers !== NO_HEADERS) {
           for (const [k, v] of Object.entries(headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = v;
@@ -308,6 +312,7 @@ export class GatewayPipeline implements InferencePipeline {
       this.o.limits.settle(run.adm, cost, prompt + completion, true);
       if (key && cost > 0) this.spendAlert(key);
     }
+    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, cost, performance.now() - run.t0);
     if (!key) return;
     const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
     this.o.audit?.record({
@@ -424,6 +429,7 @@ export class GatewayPipeline implements InferencePipeline {
       const r = await adapter.embed(this.o.router.resolve(target), req);
       const cost = costMicros(target, r.promptTokens, 0);
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
+      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, cost, performance.now() - t0);
       if (key) {
         this.o.audit?.record({
           timestamp: new Date(now),
@@ -447,6 +453,7 @@ export class GatewayPipeline implements InferencePipeline {
       return { ...r, provider: target.provider, model: req.model, headers };
     } catch (e) {
       if (adm) this.o.limits.settle(adm, 0, 0, false);
+      this.o.metrics?.refused(e);
       if (key) {
         if (e instanceof GatewayError && headers !== NO_HEADERS) Object.assign(e.headers, headers);
         this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});

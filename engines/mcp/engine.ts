@@ -66,6 +66,8 @@ export class McpEngine implements ToolRegistry {
       builtins: BuiltinTool[];
       /** a service's status changed (the controller re-reads it) */
       onStatus?: (service: string) => void;
+      /** a tool call ended: service (McpServer name, or "builtin") and outcome (metrics) */
+      onCall?: (service: string, outcome: string) => void;
     },
   ) {
     this.rebuild();
@@ -84,7 +86,19 @@ export class McpEngine implements ToolRegistry {
   async call(name: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
     const e = this.entries.get(name) ?? (await this.connectLazily(name));
     if (!e) throw this.missing(name);
-    const a = args ?? {};
+    if (!this.o.onCall) return this.invoke(e, name, args ?? {}, opts);
+    const service = e.service ?? "builtin";
+    try {
+      const r = await this.invoke(e, name, args ?? {}, opts);
+      this.o.onCall(service, r.isError ? "tool_error" : "success");
+      return r;
+    } catch (err) {
+      this.o.onCall(service, err instanceof ToolError ? err.code : "error");
+      throw err;
+    }
+  }
+
+  private async invoke(e: Entry, name: string, a: Record<string, unknown>, opts: ToolCallOptions): Promise<ToolCallResult> {
     if (e.validate) {
       const p = argumentProblem(e.validate, a);
       if (p) throw new ToolError("invalid_arguments", `arguments for ${name} do not match its schema: ${p.message}`, p.path);

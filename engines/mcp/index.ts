@@ -14,5 +14,6 @@ export function createMcpEngine(svc: Svc): McpEngine {
         (svc.engines.gateway?.router.listing() ?? []).map((m) => ({ id: m.model, provider: m.provider, type: m.type })),
     }),
     onStatus: (name) => svc.control?.enqueue({ kind: "McpServer", name }),
+    onCall: (service, outcome) => svc.engines.metrics?.toolCall(service, outcome),
   });
 }

@@ -30,6 +30,15 @@ export const ServerSpec = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    metrics: Type.Object(
+      {
+        public: Type.Boolean({
+          default: false,
+          description: "Serve GET /metrics to any caller. Off: loopback callers and the administrative key only (metric labels name the models, providers and routes in use).",
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 );

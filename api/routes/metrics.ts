@@ -1,0 +1,34 @@
+// GET /metrics: Prometheus text format (engines/metrics). Access, judged like the admin routes by
+// the socket address (api/loopback.ts; X-Forwarded-For never counts):
+//   - loopback callers: always;
+//   - other callers: with the administrative key (Authorization: Bearer, as Prometheus'
+//     `authorization` scrape setting sends it), or by anyone when the Server manifest sets
+//     `metrics.public: true` (default false: labels name models, providers and routes in use).
+import Router from "@koa/router";
+import type { Svc } from "../../engines/svc";
+import type { HttpContext } from "../http-context";
+import { GatewayError } from "../../engines/gateway/errors";
+import { isLoopback } from "../loopback";
+import { tokenFrom } from "../caller";
+
+function mayScrape(svc: Svc, ctx: HttpContext): boolean {
+  if (isLoopback(ctx) || svc.server.metrics?.public === true) return true;
+  const token = tokenFrom(ctx);
+  return token !== undefined && svc.engines.gateway?.isAdmin(token) === true;
+}
+
+export default function metrics(svc: Svc): Router {
+  const r = new Router();
+  r.get("/metrics", async (ctx) => {
+    if (!mayScrape(svc, ctx)) {
+      throw new GatewayError(403, "permission_denied", "metrics are served on loopback, to the administrative key, or to anyone when the Server manifest sets metrics.public: true");
+    }
+    const m = svc.engines.metrics;
+    if (!m) throw new GatewayError(503, "service_unavailable", "the metrics engine is not running");
+    const body = await m.scrape();
+    ctx.set("cache-control", "no-store");
+    ctx.type = m.contentType;
+    ctx.body = body;
+  });
+  return r;
+}

@@ -1,0 +1,66 @@
+// /metrics from a non-loopback address: refused (403) unless the caller presents the
+// administrative key or the Server manifest sets metrics.public: true. Judged by the socket
+// address, so X-Forwarded-For: 127.0.0.1 does not help.
+import os from "node:os";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestSvc, type TestSvc } from "../helpers/svc";
+import { parse } from "./scrape";
+
+/** A local address that is not loopback (this machine's own interface address). */
+function nonLoopbackAddress(): string | null {
+  const all = Object.values(os.networkInterfaces()).flat().filter((a) => a && !a.internal);
+  const v4 = all.find((a) => a!.family === "IPv4");
+  const v6 = all.find((a) => a!.family === "IPv6" && !a!.address.startsWith("fe80"));
+  return (v4 ?? v6)?.address ?? null;
+}
+
+const addr = nonLoopbackAddress();
+if (!addr) console.log("skipping the non-loopback metrics test: this machine has no non-loopback interface address");
+const ADMIN_KEY = "sk-svc-" + "M1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v";
+
+describe.skipIf(!addr)("/metrics from a non-loopback address", () => {
+  let s: TestSvc;
+  let base: string;
+  const saved = process.env.SVC_ADMIN_KEY;
+  beforeAll(async () => {
+    process.env.SVC_ADMIN_KEY = ADMIN_KEY;
+    s = await startTestSvc({ host: addr!, resyncMs: 0 });
+    base = `http://${addr!.includes(":") ? `[${addr}]` : addr}:${s.port}`;
+  });
+  afterAll(async () => {
+    await s?.stop();
+    if (saved === undefined) delete process.env.SVC_ADMIN_KEY;
+    else process.env.SVC_ADMIN_KEY = saved;
+  });
+
+  it("refuses a caller without the admin key with 403, whatever the forwarding headers say", async () => {
+    const spoof = { "x-forwarded-for": "127.0.0.1", "x-real-ip": "127.0.0.1", forwarded: "for=127.0.0.1" };
+    for (const headers of [{}, spoof, { ...spoof, authorization: "Bearer sk-svc-notakeyatall" }]) {
+      const r = await fetch(`${base}/metrics`, { headers });
+      expect(r.status).toBe(403);
+      const j: any = await r.json();
+      expect(j.error.code).toBe("permission_denied");
+      expect(j.error.message).toContain("metrics.public");
+    }
+  });
+
+  it("serves the admin key (as Prometheus' authorization setting sends it)", async () => {
+    const r = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    expect(r.status).toBe(200);
+    const samples = parse(await r.text());
+    // the refused scrapes above were counted too
+    const refused = samples.find((x) => x.name === "svc_http_requests_total" && x.labels.route === "/metrics" && x.labels.status_class === "4xx");
+    expect(refused?.value).toBe(3);
+  });
+
+  it("serves anyone once the Server manifest sets metrics.public: true", async () => {
+    await s.svc.store.write([{ op: "upsert", kind: "Server", name: "local", owner: "config:test", spec: { metrics: { public: true } } }]);
+    let status = 0;
+    for (let i = 0; i < 200 && status !== 200; i++) {
+      status = (await fetch(`${base}/metrics`)).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(status).toBe(200);
+    expect(s.svc.server.metrics?.public).toBe(true);
+  });
+});
