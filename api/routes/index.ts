@@ -13,7 +13,9 @@ import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
 import mcp from "./mcp";
 import agents from "./agents";
+import pair from "./pair";
+import secure from "./secure";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, pair, secure];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];
