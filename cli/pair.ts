@@ -19,7 +19,7 @@ interface Common {
   json?: boolean;
 }
 
-const out = (s: string) => process.stdout.write(s + "\n");
+const out = (s: string): void => void process.stdout.write(s + "\n");
 const stateFile = (o: Common) => o.state ?? path.join(resolveHome(o.home), "paired-device.json");
 
 async function host(o: Common, method: "GET" | "POST", p: string, body?: unknown) {
