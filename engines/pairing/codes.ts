@@ -1,6 +1,6 @@
 // One-time pairing codes: 6 digits, valid 5 minutes, single use. Five wrong tries (across all
 // outstanding codes: a wrong guess names no code) void every outstanding code until the host
-// makes a new one; each address gets at most 10 tries a minute. State is in memory: a restart
+// makes a new one; each address gets at most 10 failed tries a minute. State is in memory: a restart
 // voids outstanding codes, and the host makes a new one.
 import { randomInt } from "node:crypto";
 import { GatewayError } from "../gateway/errors";
@@ -42,13 +42,18 @@ export class PairingCodes {
       const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
       throw new GatewayError(429, "rate_limit_exceeded", `too many pairing-code attempts from ${ip}; wait ${retry} s`, null, { "retry-after": String(retry) });
     }
-    recent.push(now);
-    this.tries.set(ip, recent);
-    if (this.tries.size > 10_000) this.tries.clear();
+    // failed tries count against the address (a right code is not a guess)
+    const failed = () => {
+      recent.push(now);
+      this.tries.set(ip, recent);
+      if (this.tries.size > 10_000) this.tries.clear();
+    };
+    if (this.locked) failed();
     if (this.locked) throw new GatewayError(403, "permission_denied", `pairing codes are locked after ${MAX_WRONG} wrong tries; make a new code on the host (svc pair code)`);
     this.prune();
     const c = typeof code === "string" ? this.codes.get(code) : undefined;
     if (!c) {
+      failed();
       this.wrong++;
       if (this.wrong >= MAX_WRONG) {
         this.locked = true;
