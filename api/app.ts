@@ -9,6 +9,7 @@ import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
 import { registerHandler } from "./secure-dispatch";
+import { withCors } from "./cors";
 import type { Svc } from "../engines/svc";
 
 export function createApp(svc: Svc): Koa {
@@ -33,7 +34,7 @@ export function createApp(svc: Svc): Koa {
 /** The server's request listener. */
 export function createHandler(svc: Svc): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
-  const handler = inferenceListener(svc, inference, createApp(svc).callback());
+  const handler = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
   registerHandler(svc, handler); // the secure channel dispatches inner requests here
   return handler;
 }
