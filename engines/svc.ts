@@ -9,6 +9,7 @@ import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
 import type { Agents } from "./agents";
 import type { Pairing } from "./pairing";
+import type { Media } from "./media";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -45,6 +46,8 @@ export interface Engines {
   agents?: Agents;
   /** pairing state, the server identity and secure-channel sessions (engines/pairing) */
   pairing?: Pairing;
+  /** media routes' providers and jobs (engines/media) */
+  media?: Media;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";
