@@ -15,7 +15,8 @@ import mcp from "./mcp";
 import agents from "./agents";
 import pair from "./pair";
 import secure from "./secure";
+import media from "./media";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, pair, secure];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, pair, secure, media];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];
