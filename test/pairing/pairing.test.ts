@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, statSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
-import { postJson } from "../helpers/http";
+import { postJson, until } from "../helpers/http";
 import { runCli } from "../helpers/cli";
 import { acceptInvite, pairWithCode, requestPairing, waitForApproval, loadState, SecureSession, newDeviceKey } from "../../cli/pair-client";
 
@@ -160,6 +160,24 @@ describe("pairing", () => {
     expect((await get("/v1/models", dev.api_key)).status).toBe(401);
     const un2 = await runCli(["pair", "unpair", "--state", state2], env);
     expect(un2.code, un2.stderr).toBe(0);
+  }, 60_000);
+
+  it("the CLI pairs by challenge: `svc pair request` waits until `svc pair approve` on the host", async () => {
+    const env = { SVC_HOME: home };
+    const state = path.join(home, "cli-requested.json");
+    const requesting = runCli(["pair", "request", "--url", url, "--state", state, "--name", "asking", "--wait", "60"], env);
+    let id: string | undefined;
+    await until(() => {
+      void fetch(`${url}/pair/requests`).then((r) => r.json() as any).then((j) => (id = j.data.find((q: any) => q.name === "asking")?.request_id));
+      return !!id;
+    }, 30_000, 200);
+    const ap = await runCli(["pair", "approve", id!, "--port", String(s.port)], env);
+    expect(ap.code, ap.stderr).toBe(0);
+    expect(ap.stdout).toContain("approved");
+    const done = await requesting;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stderr).toContain(`svc pair approve ${id}`);
+    expect((await get("/pair/hello", loadState(state).api_key)).json.paired).toBe(true);
   }, 60_000);
 
   it("keeps the identity key (never logged) and paired devices across a restart", async () => {
