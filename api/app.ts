@@ -8,6 +8,8 @@ import { GatewayError } from "../engines/gateway/errors";
 import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
+import { registerHandler } from "./secure-dispatch";
+import { withCors } from "./cors";
 import type { Svc } from "../engines/svc";
 
 export function createApp(svc: Svc): Koa {
@@ -37,5 +39,7 @@ export function createApp(svc: Svc): Koa {
 /** The server's request listener. */
 export function createHandler(svc: Svc): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
-  return inferenceListener(svc, inference, createApp(svc).callback());
+  const handler = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
+  registerHandler(svc, handler); // the secure channel dispatches inner requests here
+  return handler;
 }

@@ -9,6 +9,7 @@ import { ipAllowed } from "../engines/gateway/keys";
 import { GatewayError } from "../engines/gateway/errors";
 import { ToolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
 import { callerFrom } from "./caller";
+import { requireScope } from "../engines/gateway/scopes";
 
 export const TOOLS_ACTION = "tools:call";
 
@@ -29,6 +30,7 @@ export function toolCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
     throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
   }
   if (key.role === "master") throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key to call tools");
+  requireScope(key, "tools");
   const actions = key.spec.permissions?.actions;
   if (actions && !actions.some((a) => a === "*" || a === TOOLS_ACTION)) {
     throw new GatewayError(403, "permission_denied", `action ${TOOLS_ACTION} is not in this key's permissions.actions`);

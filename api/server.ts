@@ -261,6 +261,26 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("agents engine not started; agent routes are unavailable", { err: String(e?.message ?? e) });
     }
 
+    // Pairing and the secure channel (the server's identity key lives in <home>/pairing).
+    try {
+      const { Pairing } = await import("../engines/pairing");
+      const pairing = new Pairing(store, home);
+      svc.engines.pairing = pairing;
+      cleanup.push(async () => pairing.close());
+    } catch (e: any) {
+      log.warn("pairing engine not started; pairing and secure-channel routes are unavailable", { err: String(e?.message ?? e) });
+    }
+
+    // Media: forwarded to Providers that declare the capability; jobs in the store.
+    try {
+      const { Media } = await import("../engines/media");
+      const media = new Media(svc);
+      await media.jobs.recover();
+      svc.engines.media = media;
+    } catch (e: any) {
+      log.warn("media engine not started; media routes are unavailable", { err: String(e?.message ?? e) });
+    }
+
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);

@@ -8,6 +8,7 @@ import { registerDoctor } from "./doctor";
 import { registerKeys } from "./keys";
 import { registerModels } from "./models";
 import { registerMcp } from "./mcp";
+import { registerPair } from "./pair";
 import { CliError, EXIT } from "./errors";
 
 export function buildProgram(): Command {
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerModels(program);
   registerMcp(program);
+  registerPair(program);
   return program;
 }
 

@@ -9,6 +9,8 @@ import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
 import type { Agents } from "./agents";
 import type { Metrics } from "./metrics";
+import type { Pairing } from "./pairing";
+import type { Media } from "./media";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -45,6 +47,10 @@ export interface Engines {
   agents?: Agents;
   /** Prometheus metrics of this svc (engines/metrics), scraped by GET /metrics */
   metrics?: Metrics;
+  /** pairing state, the server identity and secure-channel sessions (engines/pairing) */
+  pairing?: Pairing;
+  /** media routes' providers and jobs (engines/media) */
+  media?: Media;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

@@ -6,8 +6,10 @@
 //   GET    /tasks/{id}               status, progress, current step, recent activity, result
 //   DELETE /tasks/{id}               request cancellation (idempotent; returns the current state)
 //   POST   /tasks/{id}/clarify       {response} (or {approve: bool}); 409 unless input_required
-// Remote (non-loopback) run and dispatch need a key with permissions.actions agents:run /
-// agents:dispatch (or "*"). A task is visible to the key that dispatched it (and the admin key);
+// Remote (non-loopback) run and dispatch must come through the secure channel (426
+// secure_channel_required) with a key that has the agents:run / agents:dispatch scope (a key
+// without scopes: permissions.actions naming the action, or "*"); an agent-audience key only
+// reaches its own agent. A task is visible to the key that dispatched it (and the admin key);
 // a task dispatched without a key, to loopback callers only.
 import Router from "@koa/router";
 import type { Context } from "koa";
@@ -18,6 +20,8 @@ import type { Agents, RunResult } from "../../engines/agents";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
+import { requireSecureIfRemote } from "../secure-mark";
+import { requireAudience } from "../../engines/gateway/scopes";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 
 const MAX_PROMPT = 1_000_000;
@@ -97,7 +101,9 @@ export default function routes(svc: Svc): Router {
   r.post("/agents/:id/run", async (ctx) => {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
-    a.authorize(caller, "agents:run");
+    requireSecureIfRemote(ctx, caller.loopback, "agent run");
+    const key = a.authorize(caller, "agents:run");
+    requireAudience(key, `agent:${ctx.params.id}`);
     const b = await readJson(ctx);
     const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice) };
     if (b.stream !== undefined && typeof b.stream !== "boolean") throw invalidRequest("stream must be a boolean", "stream");
@@ -113,7 +119,9 @@ export default function routes(svc: Svc): Router {
   r.post("/agents/:id/dispatch", async (ctx) => {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
+    requireSecureIfRemote(ctx, caller.loopback, "agent dispatch");
     const key = a.authorize(caller, "agents:dispatch");
+    requireAudience(key, `agent:${ctx.params.id}`);
     const b = await readJson(ctx);
     const prompt = str(b.prompt, "prompt");
     if (!prompt) throw invalidRequest("prompt (a non-empty string) is required", "prompt");

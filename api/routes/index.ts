@@ -14,7 +14,10 @@ import ollama, { ollamaInference } from "./ollama";
 import mcp from "./mcp";
 import agents from "./agents";
 import metrics from "./metrics";
+import pair from "./pair";
+import secure from "./secure";
+import media from "./media";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

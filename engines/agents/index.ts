@@ -1,6 +1,7 @@
 // The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
 // Every model call goes through the gateway pipeline with the caller's identity, so the key's
 // permissions, limits, budget and audit apply to agent work exactly as to direct inference.
+import { requireScope } from "../gateway/scopes";
 import type { Svc } from "../svc";
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
@@ -103,10 +104,13 @@ export class Agents {
     const gw = this.svc.engines.gateway;
     if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
     const key = gw.pipeline.authenticate(caller);
+    requireScope(key, action);
     if (!caller.loopback) {
+      // a key with a scopes list is judged by it; a key without one keeps the older rule:
+      // permissions.actions must name the action
       const actions = key?.spec.permissions?.actions;
-      if (!key || !actions?.some((a: string) => a === "*" || a === action)) {
-        throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key whose permissions.actions includes "${action}" (or "*")`);
+      if (!key || (!key.spec.scopes && !actions?.some((a: string) => a === "*" || a === action))) {
+        throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
       }
     }
     return key;

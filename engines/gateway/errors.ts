@@ -27,7 +27,14 @@ export type GatewayErrorCode =
   | "tool_not_exposable"
   | "execution_denied"
   | "tool_timeout"
-  | "service_unavailable";
+  | "service_unavailable"
+  // pairing, secure channel, media, credits (api/routes/pair.ts, secure.ts, media.ts)
+  | "wrong_audience"
+  | "secure_channel_required"
+  | "not_configured"
+  | "replay_refused"
+  | "session_expired"
+  | "decryption_failed";
 
 const typeOf: Record<GatewayErrorCode, string> = {
   invalid_api_key: "authentication_error",
@@ -55,6 +62,12 @@ const typeOf: Record<GatewayErrorCode, string> = {
   execution_denied: "permission_error",
   tool_timeout: "timeout_error",
   service_unavailable: "service_unavailable",
+  wrong_audience: "authentication_error",
+  secure_channel_required: "permission_error",
+  not_configured: "not_found_error",
+  replay_refused: "conflict_error",
+  session_expired: "authentication_error",
+  decryption_failed: "invalid_request_error",
 };
 
 export class GatewayError extends Error {

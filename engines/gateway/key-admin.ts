@@ -21,6 +21,8 @@ import addFormats from "ajv-formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import {
   ApiKeySpec,
+  Audience,
+  Scopes,
   BudgetAlerts,
   BudgetLimits,
   IpAllowlist,
@@ -39,6 +41,7 @@ import type { Limits } from "./limits";
 import type { KeyRef, WebhookEventName } from "./key-types";
 import { keyRefOf } from "./key-types";
 import { refuseReason } from "./webhooks/url-policy";
+import { scopeBits, scopeNames } from "./scopes";
 
 /** Longest life of a temporary key: 30 days. */
 export const MAX_TEMPORARY_SECONDS = 30 * 86_400;
@@ -61,6 +64,8 @@ const mutable = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
   description: Type.String({ maxLength: 2000 }),
   permissions: Permissions,
+  scopes: Scopes,
+  audience: Audience,
   policies: Type.Array(Type.String({ minLength: 1 })),
   policy: PolicyDocument,
   rate_limits: RateLimits,
@@ -173,6 +178,9 @@ export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record
     team_id: s.team_id ?? null,
     user_id: s.user_id ?? null,
     permissions: s.permissions ?? {},
+    scopes: s.scopes ?? null,
+    effective_scopes: scopeNames(scopeBits(s.scopes)),
+    audience: s.audience ?? "*",
     policies: s.policies ?? [],
     policy: s.policy ?? null,
     rate_limits: s.rate_limits ?? null,
@@ -321,6 +329,8 @@ export class KeyAdmin {
       team_id: body.team_id,
       user_id: body.user_id,
       permissions: body.permissions,
+      scopes: body.scopes,
+      audience: body.audience,
       policies: body.policies,
       policy: body.policy,
       rate_limits: body.rate_limits,

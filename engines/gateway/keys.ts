@@ -14,6 +14,7 @@ import { parseIp } from "../loopback-address";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject, Ref } from "../../prisma/resource-store";
 import { rememberSecret } from "../providers/redact";
+import { ALL_SCOPES, DEFAULT_SCOPES, scopeBits } from "./scopes";
 import { keyRefOf, type KeyRecord, type KeyRef, type KeyState } from "./key-types";
 
 export const SECRET_PREFIX = "sk-svc-";
@@ -70,6 +71,8 @@ export interface KeyEntry extends KeyRecord {
   revoked: boolean;
   /** null: no allowlist in force */
   ipRanges: Range[] | null;
+  /** scopes as bits (engines/gateway/scopes.ts); keys without a list get DEFAULT_SCOPES */
+  scopeBits: number;
 }
 
 export function parseRange(s: string): Range {
@@ -135,6 +138,7 @@ export function entryFromObject(o: StoredObject): KeyEntry | null {
     expiresAtMs: Number.isFinite(exp) ? exp : Infinity,
     revoked: !!spec.revoked_at,
     ipRanges,
+    scopeBits: scopeBits(spec.scopes),
   };
 }
 
@@ -142,7 +146,7 @@ function specialEntry(id: "admin" | "master", secretHash: string): KeyEntry {
   // role decides what it may do; it belongs to no organization and has no limits
   const spec = { key_type: "user", secretHash: `sha256:${secretHash}` } as ApiKeySpec;
   const rec: KeyRecord = { id, name: id === "admin" ? "admin key" : "master key", owner: "env", spec, hash: secretHash, createdAt: new Date(0).toISOString() };
-  return { ...rec, role: id, ref: { id, name: rec.name }, expiresAtMs: Infinity, revoked: false, ipRanges: null };
+  return { ...rec, role: id, ref: { id, name: rec.name }, expiresAtMs: Infinity, revoked: false, ipRanges: null, scopeBits: id === "admin" ? ALL_SCOPES : DEFAULT_SCOPES };
 }
 
 export type AuthResult = { ok: true; key: KeyEntry } | { ok: false; code: "invalid_api_key" | "key_revoked" | "key_expired"; key?: KeyEntry };

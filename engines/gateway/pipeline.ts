@@ -18,6 +18,7 @@ import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipel
 import type { AuditRecord, KeyRef } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
+import { SCOPE_BIT, scopeDenied } from "./scopes";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
 import { LimitRefusal, type Admission, type Limits } from "./limits";
 import type { ProviderRouter } from "../providers/router";
@@ -133,6 +134,7 @@ export class GatewayPipeline implements InferencePipeline {
     if (key.role === "master") {
       throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key for inference");
     }
+    if ((key.scopeBits & SCOPE_BIT.inference) === 0) throw scopeDenied("inference");
   }
 
   /** Permissions and policy; returns the candidates the key may use (never empty). */

@@ -66,6 +66,15 @@ export const Permissions = Type.Object(
   { additionalProperties: false },
 );
 
+export const Scopes = Type.Array(
+  Type.Union([Type.Literal("inference"), Type.Literal("tools"), Type.Literal("agents:run"), Type.Literal("agents:dispatch"), Type.Literal("memory"), Type.Literal("owner")]),
+  { uniqueItems: true, description: "What the key may be used for. Omitted: every scope but owner (the behaviour of keys made before scopes)." },
+);
+export const Audience = Type.String({
+  pattern: "^(\\*|agent:[A-Za-z0-9][A-Za-z0-9._-]*)$",
+  description: "\"*\" (any, the default) or \"agent:<name>\": the key may run and dispatch only that agent.",
+});
+
 export const ApiKeySpec = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Descriptive label (defaults to metadata.name)." })),
@@ -75,6 +84,8 @@ export const ApiKeySpec = Type.Object(
     team_id: Type.Optional(Type.String({ minLength: 1 })),
     user_id: Type.Optional(Type.String({ minLength: 1 })),
     permissions: Type.Optional(Permissions),
+    scopes: Type.Optional(Scopes),
+    audience: Type.Optional(Audience),
     policies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "AccessPolicy names bound to this key." })),
     policy: Type.Optional(PolicyDocument),
     rate_limits: Type.Optional(RateLimits),

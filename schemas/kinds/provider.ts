@@ -19,6 +19,23 @@ export const ProviderSpec = Type.Object(
     headers: Type.Optional(Type.Record(Type.String(), SecretRef, { description: "Extra headers, values by reference." })),
     timeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
     models: Type.Array(ProviderModel, { default: [] }),
+    capabilities: Type.Optional(
+      Type.Array(
+        Type.Union([
+          Type.Literal("transcription"),
+          Type.Literal("image_generation"),
+          Type.Literal("image_edit"),
+          Type.Literal("image_upscale"),
+          Type.Literal("video"),
+          Type.Literal("credits"),
+        ]),
+        {
+          uniqueItems: true,
+          description:
+            "Media and account services this provider offers beyond chat: svc forwards /v1/audio/transcriptions, /v1/images/*, /v1/videos/* and /credits/balance only to providers that declare them (paths appended to baseUrl).",
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

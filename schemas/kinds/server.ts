@@ -14,6 +14,17 @@ export const ServerSpec = Type.Object(
       default: true,
       description: "Inference from loopback without a key. A key that is sent is checked when it is an svc key (sk-svc-...) or the admin/master key; other values (SDK placeholders such as \"none\") are served anonymously.",
     }),
+    cors: Type.Optional(
+      Type.Object(
+        {
+          allowedOrigins: Type.Array(Type.String({ pattern: "^https?://[^/?#*\\s]+$" }), {
+            default: [],
+            description: "Browser origins (scheme://host[:port], no wildcard) that get CORS headers. Any other cross-origin request is refused (403); admin routes never get CORS.",
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     limits: Type.Object(
       {
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 268435456, default: 4194304 }),

@@ -1,4 +1,6 @@
-// Remote (non-loopback) run and dispatch need a key whose permissions.actions allow them.
+// Remote (non-loopback) run and dispatch go through the secure channel (426 in the clear) and need
+// a key allowed them: the agents:run / agents:dispatch scope, or for a key without scopes,
+// permissions.actions naming them.
 import os from "node:os";
 import path from "node:path";
 import { readFileSync } from "node:fs";
@@ -7,6 +9,7 @@ import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { everythingTools, type SpiedTools } from "./mcp-tools";
 import { scriptedProvider, type ScriptedProvider } from "./scripted";
 import { until } from "../helpers/http";
+import { SecureSession } from "../../cli/pair-client";
 
 function nonLoopbackAddress(): string | null {
   const all = Object.values(os.networkInterfaces()).flat().filter((a) => a && !a.internal);
@@ -49,24 +52,32 @@ describe.skipIf(!addr)("agents from a non-loopback address", () => {
     await up?.close();
   });
 
-  it("refuses run and dispatch without a key (401) or with a key lacking agents:run / agents:dispatch (403)", async () => {
-    expect((await call("POST", "/agents/far/run", { prompt: "hi" })).status).toBe(401);
-    const chatOnly = await key(["chat:completions"]);
-    const r = await call("POST", "/agents/far/run", { prompt: "hi" }, chatOnly);
-    expect(r.status).toBe(403);
-    expect(r.json.error).toMatchObject({ code: "permission_denied" });
-    expect(r.json.error.message).toMatch(/agents:run/);
-    const d = await call("POST", "/agents/far/dispatch", { prompt: "hi" }, chatOnly);
-    expect(d.status).toBe(403);
-    expect(d.json.error.message).toMatch(/agents:dispatch/);
+  it("refuses plain-HTTP run and dispatch from afar with 426 secure_channel_required, whatever the key", async () => {
+    const k = await key(["agents:run", "agents:dispatch", "chat:completions"]);
+    for (const p of ["/agents/far/run", "/agents/far/dispatch"]) {
+      for (const kk of [undefined, k]) {
+        const r = await call("POST", p, { prompt: "hi" }, kk);
+        expect(r.status, p).toBe(426);
+        expect(r.json.error).toMatchObject({ code: "secure_channel_required" });
+      }
+    }
   });
 
-  it("runs and dispatches with a key that allows them", async () => {
-    const k = await key(["agents:run", "agents:dispatch", "chat:completions", "chat:stream"]);
-    const r = await call("POST", "/agents/far/run", { prompt: "hi" }, k);
-    expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ status: "completed", output: "hello from afar" });
-    const d = await call("POST", "/agents/far/dispatch", { prompt: "hi" }, k);
-    expect(d.status).toBe(202);
+  it("through the channel: refuses a key without the allowed actions (403 naming them), runs and dispatches with one", async () => {
+    const server = (await (await fetch(base + "/pair/challenge")).json() as any).server.public_key as string;
+    const chatOnly = await SecureSession.open(base, server, { apiKey: await key(["chat:completions"]) });
+    const r = await chatOnly.call({ method: "POST", path: "/agents/far/run", body: { prompt: "hi" } });
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body.toString()).error).toMatchObject({ code: "permission_denied" });
+    expect(JSON.parse(r.body.toString()).error.message).toMatch(/agents:run/);
+    const d = await chatOnly.call({ method: "POST", path: "/agents/far/dispatch", body: { prompt: "hi" } });
+    expect(d.status).toBe(403);
+    expect(JSON.parse(d.body.toString()).error.message).toMatch(/agents:dispatch/);
+    const ok = await SecureSession.open(base, server, { apiKey: await key(["agents:run", "agents:dispatch", "chat:completions", "chat:stream"]) });
+    const run = await ok.call({ method: "POST", path: "/agents/far/run", body: { prompt: "hi" } });
+    expect(run.status).toBe(200);
+    expect(JSON.parse(run.body.toString())).toMatchObject({ status: "completed", output: "hello from afar" });
+    const disp = await ok.call({ method: "POST", path: "/agents/far/dispatch", body: { prompt: "hi" } });
+    expect(disp.status).toBe(202);
   });
 });

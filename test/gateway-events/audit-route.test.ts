@@ -25,6 +25,7 @@ const key = (id: string, spec: Partial<ApiKeySpec>, role: KeyEntry["role"] = "ke
   expiresAtMs: Infinity,
   revoked: false,
   ipRanges: null,
+  scopeBits: 31,
 });
 const KEYS: Record<string, KeyEntry> = {
   "tok-admin": key("admin", {}, "admin"),

@@ -1,0 +1,198 @@
+// Media routes (spec/local-server.md "Media") and the credit balance, forwarded to Providers that
+// declare the capability (Provider.spec.capabilities); paths are appended to the provider's
+// baseUrl (…/v1). Without a capable provider: 503 model_unavailable naming what to configure
+// (/credits/balance: 404 not_configured). Auth, scope, models and audit: api/media-access.ts.
+//   POST /v1/audio/transcriptions           multipart or JSON, passed through   (transcription)
+//   GET  /v1/images/models                  models of image-capable providers
+//   POST /v1/images/generations|edits|upscale  a tracked image job; X-Svc-Job-Id names it
+//                                           (sent by the client to cancel it later, or made up)
+//   POST /v1/images/cancel {id}             abort an image job in flight
+//   POST /v1/videos/quote                   the provider's quote                (video)
+//   POST /v1/videos/generations             start a job -> {id: vid_…, status, poll_url}
+//   GET  /v1/videos/jobs/{id}               refresh and show the job
+//   GET  /v1/videos/jobs/{id}/content       the finished media, streamed
+//   GET  /credits/balance                   balance of a provider declaring "credits"
+import Router from "@koa/router";
+import { Readable } from "node:stream";
+import type { Context } from "koa";
+import type { Svc } from "../../engines/svc";
+import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { capableProviders, type MediaCapability } from "../../engines/media";
+import { newJobId } from "../../engines/media/jobs";
+import { readJson, readRaw } from "../body";
+import { admitMedia, allowModel, auditMedia, mayView, mediaOf, modelOf, type MediaCall } from "../media-access";
+
+const IMAGE_OPS: Record<string, MediaCapability> = { generations: "image_generation", edits: "image_edit", upscale: "image_upscale" };
+const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
+
+const codeOf = (e: unknown) => (e instanceof GatewayError ? e.code : "internal_error");
+
+function passThrough(ctx: Context, up: { contentType: string; json?: any; body: any }) {
+  ctx.type = up.contentType;
+  ctx.body = up.json !== undefined ? up.json : up.body ? Readable.fromWeb(up.body) : "";
+}
+
+/** Run one forwarded call with its audit entry (success or the error code). */
+async function audited<T>(svc: Svc, c: MediaCall, action: string, info: { provider?: string; model?: string; jobId?: string }, f: () => Promise<T>): Promise<T> {
+  try {
+    const r = await f();
+    auditMedia(svc, c, action, { status: "success", ...info });
+    return r;
+  } catch (e) {
+    auditMedia(svc, c, action, { status: codeOf(e), ...info });
+    throw e;
+  }
+}
+
+export default function media(svc: Svc): Router {
+  const r = new Router();
+
+  r.post("/v1/audio/transcriptions", async (ctx) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
+    const type = ctx.get("content-type") || "application/octet-stream";
+    const model = modelOf(raw, type);
+    allowModel(c, model);
+    const t = m.target("transcription", model);
+    const up = await audited(svc, c, "media.transcription", { provider: t.provider, model }, () => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
+    passThrough(ctx, up);
+  });
+
+  r.get("/v1/images/models", (ctx) => {
+    admitMedia(svc, ctx);
+    const data: Array<{ id: string; object: string; provider: string; capabilities: string[] }> = [];
+    const providers = new Map<string, string[]>();
+    for (const cap of ["image_generation", "image_edit", "image_upscale"] as const) {
+      for (const p of capableProviders(svc.store, cap)) providers.set(p.name, [...(providers.get(p.name) ?? []), cap]);
+    }
+    for (const [name, caps] of providers) {
+      const spec = capableProviders(svc.store, caps[0] as MediaCapability).find((p) => p.name === name)!.spec;
+      for (const mdl of spec.models ?? []) data.push({ id: mdl.name, object: "model", provider: name, capabilities: caps });
+    }
+    ctx.body = {
+      object: "list",
+      data,
+      providers: [...providers].map(([name, caps]) => ({ name, capabilities: caps })),
+      ...(providers.size ? {} : { message: 'no image provider is configured: add a Provider whose spec.capabilities lists "image_generation" (svc has no local image models)' }),
+    };
+  });
+
+  for (const [op, cap] of Object.entries(IMAGE_OPS)) {
+    r.post(`/v1/images/${op}`, async (ctx) => {
+      const m = mediaOf(svc);
+      const c = admitMedia(svc, ctx);
+      const wanted = ctx.get("x-svc-job-id").trim();
+      if (wanted && !JOB_ID.test(wanted)) throw invalidRequest("X-Svc-Job-Id must be 8 to 100 characters of [A-Za-z0-9_-]", "X-Svc-Job-Id");
+      const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
+      const type = ctx.get("content-type") || "application/json";
+      const model = modelOf(raw, type);
+      allowModel(c, model);
+      const t = m.target(cap, model);
+      const id = wanted ? `img_${wanted}` : newJobId("img_");
+      if (await m.jobs.get(id)) throw new GatewayError(409, "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
+      await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
+      const abort = m.jobs.track(id);
+      ctx.set("x-svc-job-id", id);
+      try {
+        const up = await audited(svc, c, `media.images.${op}`, { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", `/images/${op}`, { body: raw, contentType: type, signal: abort.signal }));
+        await m.jobs.update(id, { status: "completed", result: { created: up.json?.created, count: Array.isArray(up.json?.data) ? up.json.data.length : undefined } });
+        passThrough(ctx, up);
+      } catch (e) {
+        if (abort.signal.aborted) throw new GatewayError(409, "conflict", `image job ${id} was cancelled`);
+        await m.jobs.update(id, { status: "failed", error: codeOf(e) });
+        throw e;
+      } finally {
+        m.jobs.untrack(id);
+      }
+    });
+  }
+
+  r.post("/v1/images/cancel", async (ctx) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const b = await readJson(ctx);
+    if (typeof b.id !== "string") throw invalidRequest("id (the X-Svc-Job-Id of an image request) is required", "id");
+    const id = b.id.startsWith("img_") ? b.id : `img_${b.id}`;
+    const job = await m.jobs.get(id);
+    if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
+    if (job.status !== "running") throw new GatewayError(409, "conflict", `image job ${id} is already ${job.status}`);
+    if (!m.jobs.abort(id)) throw new GatewayError(409, "conflict", `image job ${id} is not running in this process`);
+    await m.jobs.update(id, { status: "cancelled" });
+    auditMedia(svc, c, "media.images.cancel", { status: "success", provider: job.provider, model: job.model ?? undefined, jobId: id });
+    ctx.body = { id, object: "image.job", status: "cancelled" };
+  });
+
+  r.post("/v1/videos/quote", async (ctx) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const b = await readJson(ctx);
+    const model = typeof b.model === "string" ? b.model : undefined;
+    allowModel(c, model);
+    const t = m.target("video", model);
+    const up = await audited(svc, c, "media.videos.quote", { provider: t.provider, model }, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(b), contentType: "application/json" }));
+    ctx.body = { ...(up.json ?? {}), provider: t.provider };
+  });
+
+  r.post("/v1/videos/generations", async (ctx) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const b = await readJson(ctx);
+    const model = typeof b.model === "string" ? b.model : undefined;
+    allowModel(c, model);
+    const t = m.target("video", model);
+    const id = newJobId("vid_");
+    const up = await audited(svc, c, "media.videos.generations", { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(b), contentType: "application/json" }));
+    const upstreamId = up.json?.id;
+    if (typeof upstreamId !== "string" || !upstreamId) throw new GatewayError(502, "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+    const status = typeof up.json.status === "string" ? up.json.status : "queued";
+    await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId, status, ownerKeyId: c.key?.id ?? null, result: up.json });
+    ctx.status = 202;
+    ctx.set("location", `/v1/videos/jobs/${id}`);
+    ctx.body = { ...up.json, id, object: "video.job", upstream_id: upstreamId, provider: t.provider, status, poll_url: `/v1/videos/jobs/${id}` };
+  });
+
+  const videoJob = async (ctx: Context) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const job = await m.jobs.get(ctx.params.id);
+    if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
+    return { m, c, job, t: m.targetOf(job.provider, "video") };
+  };
+
+  r.get("/v1/videos/jobs/:id", async (ctx) => {
+    const { m, c, job, t } = await videoJob(ctx);
+    const up = await audited(svc, c, "media.videos.job", { provider: t.provider, model: job.model ?? undefined, jobId: job.id }, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}`));
+    const status = typeof up.json?.status === "string" ? up.json.status : job.status;
+    await m.jobs.update(job.id, { status, result: up.json });
+    ctx.body = { ...(up.json ?? {}), id: job.id, object: "video.job", upstream_id: job.upstreamId, provider: job.provider, status, created_at: job.createdAt.toISOString() };
+  });
+
+  r.get("/v1/videos/jobs/:id/content", async (ctx) => {
+    const { m, c, job, t } = await videoJob(ctx);
+    const up = await audited(svc, c, "media.videos.content", { provider: t.provider, model: job.model ?? undefined, jobId: job.id }, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}/content`, { stream: true }));
+    passThrough(ctx, up);
+  });
+
+  r.get("/credits/balance", async (ctx) => {
+    const m = mediaOf(svc);
+    const c = admitMedia(svc, ctx);
+    const providers = capableProviders(svc.store, "credits");
+    if (!providers.length) {
+      throw new GatewayError(404, "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
+    }
+    const want = typeof ctx.query.provider === "string" ? ctx.query.provider : undefined;
+    const t = m.target("credits", undefined, want);
+    const up = await audited(svc, c, "credits.balance", { provider: t.provider }, () => m.forward(t, "GET", "/credits"));
+    const j = up.json ?? {};
+    // OpenRouter-style {data: {total_credits, total_usage}}, or a plain {balance}
+    const d = j.data ?? j;
+    const total = typeof d.total_credits === "number" ? d.total_credits : undefined;
+    const used = typeof d.total_usage === "number" ? d.total_usage : undefined;
+    const balance = typeof d.balance === "number" ? d.balance : total !== undefined ? total - (used ?? 0) : undefined;
+    if (balance === undefined) throw new GatewayError(502, "upstream_error", `provider ${t.provider} answered /credits without a balance`);
+    ctx.body = { object: "credits.balance", provider: t.provider, balance, total_credits: total ?? null, total_usage: used ?? null, currency: typeof d.currency === "string" ? d.currency : "USD" };
+  });
+
+  return r;
+}

@@ -1,0 +1,148 @@
+// Pairing (spec/local-server.md "Pairing and secure channel"). Protocol in engines/pairing.
+//   GET  /pair/challenge                 {nonce, expires_at, server}: single use, 2 minutes
+//   POST /pair      {nonce, public_key, name?}            202 pending host approval {request_id}
+//                   {nonce, public_key, name?, code}      200 paired (pre-approved code)
+//   POST /pair/hello {request_id}         202 pending | 200 paired (sealed key, delivered once) | 403 denied
+//   GET  /pair/hello                      server identity; with a device key, the device
+//   POST /pair/code  {code, public_key, name?}            redeem (LAN/loopback only) -> paired
+//                    {scopes?}  (host)                    make a 6-digit code valid 5 minutes
+//   POST /pair-invite {invite, public_key, name?}         accept a signed invite -> paired
+//                     {expires_in?, scopes?, name?} (host) make an invite
+//   POST /pair/unpair {device_id?}        host: any device; a device key: itself
+//   GET  /pair/requests, POST /pair/requests/{id}/approve|deny, GET /pair/devices   (host)
+// Host = loopback, or a key with the owner scope (api/pair-access.ts).
+import Router from "@koa/router";
+import type { Context } from "koa";
+import type { Svc } from "../../engines/svc";
+import { GatewayError } from "../../engines/gateway/errors";
+import { checkScopes, type PairResult } from "../../engines/pairing";
+import { readJson } from "../body";
+import { callerFrom } from "../caller";
+import { pairCaller, pairingOf, requireHost, requireLan } from "../pair-access";
+
+const optionalJson = async (ctx: Context): Promise<any> => (ctx.get("content-length") === "0" || (!ctx.get("content-length") && !ctx.get("transfer-encoding")) ? {} : readJson(ctx));
+
+function paired(ctx: Context, r: PairResult) {
+  ctx.status = 200;
+  ctx.body = { status: "paired", ...r };
+}
+
+export default function pair(svc: Svc): Router {
+  const r = new Router();
+
+  r.get("/pair/challenge", (ctx) => {
+    const p = pairingOf(svc);
+    const c = p.challenge();
+    ctx.set("cache-control", "no-store");
+    ctx.body = { nonce: c.nonce, expires_at: new Date(c.expiresMs).toISOString(), server: p.server() };
+  });
+
+  r.post("/pair", async (ctx) => {
+    const p = pairingOf(svc);
+    const b = await readJson(ctx);
+    const ip = callerFrom(ctx).ip;
+    if (b.code !== undefined) {
+      requireLan(ctx, "pairing by code");
+      return paired(ctx, await p.redeemCode(b, ip));
+    }
+    const req = p.request(b, ip);
+    svc.log.info("pairing request waiting for approval", { request_id: req.id, name: req.name, ip });
+    ctx.status = 202;
+    ctx.body = {
+      status: "pending",
+      request_id: req.id,
+      expires_at: new Date(req.expiresMs).toISOString(),
+      server: p.server(),
+      message: `approve on the host: svc pair approve ${req.id}; then POST /pair/hello {"request_id": "${req.id}"}`,
+    };
+  });
+
+  r.post("/pair/hello", async (ctx) => {
+    const p = pairingOf(svc);
+    const b = await readJson(ctx);
+    if (typeof b.request_id !== "string") throw new GatewayError(400, "invalid_request", "request_id (from POST /pair) is required", "request_id");
+    const st = p.poll(b.request_id);
+    if (st.status === "denied") throw new GatewayError(403, "permission_denied", "the host denied this pairing request");
+    if (st.status === "pending") {
+      ctx.status = 202;
+      ctx.body = { status: "pending", request_id: b.request_id };
+      return;
+    }
+    if (!st.result) throw new GatewayError(409, "conflict", "this pairing was approved and its key already delivered");
+    paired(ctx, st.result);
+  });
+
+  r.get("/pair/hello", (ctx) => {
+    const p = pairingOf(svc);
+    const key = pairCaller(svc, ctx);
+    const device = key ? p.device(key.id) : undefined;
+    ctx.body = { server: p.server(), paired: !!device, device: device ?? null };
+  });
+
+  r.post("/pair/code", async (ctx) => {
+    const p = pairingOf(svc);
+    const b = await optionalJson(ctx);
+    if (b.code !== undefined) {
+      requireLan(ctx, "pairing by code");
+      return paired(ctx, await p.redeemCode(b, callerFrom(ctx).ip));
+    }
+    requireHost(svc, ctx, "making a pairing code");
+    const c = p.codes.create(checkScopes(b.scopes));
+    ctx.status = 201;
+    ctx.body = { code: c.code, expires_at: new Date(c.expiresMs).toISOString() };
+  });
+
+  r.post("/pair-invite", async (ctx) => {
+    const p = pairingOf(svc);
+    const b = await optionalJson(ctx);
+    if (b.invite !== undefined) return paired(ctx, await p.acceptInvite(b, callerFrom(ctx).ip));
+    requireHost(svc, ctx, "making a pairing invite");
+    const url = typeof b.url === "string" ? b.url : svc.control?.listenUrl();
+    const inv = p.createInvite({ ttlSeconds: b.expires_in, scopes: b.scopes, name: b.name, url });
+    ctx.status = 201;
+    ctx.body = { invite: inv.invite, expires_at: new Date(inv.payload.exp).toISOString(), server: p.server() };
+  });
+
+  r.post("/pair/unpair", async (ctx) => {
+    const p = pairingOf(svc);
+    const b = await optionalJson(ctx);
+    const caller = callerFrom(ctx);
+    const key = pairCaller(svc, ctx);
+    const own = key ? p.device(key.id) : undefined;
+    const id = typeof b.device_id === "string" ? b.device_id : own?.device_id;
+    if (!id) throw new GatewayError(400, "invalid_request", "device_id is required (or call with the device's own key)", "device_id");
+    if (!own || own.device_id !== id) requireHost(svc, ctx, "unpairing another device");
+    const d = await p.unpair(id);
+    svc.log.info("device unpaired", { device_id: id, by: own?.device_id === id ? "device" : caller.loopback ? "host" : key?.id });
+    ctx.body = { status: "unpaired", device_id: d.device_id, name: d.name };
+  });
+
+  r.get("/pair/requests", (ctx) => {
+    requireHost(svc, ctx, "listing pairing requests");
+    ctx.body = {
+      data: pairingOf(svc)
+        .pending()
+        .map((q) => ({ request_id: q.id, name: q.name, ip: q.ip, expires_at: new Date(q.expiresMs).toISOString() })),
+    };
+  });
+
+  r.post("/pair/requests/:id/approve", async (ctx) => {
+    requireHost(svc, ctx, "approving a pairing request");
+    const b = await optionalJson(ctx);
+    const q = await pairingOf(svc).approve(ctx.params.id, checkScopes(b.scopes));
+    ctx.body = { status: "approved", request_id: q.id, device_id: q.result!.device_id, name: q.name, scopes: q.result!.scopes };
+  });
+
+  r.post("/pair/requests/:id/deny", (ctx) => {
+    requireHost(svc, ctx, "denying a pairing request");
+    const q = pairingOf(svc).deny(ctx.params.id);
+    ctx.body = { status: q.status, request_id: q.id };
+  });
+
+  r.get("/pair/devices", (ctx) => {
+    requireHost(svc, ctx, "listing paired devices");
+    ctx.body = { data: pairingOf(svc).devices() };
+  });
+
+  return r;
+}

@@ -1,0 +1,92 @@
+// Which Provider serves a media capability. Only providers that declare it in
+// spec.capabilities are used; with none, the route answers 503 model_unavailable naming what to
+// configure. A request naming a model goes to a capable provider listing that model, else to
+// the first capable provider (by name) that lists no models.
+import type { ResourceStore } from "../../prisma/resource-store";
+import type { ProviderSpec } from "../../schemas/kinds/provider";
+import { GatewayError } from "../gateway/errors";
+import { describeMissing, resolveSecretRef } from "../providers/credentials";
+import { upstreamBaseUrl } from "../providers/router";
+
+export type MediaCapability = NonNullable<ProviderSpec["capabilities"]>[number];
+
+export interface MediaTarget {
+  provider: string;
+  type: ProviderSpec["type"];
+  baseUrl: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** the model name sent upstream (upstreamName when the Provider maps it) */
+  upstreamModel?: string;
+}
+
+const WHAT: Record<MediaCapability, string> = {
+  transcription: "speech transcription",
+  image_generation: "image generation",
+  image_edit: "image editing",
+  image_upscale: "image upscaling",
+  video: "video generation",
+  credits: "a credit balance",
+};
+
+export function unavailable(cap: MediaCapability, model?: string): GatewayError {
+  const m = model ? ` for model ${JSON.stringify(model)}` : "";
+  return new GatewayError(
+    503,
+    "model_unavailable",
+    `no provider offers ${WHAT[cap]}${m}: add a Provider whose spec.capabilities lists "${cap}"${model ? ` and whose models include ${JSON.stringify(model)}` : ""} (svc config apply)`,
+    model ? "model" : null,
+  );
+}
+
+/** Capable providers, by name. */
+export function capableProviders(store: ResourceStore, cap: MediaCapability): Array<{ name: string; spec: ProviderSpec }> {
+  return store
+    .list({ kind: "Provider" })
+    .filter((o) => !o.deleting && ((o.spec as ProviderSpec).capabilities ?? []).includes(cap))
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((o) => ({ name: o.name, spec: o.spec as ProviderSpec }));
+}
+
+export function targetFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaTarget {
+  const all = capableProviders(store, cap).filter((p) => p.spec.type !== "local");
+  let pick: { name: string; spec: ProviderSpec } | undefined;
+  let upstreamModel = model;
+  if (provider) pick = all.find((p) => p.name === provider);
+  else if (model) {
+    for (const p of all) {
+      const m = (p.spec.models ?? []).find((x) => x.name === model);
+      if (m) {
+        pick = p;
+        upstreamModel = m.upstreamName ?? m.name;
+        break;
+      }
+    }
+    pick ??= all.find((p) => !(p.spec.models ?? []).length);
+  } else pick = all[0];
+  if (!pick) throw unavailable(cap, model);
+  return resolveTarget(pick.name, pick.spec, upstreamModel);
+}
+
+export function resolveTarget(name: string, spec: ProviderSpec, upstreamModel?: string): MediaTarget {
+  const headers: Record<string, string> = {};
+  if (spec.credential) {
+    const v = resolveSecretRef(spec.credential);
+    if (v === undefined) throw new GatewayError(503, "model_unavailable", `provider ${name} cannot be used: its credential does not resolve (${describeMissing(spec.credential)})`);
+    if (spec.type === "anthropic") headers["x-api-key"] = v;
+    else headers.authorization = `Bearer ${v}`;
+  }
+  for (const [k, ref] of Object.entries(spec.headers ?? {})) {
+    const v = resolveSecretRef(ref);
+    if (v === undefined) throw new GatewayError(503, "model_unavailable", `provider ${name} cannot be used: header ${k} does not resolve (${describeMissing(ref)})`);
+    headers[k.toLowerCase()] = v;
+  }
+  return {
+    provider: name,
+    type: spec.type,
+    baseUrl: (upstreamBaseUrl(spec.type, spec.baseUrl) ?? "").replace(/\/+$/, ""),
+    headers,
+    timeoutMs: (spec.timeoutSeconds ?? 120) * 1000,
+    upstreamModel,
+  };
+}

@@ -1,0 +1,87 @@
+// Signed, expiring, single-use pairing invites: `svcinv1.<payload>.<Ed25519 signature>`, both
+// base64url. The payload names the server (id, identity public key, address) so the device can
+// check the server it talks to is the one that signed. Used invite ids are kept in
+// <dir>/used-invites.json until they expire, so a restart does not make an invite reusable.
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync, renameSync } from "node:fs";
+import path from "node:path";
+import { GatewayError } from "../gateway/errors";
+import { b64u, ed25519Public, fromB64u, verifyText } from "./crypto";
+import type { Identity } from "./identity";
+
+export interface InvitePayload {
+  v: 1;
+  id: string;
+  server_id: string;
+  server_public_key: string;
+  url?: string;
+  exp: number; // ms since epoch
+  scopes?: string[];
+  name?: string;
+}
+
+export function parseInvite(invite: string): { payload: InvitePayload; body: string; sig: string } {
+  const m = /^svcinv1\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(typeof invite === "string" ? invite.trim() : "");
+  if (!m) throw new GatewayError(400, "invalid_request", "invite is not an svc pairing invite (svcinv1.…)", "invite");
+  let payload: InvitePayload;
+  try {
+    payload = JSON.parse(fromB64u(m[1]).toString("utf8"));
+  } catch {
+    throw new GatewayError(400, "invalid_request", "invite payload is not readable", "invite");
+  }
+  return { payload, body: m[1], sig: m[2] };
+}
+
+/** Does the invite carry a valid signature by the key it names? (the device's check) */
+export function inviteSignedBy(invite: string, publicKey: string): boolean {
+  const p = parseInvite(invite);
+  return verifyText(ed25519Public(publicKey), "svcinv1." + p.body, p.sig);
+}
+
+export class Invites {
+  private used = new Map<string, number>();
+  private readonly file: string;
+
+  constructor(private readonly identity: Identity, dir: string, private readonly now: () => number) {
+    this.file = path.join(dir, "used-invites.json");
+    if (existsSync(this.file)) {
+      try {
+        for (const [id, exp] of Object.entries(JSON.parse(readFileSync(this.file, "utf8")) as Record<string, number>)) this.used.set(id, exp);
+      } catch {
+        /* unreadable: start empty (invites still expire) */
+      }
+    }
+  }
+
+  create(o: { ttlMs: number; scopes?: string[]; name?: string; url?: string }): { invite: string; payload: InvitePayload } {
+    const payload: InvitePayload = {
+      v: 1,
+      id: b64u(randomBytes(12)),
+      server_id: this.identity.id,
+      server_public_key: this.identity.publicKey,
+      url: o.url,
+      exp: this.now() + o.ttlMs,
+      scopes: o.scopes,
+      name: o.name,
+    };
+    const body = b64u(Buffer.from(JSON.stringify(payload), "utf8"));
+    return { invite: `svcinv1.${body}.${this.identity.sign("svcinv1." + body)}`, payload };
+  }
+
+  /** Verify and consume; throws 400 (malformed / not ours), 401 (expired), 409 (used). */
+  consume(invite: string): InvitePayload {
+    const { payload, body, sig } = parseInvite(invite);
+    if (payload.server_public_key !== this.identity.publicKey || !verifyText(ed25519Public(this.identity.publicKey), "svcinv1." + body, sig)) {
+      throw new GatewayError(400, "invalid_request", "invite was not signed by this server", "invite");
+    }
+    const now = this.now();
+    if (!(payload.exp > now)) throw new GatewayError(401, "key_expired", "invite has expired; ask the host for a new one (svc pair invite)", "invite");
+    if (this.used.has(payload.id)) throw new GatewayError(409, "conflict", "invite was already used", "invite");
+    for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id);
+    this.used.set(payload.id, payload.exp);
+    const tmp = this.file + ".tmp";
+    writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.used)), { mode: 0o600 });
+    renameSync(tmp, this.file);
+    return payload;
+  }
+}
