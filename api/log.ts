@@ -114,8 +114,8 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
   const format = opts.format ?? "json";
   let flush: () => Promise<void> = async () => undefined;
   let dest = opts.destination;
-  if (!dest && format === "pretty") {
-    dest = prettyStream();
+  if (format === "pretty") {
+    dest = prettyStream(dest);
   } else if (!dest) {
     // asynchronous writes to stdout: lines written while one is in flight are coalesced
     const sb = pino.destination({ dest: 1, sync: false, minLength: 0 });
@@ -152,10 +152,11 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
 
 let prettyFactory: ((o: object) => DestinationStream) | undefined;
 
-/** Human lines for a terminal: "[17:48:07] INFO: listening {"url":"…"}". */
-function prettyStream(): DestinationStream {
+/** Human lines for a terminal: "[17:48:07] INFO: listening {"url":"…"}" (colours when the
+ * terminal has them and NO_COLOR is unset). */
+function prettyStream(destination?: DestinationStream): DestinationStream {
   if (!prettyFactory) throw new Error("pino-pretty was not loaded: call loadPretty() first");
-  return prettyFactory({ colorize: !process.env.NO_COLOR, translateTime: "SYS:HH:MM:ss", ignore: "pid,hostname", singleLine: true, sync: true });
+  return prettyFactory({ translateTime: "SYS:HH:MM:ss", ignore: "pid,hostname", singleLine: true, sync: true, ...(destination ? { destination } : {}) });
 }
 
 /** pino-pretty is only needed on a terminal: import it then (it pulls in a dozen modules). */
