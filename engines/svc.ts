@@ -9,6 +9,9 @@ import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
 import type { Agents } from "./agents";
 
+/** What engines log through. api/log.ts implements it over pino: JSON lines on stdout (human
+ * lines on a terminal), filtered by --log-level / SVC_LOG_LEVEL, with secret-looking fields and
+ * anything shaped like a key redacted; so fields may be passed as they are. */
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
