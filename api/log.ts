@@ -119,8 +119,24 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
   } else if (!dest) {
     // asynchronous writes to stdout: lines written while one is in flight are coalesced
     const sb = pino.destination({ dest: 1, sync: false, minLength: 0 });
+    // a reader that went away (`svc serve | head`) must not take the server down with it
+    sb.on("error", () => undefined);
     dest = sb;
-    flush = () => new Promise<void>((resolve) => sb.flush(() => resolve()));
+    // bounded: a stalled reader must not keep a stopping server alive
+    flush = () =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 2000);
+        t.unref();
+        try {
+          sb.flush(() => {
+            clearTimeout(t);
+            resolve();
+          });
+        } catch {
+          clearTimeout(t);
+          resolve();
+        }
+      });
   }
   const p = pino(
     {
