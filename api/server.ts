@@ -178,7 +178,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const home = resolveHome(opts.home);
   await mkdir(home, { recursive: true });
   const file = storeFile(home);
-  const pending = pendingMigrations(file).length;
+  const pending = countPending(file);
   const storeStep = !existsSync(file) ? `creating the store ${file}` : pending ? `applying ${pending} ${pending === 1 ? "migration" : "migrations"} to the store ${file}` : `opening the store ${file}`;
   const db: OpenedDb = await steps.run(storeStep, () => openDb(file, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
@@ -341,6 +341,16 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   } catch (e) {
     await undo();
     throw e;
+  }
+}
+
+/** Migrations openDb will apply, for the progress line; a file it cannot read counts none and
+ * openDb reports the real problem. */
+function countPending(file: string): number {
+  try {
+    return pendingMigrations(file).length;
+  } catch {
+    return 0;
   }
 }
 
