@@ -25,6 +25,7 @@ export function managementActor(gw: Gateway, ctx: Context): KeyEntry {
     gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), r.key?.ref);
     throw new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
   }
+  ctx.state.keyId = r.key.id; // for the access log line (api/request-id.ts)
   if (r.key.ipRanges && !ipAllowed(clientIp(ctx), r.key.ipRanges)) {
     throw new GatewayError(403, "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
   }

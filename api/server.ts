@@ -2,6 +2,7 @@
 // store), build engines and controllers, listen, and stop gracefully in the reverse order.
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { existsSync } from "node:fs";
 import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { openDb, type OpenedDb } from "../prisma/client";
@@ -15,6 +16,9 @@ import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type Listene
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
 import { ManifestWatcher } from "../controllers/watch";
 import { applyPaths } from "../controllers/apply-paths";
+import { pendingMigrations } from "../prisma/migrate";
+import { createLogger, svcLoggerOf } from "./log";
+import { startupSteps, type Progress } from "./startup-progress";
 
 export interface StartOptions {
   /** data dir; default SVC_HOME, <SVC_TEST_ROOT>/.svc, ~/.svc */
@@ -30,7 +34,10 @@ export interface StartOptions {
   /** apply examples/quickstart when the store is empty (default true) */
   quickstart?: boolean;
   resyncMs?: number;
+  /** logger; default JSON lines on stdout at level info */
   log?: Logger;
+  /** start-up progress lines (`svc serve` writes them to stderr); default: none */
+  progress?: Progress;
 }
 
 export interface RunningSvc {
@@ -46,30 +53,8 @@ export interface RunningSvc {
 
 export const quickstartDir = fileURLToPath(new URL("../examples/quickstart/", import.meta.url));
 
-// ---------------------------------------------------------------------------------------------
-// Logging: one JSON line per event on stderr. Values under secret-looking keys and anything that
-// looks like an svc key are redacted, so a careless field never leaks a credential.
-
-const SECRET_KEY = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api[-_]?key|key|secret|.*secret.*|.*password.*|token|access[-_]?token|credential|master[-_]?key|admin[-_]?key)$/i;
-
-function redact(v: unknown, depth = 0): unknown {
-  if (typeof v === "string") return v.replace(/sk-svc-[A-Za-z0-9]+/g, "sk-svc-[redacted]");
-  if (depth > 4 || v === null || typeof v !== "object") return v;
-  if (Array.isArray(v)) return v.map((x) => redact(x, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = SECRET_KEY.test(k) && typeof x !== "number" && typeof x !== "boolean" ? "[redacted]" : redact(x, depth + 1);
-  return out;
-}
-
-export function jsonLogger(opts: { write?: (line: string) => void; base?: Record<string, unknown> } = {}): Logger {
-  const write = opts.write ?? ((line: string) => void process.stderr.write(line + "\n"));
-  const emit = (level: string) => (msg: string, fields?: Record<string, unknown>) => {
-    write(JSON.stringify({ time: new Date().toISOString(), level, msg: redact(msg), ...(opts.base ?? {}), ...(redact(fields ?? {}) as object) }));
-  };
-  return { info: emit("info"), warn: emit("warn"), error: emit("error") };
-}
-
-// ---------------------------------------------------------------------------------------------
+// Logging lives in api/log.ts; jsonLogger stays importable from here for tests and benches.
+export { jsonLogger } from "./log";
 
 const kOpen = Symbol("open");
 type OpenRes = http.ServerResponse & { [kOpen]?: Set<http.ServerResponse> };
@@ -188,10 +173,14 @@ function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: B
 
 /** Start svc. Resolves once the HTTP listener is bound and controllers are running. */
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
-  const log = opts.log ?? jsonLogger();
+  const log = opts.log ?? createLogger();
+  const steps = startupSteps(opts.progress);
   const home = resolveHome(opts.home);
   await mkdir(home, { recursive: true });
-  const db: OpenedDb = await openDb(storeFile(home), { warn: (m) => log.warn(m) });
+  const file = storeFile(home);
+  const pending = countPending(file);
+  const storeStep = !existsSync(file) ? `creating the store ${file}` : pending ? `applying ${pending} ${pending === 1 ? "migration" : "migrations"} to the store ${file}` : `opening the store ${file}`;
+  const db: OpenedDb = await steps.run(storeStep, () => openDb(file, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f().catch(() => undefined);
@@ -202,12 +191,12 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     cleanup.push(() => store.close());
 
     if (opts.config?.length) {
-      const r = await applyPaths(store, opts.config, { source: "startup", prune: true, confirm: true });
+      const r = await steps.run(`applying start-up config ${opts.config.join(" ")}`, () => applyPaths(store, opts.config!, { source: "startup", prune: true, confirm: true }));
       log.info("applied start-up config", { paths: opts.config, changes: r.applied, revision: r.revision });
     }
     const quickstart = opts.quickstart !== false && store.list({ includeDeleting: true }).length === 0;
     if (quickstart) {
-      const r = await applyPaths(store, [quickstartDir], { source: "quickstart", prune: false, confirm: true });
+      const r = await steps.run(`empty store: applying the quickstart (${quickstartDir})`, () => applyPaths(store, [quickstartDir], { source: "quickstart", prune: false, confirm: true }), { announce: true });
       log.info("empty store: applied the quickstart", { dir: quickstartDir, changes: r.applied, revision: r.revision });
     }
 
@@ -226,8 +215,10 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     await mkdir(svc.modelsDir, { recursive: true }).catch((e) => log.warn("cannot create models dir", { dir: svc.modelsDir, err: String(e?.message ?? e) }));
     if (quickstart) {
       // The embedded default model: generated, since no weights can be downloaded here.
-      const { ensureTinyModel } = await import("../engines/inference/gguf");
-      await ensureTinyModel(svc.modelsDir);
+      const { ensureTinyModel, defaultModelPath } = await import("../engines/inference/gguf");
+      const tiny = defaultModelPath(svc.modelsDir);
+      if (existsSync(tiny)) await ensureTinyModel(svc.modelsDir);
+      else await steps.run(`generating the built-in model ${tiny}`, () => ensureTinyModel(svc.modelsDir), { announce: true });
     }
 
     cleanup.push(async () => svc.engines.pool?.close());
@@ -236,8 +227,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     // configuration, status and admin keep working (inference routes depend on it).
     let gatewayControllers: Controller[] = [];
     try {
-      const { createGateway } = await import("../engines/gateway");
-      const gw = await createGateway(svc);
+      const gw = await steps.run("starting the gateway", async () => (await import("../engines/gateway")).createGateway(svc));
       svc.engines.gateway = gw;
       gatewayControllers = gw.controllers ?? [];
       cleanup.push(() => gw.close());
@@ -253,8 +243,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     cleanup.push(() => mcp.close());
     // Agents and tasks (fails unfinished tasks left by a previous process as interrupted).
     try {
-      const { createAgents } = await import("../engines/agents");
-      const agents = await createAgents(svc);
+      const agents = await steps.run("starting agents and tasks", async () => (await import("../engines/agents")).createAgents(svc));
       svc.engines.agents = agents;
       cleanup.push(() => agents.close());
     } catch (e: any) {
@@ -350,6 +339,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await db.close();
         await removeInfoFile(infoFile);
         log.info("stopped");
+        await svcLoggerOf(log)?.flush();
       })());
 
     // url/port are read live: the Server controller may move the listener later
@@ -373,6 +363,16 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   } catch (e) {
     await undo();
     throw e;
+  }
+}
+
+/** Migrations openDb will apply, for the progress line; a file it cannot read counts none and
+ * openDb reports the real problem. */
+function countPending(file: string): number {
+  try {
+    return pendingMigrations(file).length;
+  } catch {
+    return 0;
   }
 }
 

@@ -138,6 +138,7 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
 
   if (snap) {
     let healthy = 0;
+    const keysEnded: string[] = [];
     for (const obj of [...snap.objects].sort((a, b) => (a.kind + a.name).localeCompare(b.kind + b.name))) {
       if (obj.kind === "Model") {
         const f = await checkModelFile(obj, modelsDir);
@@ -150,12 +151,21 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
       if (obj.deleting) add("warn", `${obj.kind}/${obj.name} is being deleted`, "its controller cleans up, then it is removed");
       else if (ready?.status === "True" && (obj.observedGeneration ?? 0) >= obj.generation) healthy++;
       else if (ready?.reason === "NotImplemented") add("info", `${obj.kind}/${obj.name}: ${ready.message}`);
+      else if (obj.kind === "ApiKey" && (ready?.reason === "Revoked" || ready?.reason === "Expired")) {
+        // a revoked or expired key is a normal state (kept for its audit log), not a problem
+        keysEnded.push(`${obj.name} (${ready.reason.toLowerCase()})`);
+      }
       else {
         const cond = ready ? `Ready=${ready.status} ${ready.reason}: ${ready.message}` : "no condition yet";
         add(snap.online ? "FAIL" : "warn", `${obj.kind}/${obj.name}: ${cond}`, hintFor(obj));
       }
     }
-    add("ok", `${healthy} of ${snap.objects.length} objects Ready${snap.online ? "" : " (as last recorded; svc is not running)"}`);
+    if (keysEnded.length) {
+      const names = keysEnded.length > 5 ? `${keysEnded.slice(0, 5).join(", ")} and ${keysEnded.length - 5} more` : keysEnded.join(", ");
+      add("info", `${keysEnded.length} API ${keysEnded.length === 1 ? "key is" : "keys are"} revoked or expired, kept for the audit log: ${names}`);
+    }
+    const ended = keysEnded.length ? `, ${keysEnded.length} revoked or expired ${keysEnded.length === 1 ? "key" : "keys"}` : "";
+    add("ok", `${healthy} of ${snap.objects.length} objects Ready${ended}${snap.online ? "" : " (as last recorded; svc is not running)"}`);
   }
   return { findings, failed: findings.some((f) => f.level === "FAIL") };
 }

@@ -12,6 +12,9 @@ import type { Metrics } from "./metrics";
 import type { Pairing } from "./pairing";
 import type { Media } from "./media";
 
+/** What engines log through. api/log.ts implements it over pino: JSON lines on stdout (human
+ * lines on a terminal), filtered by --log-level / SVC_LOG_LEVEL, with secret-looking fields and
+ * anything shaped like a key redacted; so fields may be passed as they are. */
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;

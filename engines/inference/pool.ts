@@ -290,8 +290,10 @@ export class ModelPool {
       const mb = (n: number) => `${Math.round(n / 2 ** 20)} MB`;
       throw new InferenceError("model_unavailable", `not enough memory to load model ${e.name}: needs about ${mb(need)}, ${mb(free)} free`);
     }
-    const llama = await this.getLlama();
+    // a first load (llama.cpp start-up included) can take seconds: say so before, not only after
+    this.log(`loading model ${e.name} from ${e.file} (${Math.max(1, Math.round(size / 1e6))} MB)…`);
     const started = Date.now();
+    const llama = await this.getLlama();
     const s = e.spec;
     try {
       const lm = await LoadedModel.load(llama, {

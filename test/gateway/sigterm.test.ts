@@ -1,16 +1,15 @@
 // Audit entries survive SIGTERM under load: a real `svc serve` process, requests in flight
 // at a slow upstream when the signal arrives; the server lets them finish, and after exit
 // every request that got an answer has its audit row.
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../helpers/cli";
 import { tempDir } from "../helpers/svc";
 import { until } from "../helpers/http";
+import { startServeChild } from "../helpers/serve-child";
 
 const ADMIN = "sk-svc-sigtermtestadminkey000000000000000000000";
 
@@ -45,18 +44,7 @@ kind: Provider
 metadata: {name: standin}
 spec: {type: openai, baseUrl: "${up.baseUrl}", models: [{name: gpt-standin, inputPerMillion: 1, outputPerMillion: 2}]}
 `);
-    const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
-      env: { ...process.env, SVC_HOME: home, SVC_ADMIN_KEY: ADMIN },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
-    await until(() => /svc serving at http/.test(out) || child.exitCode !== null, 30_000);
-    const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-    expect(url, err).toBeTruthy();
+    const { url, child, exited } = await startServeChild(["--port", "0", "--config", cfg, "--no-quickstart"], { SVC_HOME: home, SVC_ADMIN_KEY: ADMIN });
 
     const created: any = await (await fetch(`${url}/v1/api-keys`, {
       method: "POST",

@@ -1,10 +1,8 @@
 // Helpers for crash tests: a loopback OpenAI-style stand-in whose answers can be held, and a
 // real `svc serve` child process on a home dir that can be killed with SIGKILL and restarted.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer, type Server, type ServerResponse } from "node:http";
-import path from "node:path";
-import { repoRoot } from "../helpers/cli";
-import { until } from "../helpers/http";
+import { startServeChild } from "../helpers/serve-child";
 
 /** Answers chat completions with the given usage; `hold()` keeps answers back until `release()`. */
 export async function standInUpstream(usage: { prompt: number; completion: number }) {
@@ -55,28 +53,13 @@ export interface SvcChild {
 
 /** Start `svc serve` on `home` with the manifests in `cfg`; resolves once it serves. */
 export async function startChild(home: string, cfg: string, admin: string): Promise<SvcChild> {
-  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
-    env: { ...process.env, SVC_HOME: home, SVC_ADMIN_KEY: admin },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const exited = new Promise<void>((r) => child.on("close", () => r()));
-  await until(() => /svc serving at http/.test(out) || child.exitCode !== null, 60_000);
-  const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-  if (!url) throw new Error(`svc did not start: ${err}`);
+  const s = await startServeChild(["--port", "0", "--config", cfg, "--no-quickstart"], { SVC_HOME: home, SVC_ADMIN_KEY: admin });
   return {
-    url,
-    child,
-    kill9: async () => {
-      child.kill("SIGKILL");
-      await exited;
-    },
+    url: s.url,
+    child: s.child,
+    kill9: s.kill9,
     stop: async () => {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await exited;
+      await s.stop();
     },
   };
 }

@@ -2,7 +2,8 @@
 import { mkdtemp, mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startSvc, jsonLogger, type RunningSvc, type StartOptions } from "../../api/server";
+import { startSvc, type RunningSvc, type StartOptions } from "../../api/server";
+import { jsonLogger } from "../../api/log";
 
 export interface TestSvc extends RunningSvc {
   /** every log line as parsed JSON, for assertions */

@@ -107,23 +107,13 @@ describe("offline", () => {
 
 describe("svc serve", () => {
   it("starts, writes server.json, and stops gracefully on SIGTERM", async () => {
-    const { spawn } = await import("node:child_process");
     const { existsSync } = await import("node:fs");
-    const { repoRoot } = await import("../helpers/cli");
+    const { startServeChild } = await import("../helpers/serve-child");
     const home = await tempDir("svc-serve-");
-    const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--no-quickstart"], {
-      env: { ...process.env, SVC_HOME: home },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    const s = await startServeChild(["--port", "0", "--no-quickstart"], { SVC_HOME: home });
+    const { url, child, exited } = s;
     try {
-      await until(() => /svc serving at http:\/\/127\.0\.0\.1:\d+/.test(out) || child.exitCode !== null, 30_000);
-      const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-      expect(url, err).toBeTruthy();
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect((await fetch(`${url}/health`)).status).toBe(200);
       await until(() => existsSync(path.join(home, "server.json")));
       const st = await runCli(["status"], { SVC_HOME: home, SVC_PORT: "" });
@@ -133,7 +123,9 @@ describe("svc serve", () => {
     }
     expect(await exited).toBe(0);
     expect(existsSync(path.join(home, "server.json"))).toBe(false);
-    for (const line of err.trim().split("\n")) if (line.startsWith("{")) expect(() => JSON.parse(line)).not.toThrow();
-    expect(err).toMatch(/"msg":"stopped"/);
+    // stdout: the logs, one JSON object per line (not a terminal); stderr: no log lines
+    for (const line of s.stdout().trim().split("\n")) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(s.logs().some((l) => l.msg === "stopped")).toBe(true);
+    expect(s.stderr()).not.toMatch(/^\{/m);
   });
 });

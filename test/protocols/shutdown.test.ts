@@ -2,15 +2,14 @@
 // protocol when the signal arrives; each client sees its protocol's terminal frame (an error
 // event saying the server is stopping; OpenAI then `data: [DONE]`), never a cut socket, and the
 // process exits 0.
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import { afterAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../helpers/cli";
 import { tempDir } from "../helpers/svc";
+import { startServeChild } from "../helpers/serve-child";
 import { until } from "../helpers/http";
 import { standIn, type StandIn } from "./standins";
 
@@ -48,19 +47,8 @@ kind: Provider
 metadata: {name: slow-anthropic}
 spec: {type: anthropic, baseUrl: "${up.origin}", models: [{name: claude-slow, upstreamName: slow}]}
 `);
-    const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--config", cfg, "--no-quickstart"], {
-      env: { ...process.env, SVC_HOME: home },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+    const { url, child, exited } = await startServeChild(["--port", "0", "--config", cfg, "--no-quickstart"], { SVC_HOME: home });
     try {
-      await until(() => /svc serving at http/.test(out) || child.exitCode !== null, 30_000);
-      const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-      expect(url, err).toBeTruthy();
 
       const got = { openaiSdk: 0, openaiRaw: 0, anthropic: 0, ollama: 0 };
       // OpenAI through the official client: the error event surfaces as an APIError

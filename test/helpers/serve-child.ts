@@ -1,0 +1,69 @@
+// A real `svc serve` child process (bin/svc.mjs), resolved once it prints
+// "svc listening on http://HOST:PORT" on stderr. Its stdout holds the logs (JSON lines).
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { repoRoot } from "./cli";
+import { until } from "./http";
+
+export const LISTENING = /^svc listening on (http:\/\/\S+)$/m;
+
+export interface ServeChild {
+  url: string;
+  child: ChildProcess;
+  /** everything written so far */
+  stdout(): string;
+  stderr(): string;
+  /** stdout's JSON lines, parsed (other lines skipped) */
+  logs(): Array<Record<string, any>>;
+  /** resolves with the exit code once the process has exited */
+  exited: Promise<number | null>;
+  /** SIGTERM (if still running), then wait for the exit code */
+  stop(): Promise<number | null>;
+  kill9(): Promise<void>;
+}
+
+/** Spawn `svc serve ARGS` (SVC_HOME and the like go in env). Rejects with its stderr if it exits
+ * or does not listen within timeoutMs. */
+export async function startServeChild(args: string[], env: Record<string, string | undefined> = {}, opts: { timeoutMs?: number } = {}): Promise<ServeChild> {
+  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+  try {
+    await until(() => LISTENING.test(err) || child.exitCode !== null, opts.timeoutMs ?? 60_000);
+  } catch {
+    /* reported below */
+  }
+  const url = err.match(LISTENING)?.[1];
+  if (!url) {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    await exited;
+    throw new Error(`svc serve did not start (exit ${child.exitCode}); stderr:\n${err}\nstdout:\n${out.slice(-2000)}`);
+  }
+  return {
+    url,
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    logs: () =>
+      out
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l)),
+    exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+    kill9: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
