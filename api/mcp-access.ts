@@ -26,6 +26,7 @@ export function toolCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
   const caller = callerFrom(ctx);
   const key = gw.pipeline.authenticate(caller);
   if (!key) return null;
+  ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
   if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
     throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
   }

@@ -23,7 +23,9 @@ export function pairingOf(svc: Svc): Pairing {
 export function pairCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
   const gw = svc.engines.gateway;
   if (!gw) throw new GatewayError(503, "service_unavailable", "pairing is unavailable: the gateway engine (authentication) is not running");
-  return gw.pipeline.authenticate(callerFrom(ctx));
+  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  if (key) ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
+  return key;
 }
 
 export function requireHost(svc: Svc, ctx: HttpContext, what: string): void {

@@ -36,7 +36,9 @@ function agentsOf(svc: Svc): Agents {
 function authenticate(svc: Svc, ctx: Context) {
   const gw = svc.engines.gateway;
   if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
-  return gw.pipeline.authenticate(callerFrom(ctx));
+  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  if (key) ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
+  return key;
 }
 
 function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {
