@@ -4,7 +4,8 @@ import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { openDb, type OpenedDb } from "../prisma/client";
+import { type OpenedDb } from "../prisma/client";
+import { openStore } from "../engines/store/open"; // scale-out: SQLite, or PostgreSQL by SVC_DATABASE_URL
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
 import { createHandler } from "./app";
@@ -191,7 +192,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const log = opts.log ?? jsonLogger();
   const home = resolveHome(opts.home);
   await mkdir(home, { recursive: true });
-  const db: OpenedDb = await openDb(storeFile(home), { warn: (m) => log.warn(m) });
+  const db: OpenedDb = await openStore(home, { warn: (m) => log.warn(m) });
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f().catch(() => undefined);
