@@ -245,6 +245,11 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
 
+    // scale-out (engines/cluster): shared limits and store changes on Redis, before any request
+    const { startCluster } = await import("../engines/cluster");
+    const cluster = await startCluster(svc, store);
+    cleanup.push(() => cluster.close());
+
     // MCP: tool service connections and the tool catalog (agents, /mcp, `svc mcp`).
     const { createMcpEngine } = await import("../engines/mcp");
     const mcp = createMcpEngine(svc);
@@ -293,8 +298,8 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       owners: set.owners,
       listenUrl: () => urlOf(listener.address() ?? want),
     };
-    manager.start();
     const mgr = manager;
+    await cluster.runControllers(mgr); // now, or once this replica holds the lease (engines/cluster/lease.ts)
     cleanup.push(() => mgr.stop());
 
     let watcher: ManifestWatcher | undefined;
@@ -320,6 +325,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         clearTimeout(streamsTimer);
         await ending;
         forgetStopped(port);
+        await cluster.close(); // give the reconciler lease up first
         await mgr.stop(); // let running reconciles finish
         await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));

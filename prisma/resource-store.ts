@@ -64,6 +64,8 @@ export class ResourceStore extends EventEmitter {
   private statusQueue = new Map<string, StoredObject>();
   private statusFlush: Promise<void> | null = null;
   private writing: Promise<unknown> = Promise.resolve();
+  /** scale-out (engines/cluster/bus.ts): awaited after each committed write, before it returns */
+  afterCommit?: (refs: Ref[], revision: number) => Promise<void>;
 
   private constructor(private prisma: PrismaClient) {
     super();
@@ -190,6 +192,7 @@ export class ResourceStore extends EventEmitter {
     this.rev = next;
     const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
     this.emit("change", changed, next);
+    if (this.afterCommit) await this.afterCommit(changed, next);
     return { revision: next, changed };
   }
 

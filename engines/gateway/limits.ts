@@ -22,6 +22,7 @@ import { LimitRefusal } from "./limits/refusal";
 import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
 import { WriteAhead, recover } from "./limits/wal";
 import { checksOf, usageOver } from "./limits/checks";
+import { sharedDurable, sharedRequest, type SharedHold, type SharedLimitStore } from "./limits/shared";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -38,6 +39,8 @@ export interface Admission {
   rowId?: number;
   /** resolves once the reservation is durable: forward only after it (undefined: nothing to wait for) */
   durable?: Promise<void>;
+  /** scale-out: the hold on the shared limit store (limits/shared.ts) */
+  shared?: SharedHold;
 }
 
 export interface Estimate {
@@ -83,6 +86,8 @@ export class Limits {
   private monthP = "";
   private nextDayAt = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** scale-out: limits kept in a store shared by replicas (Redis) instead of in memory */
+  shared?: SharedLimitStore;
   private flushing: Promise<void> = Promise.resolve();
   readonly now: () => number;
 
@@ -207,6 +212,7 @@ export class Limits {
   admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
     this.periods(now);
     const lim = this.limitsOf(k);
+    if (this.shared) return this.admitShared(k, lim, est, now);
 
     // rate limits: check all before consuming any
     const st = this.rates.check(k, lim, now);
@@ -270,8 +276,23 @@ export class Limits {
     return adm;
   }
 
+  /** Scale-out: every limit is checked and reserved in the shared store (awaited as `durable`). */
+  private admitShared(k: KeyEntry, lim: EffectiveLimits, est: Estimate, now: number): Admission {
+    if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
+      throw this.err(k, now, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
+    }
+    const ents = this.entitiesOf(k);
+    const checks = checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x));
+    const ids = [ents.own.id];
+    if (ents.team) ids.push(ents.team.id);
+    if (ents.org) ids.push(ents.org.id);
+    const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, this.dayP, this.monthP, est.spend, est.tokens), id: this.shared!.newId(), held: false };
+    return { entities: [], counters: [], spend: est.spend, tokens: est.tokens, settled: false, shared: hold, durable: sharedDurable(this.shared!, hold, lim) };
+  }
+
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
   rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
+    if (this.shared) return {}; // the windows live in the shared store
     return this.rates.headers(k, now);
   }
 
@@ -286,6 +307,10 @@ export class Limits {
   settle(a: Admission, spend: number, tokens: number, served: boolean): void {
     if (a.settled) return;
     a.settled = true;
+    if (a.shared) {
+      if (a.shared.held) this.shared?.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
+      return;
+    }
     this.periods(this.now());
     for (const u0 of a.entities) {
       const u = this.entity(u0.id);

@@ -1,0 +1,91 @@
+// Scale-out wiring (README "Scale-out"): several svc replicas behind a load balancer share
+//   - the store: PostgreSQL (SVC_DATABASE_URL, engines/store/open.ts);
+//   - the limits: Redis (SVC_REDIS_URL): rate buckets and windows, max_requests, budgets and
+//     token limits with their reservations, one atomic script per request (shared-limits.ts);
+//   - store changes: revoked keys marked in Redis before the write returns, and a pub/sub
+//     message making every replica re-read the store (bus.ts);
+//   - one reconciler: controllers run on the replica holding a PostgreSQL advisory lock
+//     (lease.ts); the others serve.
+// Without these variables nothing here runs and svc is the single-process SQLite server.
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { Svc } from "../svc";
+import type { ResourceStore } from "../../prisma/resource-store";
+import type { StoreDb } from "../store/open";
+import { connectRedis, waitReady } from "./redis";
+import { RedisLimits } from "./shared-limits";
+import { ClusterBus } from "./bus";
+import { Lease } from "./lease";
+
+export interface Cluster {
+  replicaId: string;
+  /** set when SVC_REDIS_URL is */
+  limits?: RedisLimits;
+  bus?: ClusterBus;
+  lease?: Lease;
+  /** start the controllers now (single replica) or once the lease is held (PostgreSQL) */
+  runControllers(m: { start(): void; stop(): Promise<void> }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const u = env.SVC_REDIS_URL?.trim();
+  if (!u) return undefined;
+  if (!/^rediss?:\/\//i.test(u)) throw new Error("SVC_REDIS_URL must be a redis:// or rediss:// URL");
+  return u;
+}
+
+export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.ProcessEnv = process.env): Promise<Cluster> {
+  const replicaId = `${process.pid.toString(36)}-${randomBytes(4).toString("hex")}`;
+  const pgUrl = (svc.db as StoreDb).postgresUrl;
+  const redisUrl = redisUrlOf(env);
+  const prefix = env.SVC_REDIS_PREFIX?.trim() || "svc:";
+  const log = (msg: string, extra?: Record<string, unknown>) => svc.log.warn(msg, extra);
+  const conns: Redis[] = [];
+  const cluster: Cluster = {
+    replicaId,
+    async runControllers(m) {
+      if (!pgUrl) return m.start();
+      const lease = new Lease({
+        url: pgUrl,
+        retryMs: Number(env.SVC_LEASE_RETRY_MS) || 1000,
+        onAcquire: () => m.start(),
+        onLose: () => m.stop(),
+        log: (msg, extra) => svc.log.info(msg, extra),
+      });
+      cluster.lease = lease;
+      await lease.start();
+    },
+    async close() {
+      await cluster.lease?.close();
+      await cluster.bus?.close();
+      await cluster.limits?.close();
+      store.afterCommit = undefined;
+      for (const c of conns) c.disconnect();
+    },
+  };
+  if (pgUrl && !redisUrl) log("SVC_DATABASE_URL is set without SVC_REDIS_URL: limits are counted per replica, and other replicas see changes only on their periodic resync");
+  if (!redisUrl) return cluster;
+
+  try {
+    const cmd = connectRedis(redisUrl, { name: "cmd", onError: (e) => log("cluster: Redis unreachable; requests of limited keys are refused (503) until it is back", { err: e.message }) });
+    conns.push(cmd);
+    await waitReady(cmd);
+    const gw = svc.engines.gateway;
+    if (gw) {
+      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log });
+      gw.limits.shared = cluster.limits;
+    }
+    const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
+    conns.push(sub);
+    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? 30_000 : 0 });
+    cluster.bus = bus;
+    store.afterCommit = (refs, rev) => bus.afterCommit(refs, rev);
+    await bus.start();
+    svc.log.info("cluster: shared limits and store changes on Redis", { replica: replicaId });
+    return cluster;
+  } catch (e) {
+    await cluster.close();
+    throw new Error(`cannot use SVC_REDIS_URL: ${String((e as Error)?.message ?? e)}`);
+  }
+}
