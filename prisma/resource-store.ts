@@ -236,7 +236,10 @@ export class ResourceStore extends EventEmitter {
 
   async close(): Promise<void> {
     await this.writing;
+    // a timed flush already running must finish before the database closes (slow on PostgreSQL)
+    const timed = this.statusFlush;
     await this.flushStatus();
+    await timed?.catch(() => undefined);
   }
 }
 

@@ -28,6 +28,9 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
+/** The cluster part of each running svc (status, tests). */
+export const clusterOf = new WeakMap<Svc, Cluster>();
+
 export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const u = env.SVC_REDIS_URL?.trim();
   if (!u) return undefined;
@@ -64,6 +67,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       for (const c of conns) c.disconnect();
     },
   };
+  clusterOf.set(svc, cluster);
   if (pgUrl && !redisUrl) log("SVC_DATABASE_URL is set without SVC_REDIS_URL: limits are counted per replica, and other replicas see changes only on their periodic resync");
   if (!redisUrl) return cluster;
 

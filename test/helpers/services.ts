@@ -97,7 +97,7 @@ export async function startRedis(): Promise<RedisService> {
     proc: await launch(),
     async kill() {
       const p = svc.proc;
-      if (p.exitCode !== null) return;
+      if (p.exitCode !== null || p.signalCode !== null) return;
       const done = new Promise((r) => p.once("exit", r));
       p.kill("SIGKILL");
       await done;
