@@ -78,7 +78,12 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
     const gw = svc.engines.gateway;
     if (gw) {
       cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log });
+      // counters saved in the database go back into a Redis that has none (it lost its data)
+      const [day, month] = gw.limits.periodNames();
+      const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
+      await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
       gw.limits.shared = cluster.limits;
+      gw.limits.mirror = () => !pgUrl || !!cluster.lease?.held;
     }
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);

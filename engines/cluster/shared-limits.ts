@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
-import type { SharedLimitStore, SharedRequest, SharedVerdict } from "../gateway/limits/shared";
+import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ADMIT = readFileSync(path.join(here, "limits.lua"), "utf8");
@@ -47,6 +47,33 @@ export class RedisLimits implements SharedLimitStore {
     const arg = JSON.stringify({ ...req, p: this.opts.prefix, id, ttl: this.opts.reservationTtlMs });
     const v = await this.r.svcAdmit(arg);
     return v as SharedVerdict;
+  }
+
+  async read(ents: string[], periods: string[]): Promise<SharedUsage[]> {
+    const p = this.r.pipeline();
+    const order: Array<[string, string]> = [];
+    for (const e of ents) for (const per of periods) {
+      order.push([e, per]);
+      p.hmget(`${this.opts.prefix}u:${e}:${per}`, "s", "t", "r");
+    }
+    const res = (await p.exec()) ?? [];
+    const out: SharedUsage[] = [];
+    res.forEach(([err, v], i) => {
+      const f = v as Array<string | null> | null;
+      if (err || !f || f.every((x) => x === null)) return;
+      out.push({ e: order[i][0], period: order[i][1], s: Number(f[0] ?? 0), t: Number(f[1] ?? 0), r: Number(f[2] ?? 0) });
+    });
+    return out;
+  }
+
+  /** Put counters saved in the database back where Redis has none (a Redis that lost its data). */
+  async seed(rows: SharedUsage[]): Promise<void> {
+    const p = this.r.pipeline();
+    for (const x of rows) {
+      const k = `${this.opts.prefix}u:${x.e}:${x.period}`;
+      p.hsetnx(k, "s", x.s).hsetnx(k, "t", x.t).hsetnx(k, "r", x.r);
+    }
+    if (rows.length) await p.exec();
   }
 
   settle(req: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void {

@@ -22,7 +22,7 @@ import { LimitRefusal } from "./limits/refusal";
 import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
 import { WriteAhead, recover } from "./limits/wal";
 import { checksOf, usageOver } from "./limits/checks";
-import { sharedDurable, sharedRequest, type SharedHold, type SharedLimitStore } from "./limits/shared";
+import { admitShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -88,6 +88,8 @@ export class Limits {
   private timer: NodeJS.Timeout | null = null;
   /** scale-out: limits kept in a store shared by replicas (Redis) instead of in memory */
   shared?: SharedLimitStore;
+  /** scale-out: this replica writes the shared counters to the database (the lease holder) */
+  mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
   readonly now: () => number;
 
@@ -171,6 +173,17 @@ export class Limits {
       this.effCache.set(k, e);
     }
     return e;
+  }
+
+  /** Scale-out: entities whose shared counters this replica follows (every key's when `all`). */
+  sharedEntities(all: boolean): string[] {
+    if (all) for (const k of this.keys.all()) if (k.role === "key") this.entitiesOf(k);
+    return [...this.usage.keys()];
+  }
+
+  periodNames(): [string, string] {
+    this.periods(this.now());
+    return [this.dayP, this.monthP];
   }
 
   /** Usage entities a key's requests count toward: key, team, organization. */
@@ -278,16 +291,8 @@ export class Limits {
 
   /** Scale-out: every limit is checked and reserved in the shared store (awaited as `durable`). */
   private admitShared(k: KeyEntry, lim: EffectiveLimits, est: Estimate, now: number): Admission {
-    if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
-      throw this.err(k, now, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
-    }
     const ents = this.entitiesOf(k);
-    const checks = checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x));
-    const ids = [ents.own.id];
-    if (ents.team) ids.push(ents.team.id);
-    if (ents.org) ids.push(ents.org.id);
-    const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, this.dayP, this.monthP, est.spend, est.tokens), id: this.shared!.newId(), held: false };
-    return { entities: [], counters: [], spend: est.spend, tokens: est.tokens, settled: false, shared: hold, durable: sharedDurable(this.shared!, hold, lim) };
+    return admitShared(this.shared!, k, lim, est, ents, checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x)), this.dayP, this.monthP);
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
@@ -367,6 +372,7 @@ export class Limits {
   }
 
   private async doFlush() {
+    if (this.shared) return syncShared(this.shared, this, this.mirror?.() ? (counters) => flushPrisma(this.prisma, { counters, rates: [], gone: [], settled: [] }) : undefined);
     if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
     const paused = this.writesPaused?.();
     if (paused) await paused;

@@ -81,6 +81,28 @@ describe.skipIf(!!missing)("3 replicas sharing PostgreSQL and Redis", () => {
     expect(spent).toBe(served * 7);
     expect(spent).toBeGreaterThanOrEqual(budget); // used up ...
     expect(spent).toBeLessThan(budget + reservation); // ... never beyond one reservation
+    // every replica reports the shared usage (copied from Redis each second), and the lease
+    // holder saves it to PostgreSQL
+    for (const r of rs) {
+      let seen = -1;
+      await until(() => {
+        void r.api("GET", `/v1/api-keys/${k.id}`).then((x) => (seen = x.json?.usage?.total?.spend_usd));
+        return seen === spent;
+      }, 10_000, 200);
+    }
+    const db = new pg.Client({ connectionString: shared.pg.url });
+    await db.connect();
+    try {
+      let saved = -1;
+      for (let i = 0; i < 50 && saved !== spent; i++) {
+        const row = await db.query(`SELECT spendmicros FROM usagecounter WHERE keyid = $1 AND period = 'total'`, [k.id]);
+        saved = row.rows[0] ? Number(row.rows[0].spendmicros) / 1e6 : -1;
+        if (saved !== spent) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(saved).toBe(spent);
+    } finally {
+      await db.end();
+    }
   });
 
   it("a key revoked on one replica is refused on all of them as soon as the revoke returns", async () => {

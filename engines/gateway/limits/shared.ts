@@ -8,7 +8,9 @@ import { GatewayError } from "../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
-import type { Check } from "./checks";
+import type { Check, Entities } from "./checks";
+import type { Admission, Estimate } from "../limits";
+import { PeriodCounter, type EntityUsage } from "./usage";
 
 /** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
 export interface SharedCheck {
@@ -43,7 +45,18 @@ export interface SharedRequest {
 /** The store's answer: admitted (with the bucket's tokens left, -1 without a bucket) or why not. */
 export type SharedVerdict = ["ok", number?] | ["revoked"] | ["rate", string, number] | ["max", string] | ["usage", number, string, string];
 
+/** Settled usage of one entity and period as the shared store holds it. */
+export interface SharedUsage {
+  e: string;
+  period: string;
+  s: number;
+  t: number;
+  r: number;
+}
+
 export interface SharedLimitStore {
+  /** settled usage of these entities in these periods (absent ones are left out) */
+  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
   /** resolves with the verdict; rejects when the store cannot be reached */
   admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
   /** release the reservation and count the actual usage (retried in the background) */
@@ -137,4 +150,46 @@ export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: Ef
       throw new SharedStoreUnavailable(`the shared limits store (Redis) is unreachable: ${String((e as Error)?.message ?? e)}`);
     },
   );
+}
+
+/** The admission of a request in shared mode (Limits.admit): nothing is counted in memory. */
+export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: EffectiveLimits, est: Estimate, ents: Entities, checks: Check[], day: string, month: string): Admission {
+  if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
+    throw new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
+  }
+  const ids = [ents.own.id];
+  if (ents.team) ids.push(ents.team.id);
+  if (ents.org) ids.push(ents.org.id);
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
+  return { entities: [], counters: [], spend: est.spend, tokens: est.tokens, settled: false, shared: hold, durable: sharedDurable(store, hold, lim) };
+}
+
+export interface SharedView {
+  sharedEntities(all: boolean): string[];
+  periodNames(): [string, string];
+  entity(id: string): EntityUsage;
+}
+
+/**
+ * Each counters flush in shared mode: copy the shared counters of the entities this replica
+ * knows into memory (key usage reports, monthly_budget policy conditions and budget alerts read
+ * them), and on the lease holder also write them, for every key, to the database, so a Redis
+ * that lost its data is seeded again at the next start (engines/cluster/index.ts).
+ */
+export async function syncShared(store: SharedLimitStore, view: SharedView, write?: (c: PeriodCounter[]) => Promise<void>): Promise<void> {
+  const ids = view.sharedEntities(!!write);
+  if (ids.length === 0) return;
+  const [day, month] = view.periodNames();
+  const rows = await store.read(ids, [day, month, "total"]);
+  const changed: PeriodCounter[] = [];
+  for (const r of rows) {
+    const u = view.entity(r.e);
+    const c = r.period === "total" ? u.total : r.period === day ? u.day : u.month;
+    if (c.spend === r.s && c.tokens === r.t && c.requests === r.r) continue;
+    c.spend = r.s;
+    c.tokens = r.t;
+    c.requests = r.r;
+    changed.push(c);
+  }
+  if (write && changed.length) await write(changed);
 }
