@@ -66,6 +66,8 @@ export class ResourceStore extends EventEmitter {
   private writing: Promise<unknown> = Promise.resolve();
   /** scale-out (engines/cluster/bus.ts): awaited after each committed write, before it returns */
   afterCommit?: (refs: Ref[], revision: number) => Promise<void>;
+  /** scale-out: told after status writes were committed (the other replicas re-read them) */
+  afterStatus?: () => void;
 
   private constructor(private prisma: PrismaClient) {
     super();
@@ -223,6 +225,17 @@ export class ResourceStore extends EventEmitter {
         );
       }
     });
+    this.afterStatus?.();
+  }
+
+  /** scale-out: status another replica (the reconciler) wrote, applied in memory only. */
+  applyRemoteStatus(rows: Array<{ kind: string; name: string; status: string }>): void {
+    for (const r of rows) {
+      const cur = this.objects.get(refKey(r.kind, r.name));
+      if (!cur || this.statusQueue.has(refKey(r.kind, r.name)) || JSON.stringify(cur.status) === r.status) continue;
+      cur.status = JSON.parse(r.status);
+      this.emit("status", { kind: r.kind, name: r.name });
+    }
   }
 
   /** Remove an object whose deletion was requested, once its controller cleaned up. */

@@ -20,6 +20,8 @@ export interface BusOptions {
 /** Events: "reloaded" (revision) after a re-read caused by another replica. */
 export class ClusterBus extends EventEmitter {
   private reloading: Promise<void> | null = null;
+  private statusRun: Promise<void> | null = null;
+  private statusAgain = false;
   private again = false;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -30,6 +32,7 @@ export class ClusterBus extends EventEmitter {
     private readonly sub: Redis,
     private readonly store: ResourceStore,
     private readonly o: BusOptions,
+    private readonly readStatus: () => Promise<Array<{ kind: string; name: string; status: string }>>,
   ) {
     super();
     this.channel = `${o.prefix}changes`;
@@ -38,12 +41,15 @@ export class ClusterBus extends EventEmitter {
   async start(): Promise<void> {
     this.sub.on("message", (ch: string, msg: string) => {
       if (ch !== this.channel) return;
+      let m: { from?: string; status?: boolean } = {};
       try {
-        if ((JSON.parse(msg) as { from?: string }).from === this.o.replicaId) return;
+        m = JSON.parse(msg);
       } catch {
         /* not ours: reload anyway */
       }
-      this.reload();
+      if (m.from === this.o.replicaId) return;
+      if (m.status) this.refreshStatus();
+      else this.reload();
     });
     // after a reconnect: whatever was published meanwhile is lost, so re-read and re-mark
     this.sub.on("ready", () => {
@@ -78,6 +84,31 @@ export class ClusterBus extends EventEmitter {
     if (gone.length) await this.cmd.sadd(`${this.o.prefix}revoked`, ...gone);
   }
 
+  /** ResourceStore.afterStatus: the reconciler wrote status; the others re-read it (so `svc
+   * status` and `apply --wait` answer the same on every replica). */
+  statusWritten(): void {
+    this.cmd.publish(this.channel, JSON.stringify({ from: this.o.replicaId, status: true })).catch(() => undefined);
+  }
+
+  private refreshStatus(): void {
+    if (this.closed) return;
+    if (this.statusRun) {
+      this.statusAgain = true;
+      return;
+    }
+    this.statusRun = (async () => {
+      do {
+        this.statusAgain = false;
+        try {
+          this.store.applyRemoteStatus(await this.readStatus());
+        } catch (e) {
+          this.o.log("cluster: status re-read failed", { err: String((e as Error)?.message ?? e) });
+        }
+      } while (this.statusAgain && !this.closed);
+      this.statusRun = null;
+    })();
+  }
+
   /** Re-read the store (coalesced: one more run if asked while running). */
   reload(): void {
     if (this.closed) return;
@@ -103,5 +134,6 @@ export class ClusterBus extends EventEmitter {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.reloading;
+    await this.statusRun;
   }
 }

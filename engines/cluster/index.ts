@@ -64,6 +64,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       await cluster.bus?.close();
       await cluster.limits?.close();
       store.afterCommit = undefined;
+      store.afterStatus = undefined;
       for (const c of conns) c.disconnect();
     },
   };
@@ -87,9 +88,11 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
     }
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);
-    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? 30_000 : 0 });
+    const readStatus = () => svc.db.prisma.resource.findMany({ select: { kind: true, name: true, status: true } });
+    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? 30_000 : 0 }, readStatus);
     cluster.bus = bus;
     store.afterCommit = (refs, rev) => bus.afterCommit(refs, rev);
+    store.afterStatus = () => bus.statusWritten();
     await bus.start();
     svc.log.info("cluster: shared limits and store changes on Redis", { replica: replicaId });
     return cluster;

@@ -9,6 +9,7 @@ import { startShared, startReplica, everywhere, tally, listen, type Shared, type
 import { until } from "../helpers/http";
 import pg from "pg";
 import { LEASE_LOCK } from "../../engines/cluster/lease";
+import { clusterOf } from "../../engines/cluster";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -43,6 +44,14 @@ describe.skipIf(!!missing)("3 replicas sharing PostgreSQL and Redis", () => {
 
   it("exactly one replica holds the reconciler lease", async () => {
     expect(await leaseHolders(shared.pg.url)).toBe(1);
+  });
+
+  it("an object written on a replica without the lease becomes Ready there too (status from the reconciler)", async () => {
+    const follower = rs.find((r) => !clusterOf.get(r.svc.svc)?.lease?.held)!;
+    await follower.svc.svc.store.write([{ op: "upsert", kind: "AlertSettings", name: "scale", owner: "config:test", spec: {} }]);
+    const gen = follower.svc.svc.store.get("AlertSettings", "scale")!.generation;
+    const res = await follower.svc.svc.control!.waitForReady([{ kind: "AlertSettings", name: "scale" }], { "AlertSettings/scale": gen }, 15_000);
+    expect(res).toMatchObject({ ready: true, timedOut: false });
   });
 
   it("100 parallel requests spread over the replicas against per_minute 10: exactly 10 pass", async () => {
