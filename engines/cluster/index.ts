@@ -83,8 +83,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       const [day, month] = gw.limits.periodNames();
       const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
       await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
-      gw.limits.shared = cluster.limits;
-      gw.limits.mirror = () => !pgUrl || !!cluster.lease?.held;
+      gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
     }
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);

@@ -86,10 +86,11 @@ export class Limits {
   private monthP = "";
   private nextDayAt = 0;
   private timer: NodeJS.Timeout | null = null;
-  /** scale-out: limits kept in a store shared by replicas (Redis) instead of in memory */
-  shared?: SharedLimitStore;
-  /** scale-out: this replica writes the shared counters to the database (the lease holder) */
-  mirror?: () => boolean;
+  // scale-out (useShared): `declare`d, so an embedded instance has exactly the fields it had before
+  /** limits kept in a store shared by replicas (Redis) instead of in memory */
+  declare shared?: SharedLimitStore;
+  /** this replica writes the shared counters to the database (the lease holder) */
+  declare mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
   readonly now: () => number;
 
@@ -225,7 +226,6 @@ export class Limits {
   admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
     this.periods(now);
     const lim = this.limitsOf(k);
-    if (this.shared) return this.admitShared(k, lim, est, now);
 
     // rate limits: check all before consuming any
     const st = this.rates.check(k, lim, now);
@@ -289,15 +289,31 @@ export class Limits {
     return adm;
   }
 
-  /** Scale-out: every limit is checked and reserved in the shared store (awaited as `durable`). */
-  private admitShared(k: KeyEntry, lim: EffectiveLimits, est: Estimate, now: number): Admission {
-    const ents = this.entitiesOf(k);
-    return admitShared(this.shared!, k, lim, est, ents, checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x)), this.dayP, this.monthP);
+  /**
+   * Scale-out: from now on every limit is checked and reserved in the shared store (awaited as
+   * `durable`), nothing is counted in memory, and the counters flush copies the shared counters
+   * in (limits/shared.ts). The methods are replaced on this instance, so the embedded path runs
+   * the prototype's code without a single added check.
+   */
+  useShared(store: SharedLimitStore, mirror: () => boolean): void {
+    this.shared = store;
+    this.mirror = mirror;
+    this.admit = (k, est, now = this.now()) => {
+      this.periods(now);
+      const lim = this.limitsOf(k);
+      const ents = this.entitiesOf(k);
+      return admitShared(store, k, lim, est, ents, checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x)), this.dayP, this.monthP);
+    };
+    this.settle = (a, spend, tokens, served) => {
+      if (a.settled) return;
+      a.settled = true;
+      if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
+    };
+    this.rateHeaders = () => ({}); // the windows live in the shared store
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
   rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
-    if (this.shared) return {}; // the windows live in the shared store
     return this.rates.headers(k, now);
   }
 
@@ -312,10 +328,6 @@ export class Limits {
   settle(a: Admission, spend: number, tokens: number, served: boolean): void {
     if (a.settled) return;
     a.settled = true;
-    if (a.shared) {
-      if (a.shared.held) this.shared?.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
-      return;
-    }
     this.periods(this.now());
     for (const u0 of a.entities) {
       const u = this.entity(u0.id);
