@@ -22,7 +22,7 @@ import { LimitRefusal } from "./limits/refusal";
 import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
 import { WriteAhead, recover } from "./limits/wal";
 import { checksOf, usageOver } from "./limits/checks";
-import { admitShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
+import { installShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -96,7 +96,7 @@ export class Limits {
 
   constructor(
     private prisma: PrismaClient,
-    private keys: KeyCache,
+    readonly keys: KeyCache,
     opts: {
       now?: () => number;
       flushMs?: number;
@@ -188,7 +188,7 @@ export class Limits {
   }
 
   /** Usage entities a key's requests count toward: key, team, organization. */
-  private entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
+  entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
     const s = k.spec;
     const own = this.entity(k.id);
     const team = s.team_id && (s.key_type === "team" || s.key_type === "user") ? this.entity("team:" + teamKey(s.organization_id, s.team_id)) : undefined;
@@ -289,27 +289,12 @@ export class Limits {
     return adm;
   }
 
-  /**
-   * Scale-out: from now on every limit is checked and reserved in the shared store (awaited as
-   * `durable`), nothing is counted in memory, and the counters flush copies the shared counters
-   * in (limits/shared.ts). The methods are replaced on this instance, so the embedded path runs
-   * the prototype's code without a single added check.
-   */
+  /** Scale-out: from now on every limit is checked and reserved in the shared store
+   * (limits/shared.ts installShared; the embedded path keeps the prototype's code untouched). */
   useShared(store: SharedLimitStore, mirror: () => boolean): void {
     this.shared = store;
     this.mirror = mirror;
-    this.admit = (k, est, now = this.now()) => {
-      this.periods(now);
-      const lim = this.limitsOf(k);
-      const ents = this.entitiesOf(k);
-      return admitShared(store, k, lim, est, ents, checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x)), this.dayP, this.monthP);
-    };
-    this.settle = (a, spend, tokens, served) => {
-      if (a.settled) return;
-      a.settled = true;
-      if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
-    };
-    this.rateHeaders = () => ({}); // the windows live in the shared store
+    installShared(this, store);
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */

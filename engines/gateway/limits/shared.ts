@@ -8,8 +8,8 @@ import { GatewayError } from "../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
-import type { Check, Entities } from "./checks";
-import type { Admission, Estimate } from "../limits";
+import { checksOf, type Check, type Entities } from "./checks";
+import type { Admission, Estimate, Limits } from "../limits";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
 /** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
@@ -192,4 +192,21 @@ export async function syncShared(store: SharedLimitStore, view: SharedView, writ
     changed.push(c);
   }
   if (write && changed.length) await write(changed);
+}
+
+/** Replace admit/settle/rateHeaders on this Limits instance with the shared-store versions. */
+export function installShared(l: Limits, store: SharedLimitStore): void {
+  const keys = l.keys;
+  l.admit = (k, est, now = l.now()) => {
+    const [day, month] = l.periodNames();
+    const lim = l.limitsOf(k);
+    const ents = l.entitiesOf(k);
+    return admitShared(store, k, lim, est, ents, checksOf(k, ents, now, keys, (x) => l.limitsOf(x)), day, month);
+  };
+  l.settle = (a, spend, tokens, served) => {
+    if (a.settled) return;
+    a.settled = true;
+    if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
+  };
+  l.rateHeaders = () => ({}); // the windows live in the shared store
 }
