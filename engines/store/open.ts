@@ -12,6 +12,8 @@ import { pgDialect } from "./pg-dialect";
 export interface StoreDb extends OpenedDb {
   /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
   postgresUrl?: string;
+  /** set in PostgreSQL mode: this replica's own SQLite store (its `sqlite` handle is this one's) */
+  local?: OpenedDb;
 }
 
 export function postgresUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -37,6 +39,7 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
       ...local,
       prisma,
       postgresUrl: url,
+      local,
       close: async () => {
         await client.$disconnect().catch(() => undefined);
         await local.close();
