@@ -205,7 +205,8 @@ export class ResourceStore extends EventEmitter {
     cur.status = status;
     this.statusQueue.set(refKey(kind, name), cur);
     this.emit("status", { kind, name });
-    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus());
+    // a failed timed flush keeps its batch queued (flushStatus) for the next one: never an unhandled rejection
+    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus()).catch(() => undefined);
   }
 
   /** Persist queued status writes now. */
@@ -214,6 +215,10 @@ export class ResourceStore extends EventEmitter {
     this.statusQueue.clear();
     this.statusFlush = null;
     if (batch.length === 0) return;
+    const requeue = () => {
+      for (const o of batch) if (!this.statusQueue.has(refKey(o.kind, o.name))) this.statusQueue.set(refKey(o.kind, o.name), o);
+    };
+    // a generous timeout: on a busy PostgreSQL the default 5 s interactive-transaction limit can expire
     await this.prisma.$transaction(async (p) => {
       for (let i = 0; i < batch.length; i += CHUNK) {
         const chunk = batch.slice(i, i + CHUNK);
@@ -224,6 +229,9 @@ export class ResourceStore extends EventEmitter {
           ...chunk.flatMap((o) => [o.kind, o.name, JSON.stringify(o.status)]),
         );
       }
+    }, { timeout: 60_000, maxWait: 30_000 }).catch((e) => {
+      requeue();
+      throw e;
     });
     this.afterStatus?.();
   }
