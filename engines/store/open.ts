@@ -23,9 +23,9 @@ export function postgresUrlOf(env: NodeJS.ProcessEnv = process.env): string | un
   throw new Error(`SVC_DATABASE_URL must be a postgres:// or postgresql:// URL (got a URL of another scheme); unset it for the embedded SQLite store`);
 }
 
-export async function openStore(home: string, opts: { warn?: (m: string) => void; env?: NodeJS.ProcessEnv } = {}): Promise<StoreDb> {
+export async function openStore(home: string, opts: { warn?: (m: string) => void; env?: NodeJS.ProcessEnv; backgroundCheckpoints?: boolean } = {}): Promise<StoreDb> {
   const url = postgresUrlOf(opts.env);
-  const local = await openDb(storeFile(home), { warn: opts.warn });
+  const local = await openDb(storeFile(home), { warn: opts.warn, backgroundCheckpoints: opts.backgroundCheckpoints });
   if (!url) return local;
   try {
     await migratePg(url);
