@@ -5,7 +5,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { existsSync } from "node:fs";
 import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { openDb, type OpenedDb } from "../prisma/client";
+import { type OpenedDb } from "../prisma/client";
+import { openStore, postgresUrlOf } from "../engines/store/open"; // scale-out: SQLite, or PostgreSQL by SVC_DATABASE_URL
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
 import { createHandler } from "./app";
@@ -178,9 +179,10 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const home = resolveHome(opts.home);
   await mkdir(home, { recursive: true });
   const file = storeFile(home);
-  const pending = countPending(file);
-  const storeStep = !existsSync(file) ? `creating the store ${file}` : pending ? `applying ${pending} ${pending === 1 ? "migration" : "migrations"} to the store ${file}` : `opening the store ${file}`;
-  const db: OpenedDb = await steps.run(storeStep, () => openDb(file, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
+  const shared = postgresUrlOf(process.env) !== undefined; // scale-out: PostgreSQL by SVC_DATABASE_URL
+  const pending = shared ? 0 : countPending(file);
+  const storeStep = shared ? "opening the shared store (SVC_DATABASE_URL)" : !existsSync(file) ? `creating the store ${file}` : pending ? `applying ${pending} ${pending === 1 ? "migration" : "migrations"} to the store ${file}` : `opening the store ${file}`;
+  const db: OpenedDb = await steps.run(storeStep, () => openStore(home, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f().catch(() => undefined);
@@ -234,6 +236,11 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     } catch (e: any) {
       log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
     }
+
+    // scale-out (engines/cluster): shared limits and store changes on Redis, before any request
+    const { startCluster } = await import("../engines/cluster");
+    const cluster = await startCluster(svc, store);
+    cleanup.push(() => cluster.close());
 
     // MCP: tool service connections and the tool catalog (agents, /mcp, `svc mcp`).
     const { createMcpEngine } = await import("../engines/mcp");
@@ -303,8 +310,8 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       listenUrl: () => urlOf(listener.address() ?? want),
     };
     svc.engines.metrics?.watch(manager); // reconcile results by kind
-    manager.start();
     const mgr = manager;
+    await cluster.runControllers(mgr); // now, or once this replica holds the lease (engines/cluster/lease.ts)
     cleanup.push(() => mgr.stop());
 
     let watcher: ManifestWatcher | undefined;
@@ -330,6 +337,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         clearTimeout(streamsTimer);
         await ending;
         forgetStopped(port);
+        await cluster.close(); // give the reconciler lease up first
         await mgr.stop(); // let running reconciles finish
         await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));

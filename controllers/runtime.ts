@@ -76,8 +76,9 @@ export class ControllerManager extends EventEmitter {
 
   /** Subscribe to store changes and queue every stored object once. */
   start(): void {
-    if (this.started) return;
+    if (this.started && !this.stopped) return;
     this.started = true;
+    this.stopped = false; // scale-out: started again when this replica takes the lease back
     this.store.on("change", this.onChange);
     for (const o of this.store.list({ includeDeleting: true })) this.enqueue(o);
     if (this.resyncMs > 0) {

@@ -64,6 +64,10 @@ export class ResourceStore extends EventEmitter {
   private statusQueue = new Map<string, StoredObject>();
   private statusFlush: Promise<void> | null = null;
   private writing: Promise<unknown> = Promise.resolve();
+  /** scale-out (engines/cluster/bus.ts): awaited after each committed write, before it returns */
+  afterCommit?: (refs: Ref[], revision: number) => Promise<void>;
+  /** scale-out: told after status writes were committed (the other replicas re-read them) */
+  afterStatus?: () => void;
 
   private constructor(private prisma: PrismaClient) {
     super();
@@ -190,6 +194,7 @@ export class ResourceStore extends EventEmitter {
     this.rev = next;
     const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
     this.emit("change", changed, next);
+    if (this.afterCommit) await this.afterCommit(changed, next);
     return { revision: next, changed };
   }
 
@@ -200,7 +205,8 @@ export class ResourceStore extends EventEmitter {
     cur.status = status;
     this.statusQueue.set(refKey(kind, name), cur);
     this.emit("status", { kind, name });
-    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus());
+    // a failed timed flush keeps its batch queued (flushStatus) for the next one: never an unhandled rejection
+    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus()).catch(() => undefined);
   }
 
   /** Persist queued status writes now. */
@@ -209,6 +215,10 @@ export class ResourceStore extends EventEmitter {
     this.statusQueue.clear();
     this.statusFlush = null;
     if (batch.length === 0) return;
+    const requeue = () => {
+      for (const o of batch) if (!this.statusQueue.has(refKey(o.kind, o.name))) this.statusQueue.set(refKey(o.kind, o.name), o);
+    };
+    // a generous timeout: on a busy PostgreSQL the default 5 s interactive-transaction limit can expire
     await this.prisma.$transaction(async (p) => {
       for (let i = 0; i < batch.length; i += CHUNK) {
         const chunk = batch.slice(i, i + CHUNK);
@@ -219,7 +229,21 @@ export class ResourceStore extends EventEmitter {
           ...chunk.flatMap((o) => [o.kind, o.name, JSON.stringify(o.status)]),
         );
       }
+    }, { timeout: 60_000, maxWait: 30_000 }).catch((e) => {
+      requeue();
+      throw e;
     });
+    this.afterStatus?.();
+  }
+
+  /** scale-out: status another replica (the reconciler) wrote, applied in memory only. */
+  applyRemoteStatus(rows: Array<{ kind: string; name: string; status: string }>): void {
+    for (const r of rows) {
+      const cur = this.objects.get(refKey(r.kind, r.name));
+      if (!cur || this.statusQueue.has(refKey(r.kind, r.name)) || JSON.stringify(cur.status) === r.status) continue;
+      cur.status = JSON.parse(r.status);
+      this.emit("status", { kind: r.kind, name: r.name });
+    }
   }
 
   /** Remove an object whose deletion was requested, once its controller cleaned up. */
@@ -233,7 +257,10 @@ export class ResourceStore extends EventEmitter {
 
   async close(): Promise<void> {
     await this.writing;
+    // a timed flush already running must finish before the database closes (slow on PostgreSQL)
+    const timed = this.statusFlush;
     await this.flushStatus();
+    await timed?.catch(() => undefined);
   }
 }
 

@@ -22,6 +22,7 @@ import { LimitRefusal } from "./limits/refusal";
 import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
 import { WriteAhead, recover } from "./limits/wal";
 import { checksOf, usageOver } from "./limits/checks";
+import { installShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -38,6 +39,8 @@ export interface Admission {
   rowId?: number;
   /** resolves once the reservation is durable: forward only after it (undefined: nothing to wait for) */
   durable?: Promise<void>;
+  /** scale-out: the hold on the shared limit store (limits/shared.ts) */
+  shared?: SharedHold;
 }
 
 export interface Estimate {
@@ -83,12 +86,17 @@ export class Limits {
   private monthP = "";
   private nextDayAt = 0;
   private timer: NodeJS.Timeout | null = null;
+  // scale-out (useShared): `declare`d, so an embedded instance has exactly the fields it had before
+  /** limits kept in a store shared by replicas (Redis) instead of in memory */
+  declare shared?: SharedLimitStore;
+  /** this replica writes the shared counters to the database (the lease holder) */
+  declare mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
   readonly now: () => number;
 
   constructor(
     private prisma: PrismaClient,
-    private keys: KeyCache,
+    readonly keys: KeyCache,
     opts: {
       now?: () => number;
       flushMs?: number;
@@ -168,8 +176,19 @@ export class Limits {
     return e;
   }
 
+  /** Scale-out: entities whose shared counters this replica follows (every key's when `all`). */
+  sharedEntities(all: boolean): string[] {
+    if (all) for (const k of this.keys.all()) if (k.role === "key") this.entitiesOf(k);
+    return [...this.usage.keys()];
+  }
+
+  periodNames(): [string, string] {
+    this.periods(this.now());
+    return [this.dayP, this.monthP];
+  }
+
   /** Usage entities a key's requests count toward: key, team, organization. */
-  private entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
+  entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
     const s = k.spec;
     const own = this.entity(k.id);
     const team = s.team_id && (s.key_type === "team" || s.key_type === "user") ? this.entity("team:" + teamKey(s.organization_id, s.team_id)) : undefined;
@@ -270,6 +289,14 @@ export class Limits {
     return adm;
   }
 
+  /** Scale-out: from now on every limit is checked and reserved in the shared store
+   * (limits/shared.ts installShared; the embedded path keeps the prototype's code untouched). */
+  useShared(store: SharedLimitStore, mirror: () => boolean): void {
+    this.shared = store;
+    this.mirror = mirror;
+    installShared(this, store);
+  }
+
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
   rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
     return this.rates.headers(k, now);
@@ -342,6 +369,7 @@ export class Limits {
   }
 
   private async doFlush() {
+    if (this.shared) return syncShared(this.shared, this, this.mirror?.() ? (counters) => flushPrisma(this.prisma, { counters, rates: [], gone: [], settled: [] }) : undefined);
     if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
     const paused = this.writesPaused?.();
     if (paused) await paused;

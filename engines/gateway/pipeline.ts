@@ -502,6 +502,7 @@ function count(t: Tally, ev: ChatEvent): void {
 /** A group commit of reservations failed (disk full, store closed): refuse rather than forward
  * a request whose limits are not recorded. */
 function storeUnavailable(e: unknown): never {
+  if (e instanceof GatewayError) throw e; // a shared limit store's refusal (limits/shared.ts)
   throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
 }
 

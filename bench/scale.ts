@@ -1,0 +1,157 @@
+// Scale-out benchmark (README "Scale-out"): the same gateway load against one replica on the
+// embedded SQLite store, one replica on PostgreSQL + Redis, and two replicas sharing them
+// (autocannon spreads its connections over both URLs): aggregate requests/s and the p50/p99
+// each setup adds over calling the stand-in upstream directly. One run. Skipped, with the
+// reason, when PostgreSQL 15 / Redis 7 are not installed.
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sleep, start, startSvcProcess } from "./processes";
+import { table, type Section } from "./report";
+import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
+
+const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
+const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+const ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
+
+interface Load { rps: number; mean: number; p50: number; p99: number; errors: number; non2xx: number }
+
+async function load(url: string | string[], headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
+  // bench/load.ts hands `url` to autocannon, which also takes a list and spreads connections over it
+  const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify({ url, headers, body: BODY, connections, seconds })]);
+  let out = "";
+  let err = "";
+  p.stdout!.on("data", (d) => (out += d));
+  p.stderr!.on("data", (d) => (err += d));
+  const code = await new Promise((r) => p.on("exit", r));
+  if (code !== 0) throw new Error(`load run failed (${code}): ${err.slice(-500)}`);
+  return JSON.parse(out) as Load;
+}
+
+async function firstLine(p: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    p.stdout!.on("data", (d) => {
+      buf += d;
+      const i = buf.indexOf("\n");
+      if (i >= 0) resolve(buf.slice(0, i).trim());
+    });
+    p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
+  });
+}
+
+async function api(url: string, p: string, body: unknown, key = ADMIN): Promise<{ status: number; json: any }> {
+  const r = await fetch(url + p, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json().catch(() => null) };
+}
+
+/** A key with rate, budget and token limits: every request goes through the limits. */
+async function makeKey(url: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const r = await api(url, "/v1/api-keys", {
+      name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
+      rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+      budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
+      token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
+    });
+    if (r.status === 201) return r.json.api_key;
+    await sleep(100);
+  }
+  throw new Error("key creation failed");
+}
+
+/** Wait until a replica serves the key (it learns it from the pub/sub message). */
+async function served(url: string, key: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: BODY });
+    if (r.status === 200) return;
+    await sleep(100);
+  }
+  throw new Error(`replica ${url} does not serve the key`);
+}
+
+export async function scaleBench(): Promise<Section> {
+  const title = "Scale-out: SQLite vs PostgreSQL + Redis, 1 and 2 replicas";
+  let missing: string | null;
+  try {
+    missing = missingServices();
+  } catch (e) {
+    missing = String((e as Error).message);
+  }
+  if (missing) return { title, body: `Skipped: ${missing}.`, data: { skipped: missing } };
+
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-scale-"));
+  const procs: ChildProcess[] = [];
+  const services: Service[] = [];
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  try {
+    const up = start(0, process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
+    procs.push(up);
+    const upstream = `http://127.0.0.1:${Number(await firstLine(up))}/v1`;
+    const cfg = path.join(tmp, "config");
+    mkdirSync(cfg);
+    writeFileSync(path.join(cfg, "gateway.yaml"), `apiVersion: svc/v1
+kind: Provider
+metadata: {name: standin}
+spec:
+  type: openai
+  baseUrl: ${upstream}
+  credential: env:BENCH_UPSTREAM_KEY
+  models:
+    - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
+`);
+    const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    services.push(pg, redis);
+    const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
+    const shared = { ...base, SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url };
+    const local = { ...base, SVC_DATABASE_URL: "", SVC_REDIS_URL: "" };
+
+    const sqlite = await startSvcProcess({ home: path.join(tmp, "sqlite"), config: cfg, core: 1, env: local });
+    procs.push(sqlite.proc);
+    const r1 = await startSvcProcess({ home: path.join(tmp, "r1"), config: cfg, core: 1, env: shared });
+    procs.push(r1.proc);
+    const r2 = await startSvcProcess({ home: path.join(tmp, "r2"), config: cfg, core: 0, env: shared });
+    procs.push(r2.proc);
+
+    const keySqlite = await makeKey(sqlite.url);
+    const keyShared = await makeKey(r1.url);
+    await served(r1.url, keyShared);
+    await served(r2.url, keyShared);
+
+    const chat = (u: string) => `${u}/v1/chat/completions`;
+    const auth = (k: string) => ({ authorization: `Bearer ${k}` });
+    const targets: Array<[string, string | string[], Record<string, string>]> = [
+      ["direct", `${upstream}/chat/completions`, { authorization: "Bearer sk-upstream-bench" }],
+      ["1 replica, SQLite", chat(sqlite.url), auth(keySqlite)],
+      ["1 replica, PostgreSQL + Redis", chat(r1.url), auth(keyShared)],
+      ["2 replicas, PostgreSQL + Redis", [chat(r1.url), chat(r2.url)], auth(keyShared)],
+    ];
+    for (const [, u, h] of targets) await load(u, h, 4, 2); // warm-up
+    const res: Record<string, Record<number, Load>> = {};
+    for (const c of [1, 50]) for (const [name, u, h] of targets) (res[name] ??= {})[c] = await load(u, h, c, seconds);
+
+    const rows: (string | number)[][] = [];
+    for (const c of [1, 50]) {
+      const d = res.direct[c];
+      for (const [name] of targets) {
+        const r = res[name][c];
+        const added = (x: number) => (name === "direct" ? "-" : lat(x));
+        rows.push([c, name, Math.round(r.rps), lat(r.p50), lat(r.p99), added(r.p50 - d.p50), added(r.p99 - d.p99), r.errors + r.non2xx]);
+      }
+    }
+    const body = [
+      `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite, one Redis script with PostgreSQL + Redis). PostgreSQL 15 and Redis 7 run as throwaway local servers (not pinned). Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine.`,
+      "",
+      table(["connections", "setup", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
+      "",
+      `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${(res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps).toFixed(2)}.`,
+    ].join("\n");
+    return { title, body, data: { results: res } };
+  } finally {
+    for (const p of procs) p.kill("SIGTERM");
+    await sleep(1500);
+    for (const s of services) await s.stop().catch(() => undefined);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}

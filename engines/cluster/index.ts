@@ -1,0 +1,102 @@
+// Scale-out wiring (README "Scale-out"): several svc replicas behind a load balancer share
+//   - the store: PostgreSQL (SVC_DATABASE_URL, engines/store/open.ts);
+//   - the limits: Redis (SVC_REDIS_URL): rate buckets and windows, max_requests, budgets and
+//     token limits with their reservations, one atomic script per request (shared-limits.ts);
+//   - store changes: revoked keys marked in Redis before the write returns, and a pub/sub
+//     message making every replica re-read the store (bus.ts);
+//   - one reconciler: controllers run on the replica holding a PostgreSQL advisory lock
+//     (lease.ts); the others serve.
+// Without these variables nothing here runs and svc is the single-process SQLite server.
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { Svc } from "../svc";
+import type { ResourceStore } from "../../prisma/resource-store";
+import type { StoreDb } from "../store/open";
+import { connectRedis, waitReady } from "./redis";
+import { RedisLimits } from "./shared-limits";
+import { ClusterBus } from "./bus";
+import { Lease } from "./lease";
+
+export interface Cluster {
+  replicaId: string;
+  /** set when SVC_REDIS_URL is */
+  limits?: RedisLimits;
+  bus?: ClusterBus;
+  lease?: Lease;
+  /** start the controllers now (single replica) or once the lease is held (PostgreSQL) */
+  runControllers(m: { start(): void; stop(): Promise<void> }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The cluster part of each running svc (status, tests). */
+export const clusterOf = new WeakMap<Svc, Cluster>();
+
+export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const u = env.SVC_REDIS_URL?.trim();
+  if (!u) return undefined;
+  if (!/^rediss?:\/\//i.test(u)) throw new Error("SVC_REDIS_URL must be a redis:// or rediss:// URL");
+  return u;
+}
+
+export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.ProcessEnv = process.env): Promise<Cluster> {
+  const replicaId = `${process.pid.toString(36)}-${randomBytes(4).toString("hex")}`;
+  const pgUrl = (svc.db as StoreDb).postgresUrl;
+  const redisUrl = redisUrlOf(env);
+  const prefix = env.SVC_REDIS_PREFIX?.trim() || "svc:";
+  const log = (msg: string, extra?: Record<string, unknown>) => svc.log.warn(msg, extra);
+  const conns: Redis[] = [];
+  const cluster: Cluster = {
+    replicaId,
+    async runControllers(m) {
+      if (!pgUrl) return m.start();
+      const lease = new Lease({
+        url: pgUrl,
+        retryMs: Number(env.SVC_LEASE_RETRY_MS) || 1000,
+        onAcquire: () => m.start(),
+        onLose: () => m.stop(),
+        log: (msg, extra) => svc.log.info(msg, extra),
+      });
+      cluster.lease = lease;
+      await lease.start();
+    },
+    async close() {
+      await cluster.lease?.close();
+      await cluster.bus?.close();
+      await cluster.limits?.close();
+      store.afterCommit = undefined;
+      store.afterStatus = undefined;
+      for (const c of conns) c.disconnect();
+    },
+  };
+  clusterOf.set(svc, cluster);
+  if (pgUrl && !redisUrl) log("SVC_DATABASE_URL is set without SVC_REDIS_URL: limits are counted per replica, and other replicas see changes only on their periodic resync");
+  if (!redisUrl) return cluster;
+
+  try {
+    const cmd = connectRedis(redisUrl, { name: "cmd", onError: (e) => log("cluster: Redis unreachable; requests of limited keys are refused (503) until it is back", { err: e.message }) });
+    conns.push(cmd);
+    await waitReady(cmd);
+    const gw = svc.engines.gateway;
+    if (gw) {
+      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log });
+      // counters saved in the database go back into a Redis that has none (it lost its data)
+      const [day, month] = gw.limits.periodNames();
+      const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
+      await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
+      gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
+    }
+    const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
+    conns.push(sub);
+    const readStatus = () => svc.db.prisma.resource.findMany({ select: { kind: true, name: true, status: true } });
+    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? 30_000 : 0 }, readStatus);
+    cluster.bus = bus;
+    store.afterCommit = (refs, rev) => bus.afterCommit(refs, rev);
+    store.afterStatus = () => bus.statusWritten();
+    await bus.start();
+    svc.log.info("cluster: shared limits and store changes on Redis", { replica: replicaId });
+    return cluster;
+  } catch (e) {
+    await cluster.close();
+    throw new Error(`cannot use SVC_REDIS_URL: ${String((e as Error)?.message ?? e)}`);
+  }
+}

@@ -1,0 +1,96 @@
+-- One request's admission across replicas, atomic (engines/cluster/shared-limits.ts).
+-- ARGV[1]: JSON request. Time is Redis's own clock, so replicas with skewed clocks agree.
+-- Keys (prefix P): revoked (set of revoked key ids); rb:<key> token bucket {t, l};
+-- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time);
+-- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
+-- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
+-- (a replica that dies mid-request leaves them; they lapse after the request timeout).
+local a = cjson.decode(ARGV[1])
+local P = a.p
+if redis.call('SISMEMBER', P .. 'revoked', a.k) == 1 then return {'revoked'} end
+if not a.lim then return {'ok'} end
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+
+-- lapsed reservations of dead requests go back
+for _, e in ipairs(a.ents) do
+  local rs = P .. 'rs:' .. e
+  local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
+  if #old > 0 then
+    for _, m in ipairs(old) do
+      local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
+      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
+      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
+    end
+    redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
+  end
+end
+
+-- rate: check all before taking any
+local bkey = P .. 'rb:' .. a.k
+local tokens
+if a.pm then
+  local cap = a.burst or a.pm
+  local per = a.pm / 60000
+  local b = redis.call('HMGET', bkey, 't', 'l')
+  tokens = cap
+  if b[1] then tokens = math.min(cap, tonumber(b[1]) + (now - tonumber(b[2])) * per) end
+  if tokens < 1 then return {'rate', 'per_minute', math.ceil((1 - tokens) / per)} end
+end
+local function window(name, limit, span)
+  if not limit then return nil end
+  local z = P .. name .. a.k
+  redis.call('ZREMRANGEBYSCORE', z, '-inf', now - span)
+  if redis.call('ZCARD', z) >= limit then
+    local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+    return math.max(1, tonumber(first[2]) + span - now)
+  end
+  return nil
+end
+local w = window('rh:', a.ph, 3600000)
+if w then return {'rate', 'per_hour', w} end
+w = window('rd:', a.pd, 86400000)
+if w then return {'rate', 'per_day', w} end
+
+if a.mr then
+  local used = tonumber(redis.call('HGET', P .. 'u:' .. a.k .. ':total', 'r') or '0')
+  if used >= a.mr then return {'max', tostring(used)} end
+end
+
+-- budgets and tokens: committed (settled + reserved) must be under each limit
+local function num(x) return tonumber(x or '0') or 0 end
+for i, c in ipairs(a.checks) do
+  local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
+  local rs, rt = num(r[1]), num(r[2])
+  local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
+  local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
+  local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
+  if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt)} end
+  if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt)} end
+  if c.bd and num(d[1]) + rs >= c.bd then return {'usage', i, 'bd', tostring(num(d[1]))} end
+  if c.bm and num(m[1]) + rs >= c.bm then return {'usage', i, 'bm', tostring(num(m[1]))} end
+  if c.bt and num(t[1]) + rs >= c.bt then return {'usage', i, 'bt', tostring(num(t[1]))} end
+end
+
+-- admitted: take the rate slot, count the request, reserve the estimate
+if a.pm then
+  redis.call('HSET', bkey, 't', tokens - 1, 'l', now)
+  redis.call('PEXPIRE', bkey, 86400000)
+end
+if a.ph then redis.call('ZADD', P .. 'rh:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rh:' .. a.k, 3600000) end
+if a.pd then redis.call('ZADD', P .. 'rd:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rd:' .. a.k, 86400000) end
+for _, e in ipairs(a.ents) do
+  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1)
+  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000)
+  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1)
+  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000)
+  redis.call('HINCRBY', P .. 'u:' .. e .. ':total', 'r', 1)
+  if a.s > 0 or a.t > 0 then
+    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', a.s)
+    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', a.t)
+    redis.call('ZADD', P .. 'rs:' .. e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
+  end
+end
+local left = -1
+if a.pm then left = math.floor(tokens - 1) end
+return {'ok', left}

@@ -1,0 +1,212 @@
+// Limits shared by several replicas (scale-out): with a shared limit store (Redis, see
+// engines/cluster/shared-limits.ts) every check and reservation of a request is made there,
+// atomically, in one round trip; the in-memory counters of limits.ts are not used. This file is
+// the engine side: what a request asks for, and the refusal (same codes and messages as the
+// in-memory limits) its answer turns into. Only Limits.admit/settle branch here, so the
+// embedded SQLite path is unchanged.
+import { GatewayError } from "../errors";
+import { AUTH_MESSAGES, type KeyEntry } from "../keys";
+import { LimitRefusal } from "./refusal";
+import { usd, type EffectiveLimits } from "./usage";
+import { checksOf, type Check, type Entities } from "./checks";
+import type { Admission, Estimate, Limits } from "../limits";
+import { PeriodCounter, type EntityUsage } from "./usage";
+
+/** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
+export interface SharedCheck {
+  e: string;
+  whose: string;
+  td?: number;
+  tm?: number;
+  bd?: number;
+  bm?: number;
+  bt?: number;
+}
+
+export interface SharedRequest {
+  /** key id */
+  k: string;
+  /** any limit applies (else only the revocation check is made, and a store outage lets it pass) */
+  lim: boolean;
+  pm?: number;
+  burst?: number;
+  ph?: number;
+  pd?: number;
+  mr?: number;
+  ents: string[];
+  day: string;
+  month: string;
+  /** reserved spend (micro-USD, integer) and tokens */
+  s: number;
+  t: number;
+  checks: SharedCheck[];
+}
+
+/** The store's answer: admitted (with the bucket's tokens left, -1 without a bucket) or why not. */
+export type SharedVerdict = ["ok", number?] | ["revoked"] | ["rate", string, number] | ["max", string] | ["usage", number, string, string];
+
+/** Settled usage of one entity and period as the shared store holds it. */
+export interface SharedUsage {
+  e: string;
+  period: string;
+  s: number;
+  t: number;
+  r: number;
+}
+
+export interface SharedLimitStore {
+  /** settled usage of these entities in these periods (absent ones are left out) */
+  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
+  /** resolves with the verdict; rejects when the store cannot be reached */
+  admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
+  /** release the reservation and count the actual usage (retried in the background) */
+  settle(r: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void;
+  newId(): string;
+}
+
+export interface SharedHold {
+  req: SharedRequest;
+  id: string;
+  /** the store admitted it: settle must release the reservation */
+  held: boolean;
+}
+
+/** Build the request for a key (`checks` from checksOf, entities key/team/org). */
+export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[], checks: Check[], day: string, month: string, spend: number, tokens: number): SharedRequest {
+  const sc: SharedCheck[] = checks.map((c) => ({
+    e: c.usage.id,
+    whose: c.whose,
+    td: c.lim.tokensDaily,
+    tm: c.lim.tokensMonthly,
+    bd: c.lim.budgetDaily,
+    bm: c.lim.budgetMonthly,
+    bt: c.lim.budgetTotal,
+  }));
+  const rate = lim.perMinute !== undefined || lim.perHour !== undefined || lim.perDay !== undefined;
+  return {
+    k: k.id,
+    lim: rate || sc.length > 0 || lim.maxRequests !== undefined,
+    pm: lim.perMinute,
+    burst: lim.burst,
+    ph: lim.perHour,
+    pd: lim.perDay,
+    mr: lim.maxRequests,
+    ents,
+    day,
+    month,
+    s: Math.max(0, Math.round(spend)),
+    t: Math.max(0, Math.round(tokens)),
+    checks: sc,
+  };
+}
+
+export class SharedStoreUnavailable extends Error {}
+
+/** The error a refusal verdict stands for (null: admitted). */
+export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits): GatewayError | null {
+  switch (v[0]) {
+    case "ok":
+      return null;
+    case "revoked":
+      return new GatewayError(401, "key_revoked", AUTH_MESSAGES.key_revoked);
+    case "rate": {
+      const retry = Math.max(1, Math.ceil(v[2] / 1000));
+      const limit = v[1] === "per_minute" ? `per_minute=${lim.perMinute}` : v[1] === "per_hour" ? `per_hour=${lim.perHour}` : `per_day=${lim.perDay}`;
+      const which = v[1] === "per_minute" && lim.burst !== undefined && lim.burst !== lim.perMinute ? `${limit} (burst=${lim.burst})` : limit;
+      return new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, { "retry-after": String(retry) });
+    }
+    case "max":
+      return new LimitRefusal(402, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, {});
+    case "usage": {
+      const c = r.checks[v[1] - 1];
+      const used = Number(v[3]);
+      switch (v[2]) {
+        case "td":
+          return new LimitRefusal(402, "quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, {});
+        case "tm":
+          return new LimitRefusal(402, "quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, {});
+        case "bd":
+          return new LimitRefusal(402, "budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, {});
+        case "bm":
+          return new LimitRefusal(402, "budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, {});
+        default:
+          return new LimitRefusal(402, "budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, {});
+      }
+    }
+  }
+}
+
+/** The promise a request awaits before forwarding: rejects with the refusal, or with
+ * SharedStoreUnavailable (503) for a limited key when the store is down. */
+export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: EffectiveLimits): Promise<void> {
+  return store.admit(hold.req, hold.id).then(
+    (v) => {
+      const e = refusalOf(v, hold.req, lim);
+      if (e) throw e;
+      hold.held = hold.req.lim;
+    },
+    (e) => {
+      if (!hold.req.lim) return; // no limit to protect: serve on (revocations still reach this replica's key cache)
+      throw new SharedStoreUnavailable(`the shared limits store (Redis) is unreachable: ${String((e as Error)?.message ?? e)}`);
+    },
+  );
+}
+
+/** The admission of a request in shared mode (Limits.admit): nothing is counted in memory. */
+export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: EffectiveLimits, est: Estimate, ents: Entities, checks: Check[], day: string, month: string): Admission {
+  if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
+    throw new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
+  }
+  const ids = [ents.own.id];
+  if (ents.team) ids.push(ents.team.id);
+  if (ents.org) ids.push(ents.org.id);
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
+  return { entities: [], counters: [], spend: est.spend, tokens: est.tokens, settled: false, shared: hold, durable: sharedDurable(store, hold, lim) };
+}
+
+export interface SharedView {
+  sharedEntities(all: boolean): string[];
+  periodNames(): [string, string];
+  entity(id: string): EntityUsage;
+}
+
+/**
+ * Each counters flush in shared mode: copy the shared counters of the entities this replica
+ * knows into memory (key usage reports, monthly_budget policy conditions and budget alerts read
+ * them), and on the lease holder also write them, for every key, to the database, so a Redis
+ * that lost its data is seeded again at the next start (engines/cluster/index.ts).
+ */
+export async function syncShared(store: SharedLimitStore, view: SharedView, write?: (c: PeriodCounter[]) => Promise<void>): Promise<void> {
+  const ids = view.sharedEntities(!!write);
+  if (ids.length === 0) return;
+  const [day, month] = view.periodNames();
+  const rows = await store.read(ids, [day, month, "total"]);
+  const changed: PeriodCounter[] = [];
+  for (const r of rows) {
+    const u = view.entity(r.e);
+    const c = r.period === "total" ? u.total : r.period === day ? u.day : u.month;
+    if (c.spend === r.s && c.tokens === r.t && c.requests === r.r) continue;
+    c.spend = r.s;
+    c.tokens = r.t;
+    c.requests = r.r;
+    changed.push(c);
+  }
+  if (write && changed.length) await write(changed);
+}
+
+/** Replace admit/settle/rateHeaders on this Limits instance with the shared-store versions. */
+export function installShared(l: Limits, store: SharedLimitStore): void {
+  const keys = l.keys;
+  l.admit = (k, est, now = l.now()) => {
+    const [day, month] = l.periodNames();
+    const lim = l.limitsOf(k);
+    const ents = l.entitiesOf(k);
+    return admitShared(store, k, lim, est, ents, checksOf(k, ents, now, keys, (x) => l.limitsOf(x)), day, month);
+  };
+  l.settle = (a, spend, tokens, served) => {
+    if (a.settled) return;
+    a.settled = true;
+    if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
+  };
+  l.rateHeaders = () => ({}); // the windows live in the shared store
+}

@@ -1,0 +1,52 @@
+// Which store a server opens (DESIGN.md "Storage"): the embedded SQLite file in the data dir by
+// default; PostgreSQL when SVC_DATABASE_URL is a postgres:// or postgresql:// URL (several
+// replicas share it). In PostgreSQL mode the shared state (objects, counters, rate state, audit,
+// webhooks, alert marks) goes to PostgreSQL through the @prisma/adapter-pg client; the data dir
+// keeps a local SQLite file only for what is local to one replica (detached agent tasks).
+import { openDb, type OpenedDb } from "../../prisma/client";
+import type { PrismaClient } from "../../prisma/client";
+import { storeFile } from "../../controllers/paths";
+import { migratePg } from "./pg-migrate";
+import { pgDialect } from "./pg-dialect";
+
+export interface StoreDb extends OpenedDb {
+  /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
+  postgresUrl?: string;
+  /** set in PostgreSQL mode: this replica's own SQLite store (its `sqlite` handle is this one's) */
+  local?: OpenedDb;
+}
+
+export function postgresUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const u = env.SVC_DATABASE_URL?.trim();
+  if (!u) return undefined;
+  if (/^postgres(ql)?:\/\//i.test(u)) return u;
+  throw new Error(`SVC_DATABASE_URL must be a postgres:// or postgresql:// URL (got a URL of another scheme); unset it for the embedded SQLite store`);
+}
+
+export async function openStore(home: string, opts: { warn?: (m: string) => void; env?: NodeJS.ProcessEnv; backgroundCheckpoints?: boolean } = {}): Promise<StoreDb> {
+  const url = postgresUrlOf(opts.env);
+  const local = await openDb(storeFile(home), { warn: opts.warn, backgroundCheckpoints: opts.backgroundCheckpoints });
+  if (!url) return local;
+  try {
+    await migratePg(url);
+    const { PrismaPg } = await import("@prisma/adapter-pg");
+    const { PrismaClient: PgClient } = await import("../../prisma/generated-pg/client");
+    const client = new PgClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }) });
+    await client.$connect();
+    // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits.
+    const prisma = pgDialect(client) as unknown as PrismaClient;
+    return {
+      ...local,
+      prisma,
+      postgresUrl: url,
+      local,
+      close: async () => {
+        await client.$disconnect().catch(() => undefined);
+        await local.close();
+      },
+    };
+  } catch (e) {
+    await local.close().catch(() => undefined);
+    throw e;
+  }
+}

@@ -1,0 +1,139 @@
+// Fixtures for the scale-out tests: a throwaway PostgreSQL and Redis, N svc replicas in this
+// process on loopback sharing them (same SVC_ADMIN_KEY), and a child replica that can be killed.
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import OpenAI from "openai";
+import { Redis } from "ioredis";
+import { startPostgres, startRedis, type Service, type RedisService } from "../helpers/services";
+import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
+import { repoRoot } from "../helpers/cli";
+import { until } from "../helpers/http";
+
+export const ADMIN = "sk-svc-scaleTestAdminKey0000000000000000000000000";
+
+export interface Shared {
+  pg: Service;
+  redis: RedisService;
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Start PostgreSQL and Redis and point this process's svc at them (restored by stop()). */
+export async function startShared(): Promise<Shared> {
+  const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+  const env = { SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url, SVC_ADMIN_KEY: ADMIN, SVC_LEASE_RETRY_MS: "200" };
+  const saved: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) {
+    saved[k] = process.env[k];
+    process.env[k] = v;
+  }
+  return {
+    pg,
+    redis,
+    env,
+    async stop() {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await Promise.all([pg.stop(), redis.stop()]);
+    },
+  };
+}
+
+export interface Replica {
+  svc: TestSvc;
+  url: string;
+  client(key: string): OpenAI;
+  api(method: string, p: string, body?: unknown, key?: string): Promise<{ status: number; json: any }>;
+}
+
+export async function startReplica(): Promise<Replica> {
+  const svc = await startTestSvc({ home: await tempDir("svc-replica-"), resyncMs: 0 });
+  if (!svc.svc.engines.gateway) throw new Error("gateway did not start: " + JSON.stringify(svc.logs.filter((l) => l.level !== "info")));
+  const url = svc.url;
+  return {
+    svc,
+    url,
+    client: (key) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, timeout: 20_000 }),
+    async api(method, p, body, key = ADMIN) {
+      const res = await fetch(url + p, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      let json: any = text;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        /* text */
+      }
+      return { status: res.status, json };
+    },
+  };
+}
+
+/** Wait until every replica's store holds the object (they re-read on the pub/sub message). */
+export async function everywhere(rs: Replica[], kind: string, name: string, pred: (spec: any) => boolean = () => true): Promise<void> {
+  await until(() => rs.every((r) => {
+    const o = r.svc.svc.store.get(kind, name);
+    return !!o && pred(o.spec);
+  }), 10_000);
+}
+
+export function tally(results: PromiseSettledResult<unknown>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of results) {
+    const k = r.status === "fulfilled" ? "ok" : `${(r.reason as any)?.status} ${(r.reason as any)?.code}`;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** Subscribe to the store-change channel; `next()` resolves on the next message. */
+export async function listen(url: string, channel = "svc:changes") {
+  const sub = new Redis(url);
+  await sub.subscribe(channel);
+  let waiters: Array<() => void> = [];
+  sub.on("message", () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  });
+  return {
+    next: () => new Promise<void>((r) => waiters.push(r)),
+    close: () => sub.quit().then(() => undefined),
+  };
+}
+
+export interface ChildReplica {
+  url: string;
+  child: ChildProcess;
+  kill9(): Promise<void>;
+}
+
+/** A replica as its own process (`svc serve`), so it can die with SIGKILL. */
+export async function startChildReplica(env: Record<string, string>): Promise<ChildReplica> {
+  const home = await tempDir("svc-child-");
+  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--no-quickstart"], {
+    env: { ...process.env, ...env, SVC_HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const exited = new Promise<void>((r) => child.on("close", () => r()));
+  await until(() => /svc serving at http/.test(out) || child.exitCode !== null, 60_000);
+  const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+  if (!url) throw new Error(`svc did not start: ${err}${out}`);
+  return {
+    url,
+    child,
+    kill9: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
