@@ -8,6 +8,7 @@ import type { ModelPool } from "./inference/pool";
 import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
 import type { Agents } from "./agents";
+import type { MemoryEngine } from "./memory/engine";
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -42,6 +43,8 @@ export interface Engines {
   mcp?: McpEngine;
   /** custom agents, synchronous runs and detached tasks (engines/agents) */
   agents?: Agents;
+  /** agent memory: buffering, distillation, recall, consolidation (engines/memory) */
+  memory?: MemoryEngine;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

@@ -13,7 +13,8 @@ import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
 import mcp from "./mcp";
 import agents from "./agents";
+import memory from "./memory";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, memory];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];
