@@ -75,7 +75,7 @@ export async function startMemEnv(models: string[] = []): Promise<MemEnv> {
     ingest: (body: Record<string, unknown>) => env.api("POST", "/memory/ingest", body),
     async advance(ms: number) {
       clock.advance(ms);
-      await mem.idle();
+      await env.svc.svc.engines.memory!.idle();
     },
     extractions: () => up.requests.filter((r) => r.model === EXTRACTOR),
     async stop() {
