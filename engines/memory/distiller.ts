@@ -5,7 +5,7 @@
 // Distillations of the same session never overlap: a second trigger waits for the first.
 import type { MemoryEngine } from "./engine";
 import { newId } from "./text";
-import type { SavedExtraction } from "./store";
+import { episodeText, type SavedExtraction } from "./store";
 import type { Outcome } from "./types";
 import { extractionRequest, parseExtraction } from "./extract";
 
@@ -56,7 +56,7 @@ export class Distiller {
       const x = parseExtraction(text);
       const saved = this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());
       this.m.embedLater(agent, [
-        { kind: "episode", ref: saved.episodeId, text: x.episode.summary },
+        { kind: "episode", ref: saved.episodeId, text: episodeText(x.episode) },
         ...saved.factsNew.map((id, i) => ({ kind: "fact" as const, ref: id, text: x.facts[i] ?? "" })).filter((f) => f.text),
       ]);
       const run = record({ outcome: "distilled", model, episode_id: saved.episodeId, facts_new: saved.factsNew, facts_supported: saved.factsSupported, entities: saved.entities, identity: saved.identity });

@@ -1,15 +1,18 @@
-// The search index of memory: the FTS5 table MemoryFts (lexical, BM25) and MemoryVector
-// (embeddings). Every row carries its agent and a namespace token per (agent, kind) that each
-// MATCH requires, so a query is scoped to one agent before ranking. The FTS rowid encodes
-// (kind, record id), so a record is replaced or dropped without a scan. The index holds nothing
-// the records do not: remove() drops it, rebuild() restores it from the records of that agent.
+// The search index of memory: one FTS5 table per agent (lexical, BM25) and MemoryVector
+// (embeddings). A table per agent keeps each namespace apart in every respect: a query reads only
+// that agent's table, BM25's corpus statistics are the agent's own (another agent's material never
+// moves a score), removal is a DROP TABLE and a rebuild refills one table. Tables are named from a
+// hash of the agent and listed in MemoryIndexTable. The FTS rowid encodes (kind, record id), so a
+// record is replaced or dropped without a scan. The index holds nothing the records do not.
+import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { MemoryKind } from "./types";
 import { KINDS } from "./types";
-import { ftsAny, nsToken } from "./text";
+import { ftsAny } from "./text";
 
 const CODE: Record<MemoryKind, number> = { fact: 1, episode: 2, transcript: 3 };
 const rowid = (kind: MemoryKind, ref: number) => ref * 4 + CODE[kind];
+const tableOf = (agent: string) => "MemoryFts_" + createHash("sha256").update(agent).digest("hex").slice(0, 24);
 
 export interface LexHit {
   kind: MemoryKind;
@@ -25,18 +28,24 @@ export interface AgentVectors {
   vecs: Float32Array[];
 }
 
+interface Table {
+  put: Database.Statement;
+  del: Database.Statement;
+  search: Database.Statement;
+  count: Database.Statement;
+}
+
 export class IndexStore {
   private readonly s: Record<string, Database.Statement>;
+  private readonly tables = new Map<string, Table | null>();
   private readonly vecCache = new Map<string, AgentVectors | null>();
 
   constructor(readonly db: Database.Database) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      put: p(`INSERT INTO MemoryFts (rowid, content, ns, agent, kind, ref) VALUES (?, ?, ?, ?, ?, ?)`),
-      del: p(`DELETE FROM MemoryFts WHERE rowid = ?`),
-      search: p(`SELECT kind, ref, bm25(MemoryFts) AS r FROM MemoryFts WHERE MemoryFts MATCH ? AND agent = ? ORDER BY r LIMIT ?`),
-      dropNs: p(`DELETE FROM MemoryFts WHERE MemoryFts MATCH ?`),
-      countNs: p(`SELECT COUNT(*) AS n FROM MemoryFts WHERE MemoryFts MATCH ? AND agent = ?`),
+      reg: p(`INSERT OR IGNORE INTO MemoryIndexTable (agent, tableName, createdAt) VALUES (?, ?, ?)`),
+      unreg: p(`DELETE FROM MemoryIndexTable WHERE agent = ?`),
+      known: p(`SELECT tableName FROM MemoryIndexTable WHERE agent = ?`),
       putVec: p(`INSERT OR REPLACE INTO MemoryVector (kind, ref, agent, model, vec) VALUES (?, ?, ?, ?, ?)`),
       delVec: p(`DELETE FROM MemoryVector WHERE kind = ? AND ref = ?`),
       dropVec: p(`DELETE FROM MemoryVector WHERE agent = ?`),
@@ -48,23 +57,49 @@ export class IndexStore {
     };
   }
 
+  /** The agent's table (created when `create`), or null when it has none. */
+  private table(agent: string, create: boolean): Table | null {
+    const cached = this.tables.get(agent);
+    if (cached || (cached === null && !create)) return cached;
+    const name = tableOf(agent);
+    if (!this.s.known.get(agent)) {
+      if (!create) {
+        this.tables.set(agent, null);
+        return null;
+      }
+      // `kind` is an indexed column so a kind filter is part of the MATCH; bm25 weighs it 0
+      this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS "${name}" USING fts5(content, kind, ref UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')`);
+      this.s.reg.run(agent, name, Date.now());
+    }
+    const t: Table = {
+      put: this.db.prepare(`INSERT INTO "${name}" (rowid, content, kind, ref) VALUES (?, ?, ?, ?)`),
+      del: this.db.prepare(`DELETE FROM "${name}" WHERE rowid = ?`),
+      search: this.db.prepare(`SELECT kind, ref, bm25("${name}", 1.0, 0.0) AS r FROM "${name}" WHERE "${name}" MATCH ? ORDER BY r LIMIT ?`),
+      count: this.db.prepare(`SELECT kind, COUNT(*) AS n FROM "${name}" GROUP BY kind`),
+    };
+    this.tables.set(agent, t);
+    return t;
+  }
+
   put(agent: string, kind: MemoryKind, ref: number, content: string): void {
+    const t = this.table(agent, true)!;
     const id = rowid(kind, ref);
-    this.s.del.run(id);
-    this.s.put.run(id, content, nsToken(agent, kind), agent, kind, ref);
+    t.del.run(id);
+    t.put.run(id, content, kind, ref);
   }
 
   drop(agent: string, kind: MemoryKind, ref: number): void {
-    this.s.del.run(rowid(kind, ref));
+    this.table(agent, false)?.del.run(rowid(kind, ref));
     if (this.s.delVec.run(kind, ref).changes) this.vecCache.delete(agent);
   }
 
-  /** Lexical search within one agent's namespaces of the given kinds. */
+  /** Lexical search in the agent's own table, restricted to the given kinds. */
   lexical(agent: string, kinds: readonly MemoryKind[], q: string, limit: number): LexHit[] {
     const words = ftsAny(q);
-    if (!words) return [];
-    const ns = kinds.map((k) => `ns:${nsToken(agent, k)}`).join(" OR ");
-    const rows = this.s.search.all(`(${ns}) AND (${words})`, agent, limit) as Array<{ kind: MemoryKind; ref: number; r: number }>;
+    const t = words ? this.table(agent, false) : null;
+    if (!t || !words) return [];
+    const match = kinds.length === KINDS.length ? `content:(${words})` : `kind:(${kinds.join(" OR ")}) AND content:(${words})`;
+    const rows = t.search.all(match, limit) as Array<{ kind: MemoryKind; ref: number; r: number }>;
     return rows.map((r) => ({ kind: r.kind, ref: Number(r.ref), score: -r.r / (1 - r.r) }));
   }
 
@@ -91,34 +126,36 @@ export class IndexStore {
 
   /** Index rows of the agent, per kind, plus its vectors. */
   stats(agent: string): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const k of KINDS) out[k] = (this.s.countNs.get(`ns:${nsToken(agent, k)}`, agent) as { n: number }).n;
+    const out: Record<string, number> = { fact: 0, episode: 0, transcript: 0 };
+    for (const r of (this.table(agent, false)?.count.all() ?? []) as Array<{ kind: string; n: number }>) out[r.kind] = r.n;
     out.vectors = (this.s.countVec.get(agent) as { n: number }).n;
     return out;
   }
 
-  /** Drop the agent's index (FTS rows and vectors); the records stay. */
+  /** Drop the agent's index (its FTS table and its vectors); the records stay. */
   remove(agent: string): { lexical: number; vectors: number } {
+    const st = this.stats(agent);
     return this.db.transaction(() => {
-      let lexical = 0;
-      for (const k of KINDS) lexical += this.s.dropNs.run(`ns:${nsToken(agent, k)}`).changes;
+      if (this.s.known.get(agent)) this.db.exec(`DROP TABLE IF EXISTS "${tableOf(agent)}"`);
+      this.s.unreg.run(agent);
+      this.tables.delete(agent);
       const vectors = this.s.dropVec.run(agent).changes;
       this.vecCache.delete(agent);
-      return { lexical, vectors };
+      return { lexical: st.fact + st.episode + st.transcript, vectors };
     })();
   }
 
   /** Rebuild the agent's lexical index from its own records only (vectors: the engine re-embeds). */
   rebuild(agent: string): Record<MemoryKind, number> {
     return this.db.transaction(() => {
-      for (const k of KINDS) this.s.dropNs.run(`ns:${nsToken(agent, k)}`);
+      if (this.s.known.get(agent)) this.db.exec(`DROP TABLE IF EXISTS "${tableOf(agent)}"`);
+      this.s.unreg.run(agent);
+      this.tables.delete(agent);
       const n = { fact: 0, episode: 0, transcript: 0 };
-      for (const r of this.s.facts.all(agent) as any[]) (this.put(agent, "fact", r.id, r.text), n.fact++);
-      for (const r of this.s.episodes.all(agent) as any[]) {
-        this.put(agent, "episode", r.id, episodeContent(r));
-        n.episode++;
+      for (const x of this.texts(agent)) {
+        this.put(agent, x.kind, x.ref, x.text);
+        n[x.kind]++;
       }
-      for (const r of this.s.transcript.all(agent) as any[]) (this.put(agent, "transcript", r.id, `${r.userText}\n${r.assistantText}`), n.transcript++);
       return n;
     })();
   }

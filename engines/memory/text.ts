@@ -25,8 +25,6 @@ export const normFact = (s: string) => terms(s).join(" ");
 
 export const turnHash = (user: string, assistant: string) => createHash("sha256").update(user).update("\u0000").update(assistant).digest("hex").slice(0, 32);
 
-/** The FTS namespace token of an agent's material of one kind (never another agent's). */
-export const nsToken = (agent: string, kind: string) => "n" + createHash("sha1").update(agent).digest("hex").slice(0, 20) + kind[0];
 
 export function jaccard(a: string, b: string): number {
   const A = new Set(terms(a));

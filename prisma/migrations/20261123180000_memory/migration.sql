@@ -112,5 +112,11 @@ CREATE TABLE "MemoryVector" (
 );
 CREATE INDEX "MemoryVector_agent_idx" ON "MemoryVector"("agent");
 
--- Lexical index: `ns` is one token per (agent, kind) so a MATCH is scoped to one namespace.
-CREATE VIRTUAL TABLE "MemoryFts" USING fts5(content, ns, agent UNINDEXED, kind UNINDEXED, ref UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+-- Lexical index: one FTS5 table per agent (created on first use, named here), so BM25's corpus
+-- statistics, removal (DROP TABLE) and rebuild are per agent and never touch another namespace.
+CREATE TABLE "MemoryIndexTable" (
+    "agent" TEXT NOT NULL PRIMARY KEY,
+    "tableName" TEXT NOT NULL,
+    "createdAt" BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX "MemoryIndexTable_tableName_key" ON "MemoryIndexTable"("tableName");
