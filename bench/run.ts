@@ -10,6 +10,7 @@ const all: Record<string, () => Promise<Section>> = {
   inference: async () => (await import("./inference")).inferenceBench(),
   mcp: async () => (await import("./mcp")).mcpBench(),
   agents: async () => (await import("./agents")).agentsBench(),
+  memory: async () => (await import("./memory")).memoryBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
