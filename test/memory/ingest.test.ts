@@ -117,3 +117,15 @@ describe("dead letters", () => {
     expect(s.json.data[0].text).toBe("Dead letters work.");
   });
 });
+
+describe("MemoryConfig", () => {
+  it("is Ready (no longer NotImplemented), reports the clamped values in force and the recall mode", async () => {
+    await env.memoryConfig({ memoryBudgetTokens: 9000, summaryDebounceSeconds: 5 });
+    const o = env.svc.svc.store.get("MemoryConfig", "memory")!;
+    expect(o.status.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Active" });
+    expect(o.status.conditions?.find((c) => c.type === "Ready")?.message).toContain("lexical recall only");
+    expect((o.status as any).effective).toMatchObject({ memoryBudgetTokens: 4000, summaryDebounceSeconds: 10 });
+    expect(env.mem.settings()).toMatchObject({ memoryBudgetTokens: 4000, summaryDebounceSeconds: 10, extractionModel: EXTRACTOR });
+    await env.memoryConfig({});
+  });
+});
