@@ -67,7 +67,8 @@ describe("recall into agent runs", () => {
     const tools = await env.api("GET", "/mcp/tools");
     expect(JSON.stringify(tools.json)).not.toContain("svc_memory_search");
     const call = await env.api("POST", "/mcp/call", { name: "svc_memory_search", arguments: { query: "secret code" } });
-    expect(call.status).toBeGreaterThanOrEqual(400);
+    expect(call.status).toBe(403);
+    expect(call.json.error.code).toBe("tool_not_exposable");
     expect(JSON.stringify(call.json)).not.toContain("4242");
   });
 
