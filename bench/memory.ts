@@ -99,6 +99,10 @@ export async function memoryBench(opts: { facts?: number; queries?: number; inge
         const j = (await r.json()) as { outcome: string };
         if (j.outcome !== "buffered") throw new Error(`ingest ${i}: ${JSON.stringify(j)}`);
       });
+    // baseline: the same HTTP stack answering POST /memory/flush with nothing pending
+    const h0 = performance.now();
+    for (let i = 0; i < 200; i++) await fetch(`${s.url}/memory/flush`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"agent_id":"writer","conversation_id":"none"}' }).then((r) => r.text());
+    const baselineMs = (performance.now() - h0) / 200;
     const s0 = performance.now();
     for (let i = 0; i < I / 2; i++) await ingest(i);
     const serialMs = performance.now() - s0;
@@ -117,6 +121,7 @@ export async function memoryBench(opts: { facts?: number; queries?: number; inge
       recallAt5: hit / QA.length,
       misses,
       ingestPerSecond: { serial: I / 2 / (serialMs / 1000), concurrent16: I / 2 / (concMs / 1000) },
+      httpBaselineMs: baselineMs,
     };
     const body = [
       table(
@@ -127,7 +132,14 @@ export async function memoryBench(opts: { facts?: number; queries?: number; inge
         ],
       ),
       "",
-      table(["ingest (HTTP, buffered turns)", "turns/s"], [["serial", data.ingestPerSecond.serial.toFixed(0)], ["16 concurrent", data.ingestPerSecond.concurrent16.toFixed(0)]]),
+      table(
+        ["ingest (HTTP, buffered turns)", "turns/s", "ms per call"],
+        [
+          ["serial", data.ingestPerSecond.serial.toFixed(0), ms(1000 / data.ingestPerSecond.serial)],
+          ["16 concurrent", data.ingestPerSecond.concurrent16.toFixed(0), ms(1000 / data.ingestPerSecond.concurrent16)],
+          ["baseline: POST /memory/flush with nothing pending (serial)", (1000 / baselineMs).toFixed(0), ms(baselineMs)],
+        ],
+      ),
       "",
       `recall@5 on ${QA.length} questions whose answers hide among the filler: **${(data.recallAt5 * 100).toFixed(0)}%**${misses.length ? ` (missed: ${misses.join("; ")})` : ""}.`,
       "",
