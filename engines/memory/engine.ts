@@ -139,7 +139,7 @@ export class MemoryEngine {
   /** POST /memory/ingest: every turn of the call, one outcome. `flush` distills at once. */
   async ingest(b: { agent: string; conversationId: string; turns: Turn[]; sessionDate?: string; skipExtraction?: boolean; project?: string; flush?: boolean }): Promise<IngestResult> {
     const counts = { received: b.turns.length, stored: 0, duplicate: 0, empty: 0 };
-    const base = (outcome: Outcome): IngestResult => ({ outcome, turns: counts, pending: this.store.pending(b.agent, b.conversationId).length });
+    const base = (outcome: Outcome): IngestResult => ({ outcome, turns: counts, pending: this.store.pendingIn(b.agent, b.conversationId) });
     const why = this.refusal(b.agent);
     if (why) return base(`skipped:${why}`);
     let last: Outcome | null = null;

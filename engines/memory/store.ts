@@ -40,6 +40,7 @@ export class MemoryStore {
       pending: p(`SELECT * FROM MemorySignal WHERE agent = ? AND conversationId = ? AND status = 'pending' ORDER BY id`),
       pendingSessions: p(`SELECT agent, conversationId, source, MAX(createdAt) AS last FROM MemorySignal WHERE status = 'pending' GROUP BY agent, conversationId`),
       pendingCount: p(`SELECT COUNT(*) AS n FROM MemorySignal WHERE agent = ? AND status = 'pending'`),
+      pendingIn: p(`SELECT COUNT(*) AS n FROM MemorySignal WHERE agent = ? AND conversationId = ? AND status = 'pending'`),
       setSignal: p(`UPDATE MemorySignal SET status = ?, attempts = ? WHERE id = ?`),
       insEpisode: p(`INSERT INTO MemoryEpisode (agent, conversationId, summary, topics, decisions, actionItems, entities, salience, sessionDate, project, mergedCount, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
       factByNorm: p(`SELECT id, salience FROM MemoryFact WHERE agent = ? AND norm = ?`),
@@ -91,6 +92,10 @@ export class MemoryStore {
 
   pendingSessions(): Array<{ agent: string; conversationId: string; source: TurnSource; last: number }> {
     return this.s.pendingSessions.all() as any;
+  }
+
+  pendingIn(agent: string, conversationId: string): number {
+    return (this.s.pendingIn.get(agent, conversationId) as { n: number }).n;
   }
 
   pendingCount(agent: string): number {
