@@ -11,7 +11,7 @@ let env: MemEnv;
 const systems = (b: ChatBody) => b.messages.filter((m) => m.role === "system").map((m) => m.content ?? "");
 
 beforeAll(async () => {
-  env = await startMemEnv(["alice", "bob", "plain", "searcher"]);
+  env = await startMemEnv(["alice", "bob", "plain", "searcher", "denier"]);
   // answers from what the memory system message says about the dog, if anything
   env.up.script("alice", (b) => {
     const mem = systems(b).find((s) => s.startsWith(RECALL_HEADER)) ?? "";
@@ -20,12 +20,14 @@ beforeAll(async () => {
   });
   env.up.script("bob", () => ({ text: "bob here" }));
   env.up.script("plain", () => ({ text: "plain here" }));
+  env.up.script("denier", () => ({ text: "denier here" }));
   env.up.script("searcher", (b) => (turnOf(b) === 0 ? { calls: [{ name: "svc_memory_search", args: { query: "secret code" } }] } : { text: `found: ${lastTool(b)}` }));
   await env.memoryConfig({ memoryBudgetTokens: 100 });
   await env.agent("alice");
   await env.agent("bob");
   await env.agent("searcher");
   await env.agent("plain", { memory: false });
+  await env.agent("denier", { toolPolicy: { allow: [], deny: ["svc_memory_*"] } });
   const ing = (agent: string, conv: string, user: string) => env.ingest({ agent_id: agent, conversation_id: conv, turns: [{ user, assistant: "Noted." }], flush: true });
   expect((await ing("alice", "a1", "remember that my dog is called Rex")).json.outcome).toBe("distilled");
   expect((await ing("bob", "b1", "remember that the secret code is 4242")).json.outcome).toBe("distilled");
@@ -70,6 +72,15 @@ describe("recall into agent runs", () => {
     expect(call.status).toBe(403);
     expect(call.json.error.code).toBe("tool_not_exposable");
     expect(JSON.stringify(call.json)).not.toContain("4242");
+  });
+
+  it("agents with memory are offered svc_memory_search unless their policy denies it", async () => {
+    const before = env.up.requests.length;
+    await env.api("POST", "/agents/alice/run", { prompt: "hi" });
+    await env.api("POST", "/agents/denier/run", { prompt: "hi" });
+    const tools = (model: string) => env.up.requests.slice(before).find((x) => x.model === model)!.tools!.map((t) => t.function.name);
+    expect(tools("alice")).toContain("svc_memory_search");
+    expect(tools("denier")).not.toContain("svc_memory_search");
   });
 
   it("agents with memory off get no recall", async () => {
