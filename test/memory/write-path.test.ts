@@ -5,6 +5,8 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { startMemEnv, type MemEnv } from "./env";
 import { turnOf } from "../agents/scripted";
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
 
 let env: MemEnv;
 const has = (needle: string) => env.extractions().filter((c) => JSON.stringify(c.messages).includes(needle));
@@ -112,17 +114,22 @@ describe("one turn per agent run; X-Svc-Agent-Id turns", () => {
     expect(tr.json.data).toHaveLength(1);
   });
 
-  it("chat completions with X-Svc-Agent-Id buffer the turn (JSON and streamed); without it, nothing", async () => {
-    const post = (headers: Record<string, string>, body: Record<string, unknown>) =>
-      fetch(`${env.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "proto", ...body }) }).then((r) => r.text());
-    await post({ "x-svc-agent-id": "proto", "x-svc-conversation-id": "p1" }, { messages: [{ role: "user", content: "hello via protocol" }] });
-    await post({ "x-svc-agent-id": "proto", "x-svc-conversation-id": "p1" }, { messages: [{ role: "user", content: "streamed hello" }], stream: true });
-    await post({ "x-svc-conversation-id": "p1" }, { messages: [{ role: "user", content: "not attributed" }] });
-    await post({ "x-svc-agent-id": "no-such-agent" }, { messages: [{ role: "user", content: "unknown agent" }] });
+  it("protocol requests with X-Svc-Agent-Id buffer the turn (OpenAI JSON and streamed, Anthropic); without it, nothing", async () => {
+    const oa = (headers: Record<string, string>) => new OpenAI({ apiKey: "none", baseURL: `${env.url}/v1`, maxRetries: 0, defaultHeaders: headers });
+    const attributed = oa({ "x-svc-agent-id": "proto", "x-svc-conversation-id": "p1" });
+    await attributed.chat.completions.create({ model: "proto", messages: [{ role: "user", content: "hello via protocol" }] });
+    const stream = await attributed.chat.completions.create({ model: "proto", messages: [{ role: "user", content: "streamed hello" }], stream: true });
+    for await (const _ of stream) void _;
+    const anth = new Anthropic({ apiKey: "none", baseURL: env.url, maxRetries: 0, defaultHeaders: { "x-svc-agent-id": "proto", "x-svc-conversation-id": "p1" } });
+    await anth.messages.create({ model: "proto", max_tokens: 50, messages: [{ role: "user", content: "anthropic hello" }] });
+    await oa({ "x-svc-conversation-id": "p1" }).chat.completions.create({ model: "proto", messages: [{ role: "user", content: "not attributed" }] });
+    await oa({ "x-svc-agent-id": "no-such-agent" }).chat.completions.create({ model: "proto", messages: [{ role: "user", content: "unknown agent" }] });
+    await env.mem.idle();
     const p = env.mem.store.pending("proto", "p1");
     expect(p.map((s) => [s.userText, s.assistantText])).toEqual([
       ["hello via protocol", "ok: hello via protocol"],
       ["streamed hello", "ok: streamed hello"],
+      ["anthropic hello", "ok: anthropic hello"],
     ]);
     // plain protocol routes never get recall inserted
     const sent = env.up.requests.filter((r) => r.model === "proto");
