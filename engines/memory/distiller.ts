@@ -49,9 +49,14 @@ export class Distiller {
       return id;
     };
     const model = this.modelFor(agent);
+    if (!model) {
+      // not the extraction's fault: no attempt counted; the signals wait for a model (re-armed
+      // when MemoryConfig changes, on the next turn, on a flush, or at the next start)
+      const run = record({ outcome: "failed:no_extraction_model", message: "set MemoryConfig.spec.extractionModel or the agent's defaultModel" });
+      return { outcome: "failed:no_extraction_model", run };
+    }
     let reason: string;
     try {
-      if (!model) throw Object.assign(new Error("no extraction model: set MemoryConfig.spec.extractionModel or the agent's defaultModel"), { code: "no_extraction_model" });
       const text = await this.m.calls.chat(extractionRequest(model, agent, signals));
       const x = parseExtraction(text);
       const saved = this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());

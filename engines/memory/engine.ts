@@ -72,7 +72,6 @@ export class MemoryEngine {
 
   /** Re-arm debounces of sessions a previous process left pending, and the consolidation timer. */
   start(): void {
-    for (const s of this.store.pendingSessions()) this.debounce(s.agent, s.conversationId);
     this.configure();
   }
 
@@ -90,6 +89,8 @@ export class MemoryEngine {
   /** Settings changed (MemoryConfig controller): re-arm the consolidation interval. */
   configure(): MemorySettings {
     const s = this.settings();
+    // sessions left pending (a previous process, or waiting for an extraction model) get a timer
+    for (const p of this.store.pendingSessions()) if (!this.debounces.has(sessionKey(p.agent, p.conversationId))) this.debounce(p.agent, p.conversationId);
     const ms = s.consolidationIntervalHours * 3_600_000;
     if (!this.closed && (ms !== this.scheduledInterval || !this.consolidationTimer)) {
       this.consolidationTimer?.cancel();

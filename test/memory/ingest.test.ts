@@ -75,7 +75,12 @@ describe("POST /memory/ingest outcomes", () => {
     await env.memoryConfig({ extractionModel: undefined });
     const r = await env.ingest({ agent_id: "nomodel", conversation_id: "c", turns: [turn("hello")] });
     expect(r.json.outcome).toBe("failed:no_extraction_model");
-    await env.memoryConfig({});
+    expect((await env.api("POST", "/memory/flush", { agent_id: "nomodel" })).json.sessions).toEqual([{ conversation_id: "c", outcome: "failed:no_extraction_model" }]);
+    expect(env.mem.store.pending("nomodel", "c")).toMatchObject([{ attempts: 0 }]); // waiting, not failing
+    await env.memoryConfig({}); // a model again: the waiting session gets its debounce back
+    expect(env.mem.isDebouncing("nomodel", "c")).toBe(true);
+    await env.advance(60_000);
+    expect(env.mem.store.pending("nomodel", "c")).toEqual([]);
     env.up.script(EXTRACTOR, () => ({ text: "sorry, I cannot do JSON" }));
     try {
       const f = await env.ingest({ agent_id: "ana", conversation_id: "c-bad", turns: [turn("hello there")], flush: true });
