@@ -130,6 +130,10 @@ export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): P
   const cancel = clientCancellation(ctx);
   try {
     const start = await pipelineOf(svc).chat(caller, req, cancel);
+    // X-Svc-Agent-Id on a protocol route: the turn goes to that agent's memory once answered
+    if (req.agentId && svc.engines.memory && svc.engines.memory.refusal(req.agentId) === null) {
+      start.events = recordTurn(svc, req, ctx.get("x-svc-conversation-id").trim().slice(0, 200) || req.sessionId || "default", start.events);
+    }
     return { start, caller, cancel };
   } catch (e) {
     if (isAbortError(e, cancel)) {
@@ -137,6 +141,25 @@ export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): P
       return null;
     }
     throw e;
+  }
+}
+
+/** Pass the events through; when the answer completed, buffer the turn (user text, answer). */
+async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, events: AsyncIterable<ChatEvent>): AsyncGenerator<ChatEvent> {
+  let text = "";
+  let done = false;
+  for await (const ev of events) {
+    if (ev.type === "text") text += ev.text;
+    else if (ev.type === "done") done = true;
+    yield ev;
+  }
+  if (!done) return;
+  let user = req.prompt ?? "";
+  for (let i = req.messages.length - 1; i >= 0 && !user; i--) if (req.messages[i].role === "user") user = req.messages[i].content;
+  try {
+    svc.engines.memory?.recordTurn({ agent: req.agentId!, conversationId, source: "chat", user, assistant: text });
+  } catch (e: any) {
+    svc.log.warn("memory could not buffer a turn", { agent: req.agentId, err: String(e?.message ?? e) });
   }
 }
 

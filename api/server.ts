@@ -256,6 +256,15 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     } catch (e: any) {
       log.warn("agents engine not started; agent routes are unavailable", { err: String(e?.message ?? e) });
     }
+    // Memory (re-arms the debounce of sessions a previous process left pending).
+    try {
+      const { createMemory } = await import("../engines/memory");
+      const memory = await createMemory(svc);
+      svc.engines.memory = memory;
+      cleanup.push(() => memory.close());
+    } catch (e: any) {
+      log.warn("memory engine not started; memory routes are unavailable", { err: String(e?.message ?? e) });
+    }
 
     // Pairing and the secure channel (the server's identity key lives in <home>/pairing).
     try {
@@ -340,6 +349,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await cluster.close(); // give the reconciler lease up first
         await mgr.stop(); // let running reconciles finish
         await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
+        await svc.engines.memory?.close().catch((e) => log.warn("memory close failed", { err: String(e?.message ?? e) })); // pending signals stay for the next start
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));

@@ -11,6 +11,7 @@ const all: Record<string, () => Promise<Section>> = {
   mcp: async () => (await import("./mcp")).mcpBench(),
   agents: async () => (await import("./agents")).agentsBench(),
   scale: async () => (await import("./scale")).scaleBench(),
+  memory: async () => (await import("./memory")).memoryBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -8,6 +8,7 @@ import { serverController, type Listener, type StartOverrides } from "./kinds/se
 import { modelController } from "./kinds/model";
 import { mcpServerController } from "./kinds/mcp-server";
 import { agentController } from "./kinds/agent";
+import { memoryConfigController } from "./kinds/memory-config";
 
 export interface RegistryInput {
   svc: Svc;
@@ -30,6 +31,7 @@ export async function buildControllers(input: RegistryInput): Promise<Controller
   list.push([modelController(input.svc), "model"]);
   if (input.svc.engines.mcp) list.push([mcpServerController(input.svc.engines.mcp), "mcp"]);
   list.push([agentController(input.svc, input.enqueue), "agents"]);
+  if (input.svc.engines.memory) list.push([memoryConfigController(input.svc.engines.memory), "memory"]);
   for (const c of input.extra ?? []) list.push([c, "gateway"]);
 
   const controllers: Controller[] = [];

@@ -11,6 +11,7 @@ import type { Agents } from "./agents";
 import type { Metrics } from "./metrics";
 import type { Pairing } from "./pairing";
 import type { Media } from "./media";
+import type { MemoryEngine } from "./memory/engine";
 
 /** What engines log through. api/log.ts implements it over pino: JSON lines on stdout (human
  * lines on a terminal), filtered by --log-level / SVC_LOG_LEVEL, with secret-looking fields and
@@ -54,6 +55,8 @@ export interface Engines {
   pairing?: Pairing;
   /** media routes' providers and jobs (engines/media) */
   media?: Media;
+  /** agent memory: buffering, distillation, recall, consolidation (engines/memory) */
+  memory?: MemoryEngine;
 }
 
 export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";

@@ -1,7 +1,7 @@
 // Agents and tasks (spec/local-server.md "Agents and tasks"): discovery, synchronous runs (JSON
 // or SSE), detached tasks polled by id. Shapes live here; the loop is engines/agents.
 //   GET    /agents                   custom agents with metadata and readiness
-//   POST   /agents/{id}/run          {prompt | input | messages, model?, tool_choice?, stream?}
+//   POST   /agents/{id}/run          {prompt | input | messages, model?, tool_choice?, stream?, conversation_id?}
 //   POST   /agents/{id}/dispatch     {prompt, title?, model?, tool_choice?} -> 202 {id, status, poll_url}
 //   GET    /tasks/{id}               status, progress, current step, recent activity, result
 //   DELETE /tasks/{id}               request cancellation (idempotent; returns the current state)
@@ -107,7 +107,8 @@ export default function routes(svc: Svc): Router {
     const key = a.authorize(caller, "agents:run");
     requireAudience(key, `agent:${ctx.params.id}`);
     const b = await readJson(ctx);
-    const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice) };
+    const conversationId = str(b.conversation_id, "conversation_id", 200) ?? (ctx.get("x-svc-conversation-id").trim().slice(0, 200) || undefined);
+    const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice), conversationId };
     if (b.stream !== undefined && typeof b.stream !== "boolean") throw invalidRequest("stream must be a boolean", "stream");
     a.resolve(ctx.params.id, input.model); // 404 / 503 before anything starts
     const cancel = clientCancellation(ctx);

@@ -18,6 +18,8 @@ import pair from "./pair";
 import secure from "./secure";
 import media from "./media";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media];
+import memory from "./memory";
+
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

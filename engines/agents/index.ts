@@ -14,6 +14,7 @@ import { newState, type LoopEvent, type Pending } from "./types";
 import { readiness } from "./readiness";
 import { TaskManager } from "./tasks";
 import { publicPending, type PublicPending } from "./task-view";
+import { bufferRunTurn, lastUserText, recallForRun } from "../memory/agent-hooks";
 
 export interface AgentListing {
   id: string;
@@ -34,6 +35,8 @@ export interface RunInput {
   messages: ChatMessage[];
   model?: string;
   toolChoice?: ToolChoice;
+  /** memory session of this run (conversation_id); default "default" */
+  conversationId?: string;
 }
 
 export interface RunResult {
@@ -49,6 +52,8 @@ export interface RunResult {
   pending: PublicPending | null;
   iterations: number;
   usage: { prompt_tokens: number; completion_tokens: number };
+  /** memory of an Agent with memory on: what was recalled, and what became of the turn */
+  memory: { recalled: number; tokens: number; budget: number; turn: string | null } | null;
 }
 
 export class Agents {
@@ -128,6 +133,8 @@ export class Agents {
   async run(name: string, caller: Caller, input: RunInput, o: { stream: boolean; cancel: Cancellation; emit?: (ev: LoopEvent) => void | Promise<void> }): Promise<RunResult> {
     const { spec, model } = this.resolve(name, input.model);
     const state = newState(input.messages, input.toolChoice);
+    const query = lastUserText(input.messages);
+    const recalled = await recallForRun(this.svc, name, spec, query, model);
     const out = await runLoop(state, {
       agent: name,
       spec,
@@ -137,8 +144,12 @@ export class Agents {
       stream: o.stream,
       cancel: o.cancel,
       emit: o.emit ?? (() => {}),
+      memory: recalled?.text,
     });
-    const base = { object: "agent.run" as const, agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens } };
+    // one turn per run (its internal model calls are not turns)
+    const turn = out.status === "completed" ? bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
+    const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
+    const base = { object: "agent.run" as const, agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {
       case "completed":
         return { ...base, status: "completed", reason: null, message: null, output: out.output, pending: null };

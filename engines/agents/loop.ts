@@ -11,6 +11,7 @@ import type { ChatEvent, ChatMessage, ChatRequest, ToolCall, ToolDef } from "../
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import { ToolError, type ToolCallResult, type ToolRegistry } from "../tools/types";
 import { CLARIFY_TOOL, offeredTools, toolMode } from "./policy";
+import { MEMORY_TOOL } from "../tools/builtins";
 import type { LoopEvent, LoopOutcome, LoopState, Pending, ToolOutcome } from "./types";
 
 /** Tool output kept in the conversation (and the step log) per call. */
@@ -33,6 +34,8 @@ export interface LoopDeps {
   stream: boolean;
   emit(ev: LoopEvent): void | Promise<void>;
   cancel: Cancellation;
+  /** recalled memory (engines/memory), sent as a system message after the instructions */
+  memory?: string | null;
 }
 
 export async function runLoop(state: LoopState, d: LoopDeps): Promise<LoopOutcome> {
@@ -78,14 +81,25 @@ export function answer(state: LoopState, pending: Pending, response: { text?: st
   }
 }
 
+/** An agent with memory on is offered svc_memory_search unless its policy denies it. */
+function modeOf(d: LoopDeps, name: string) {
+  const m = toolMode(d.spec.toolPolicy, name);
+  return m === null && name === MEMORY_TOOL && d.spec.memory === true ? "auto" : m;
+}
+
 function toolDefs(d: LoopDeps): ToolDef[] {
-  const defs: ToolDef[] = offeredTools(d.spec.toolPolicy, d.tools).map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema }));
+  const offered = offeredTools(d.spec.toolPolicy, d.tools);
+  const mem = d.spec.memory === true && modeOf(d, MEMORY_TOOL) !== "deny" ? d.tools?.get(MEMORY_TOOL) : undefined;
+  if (mem && !offered.some((t) => t.name === MEMORY_TOOL)) offered.push(mem);
+  const defs: ToolDef[] = offered.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema }));
   defs.push(clarifyTool);
   return defs;
 }
 
 async function modelTurn(state: LoopState, d: LoopDeps): Promise<{ text: string; calls: ToolCall[] } | "cancelled"> {
-  const messages: ChatMessage[] = d.spec.instructions ? [{ role: "system", content: d.spec.instructions }, ...state.messages] : [...state.messages];
+  const messages: ChatMessage[] = d.spec.instructions ? [{ role: "system", content: d.spec.instructions }] : [];
+  if (d.memory) messages.push({ role: "system", content: d.memory });
+  messages.push(...state.messages);
   const req: ChatRequest = {
     model: d.model,
     messages,
@@ -133,7 +147,7 @@ async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promis
     const question = typeof args?.question === "string" && args.question ? args.question : call.arguments || "(no question given)";
     return { kind: "clarify", callId: call.id, question };
   }
-  const mode = toolMode(d.spec.toolPolicy, call.name);
+  const mode = modeOf(d, call.name);
   if (!approved) await d.emit({ type: "tool_call", id: call.id, name: call.name, arguments: call.arguments, mode });
   if (mode === null || !d.tools?.get(call.name)) {
     await reply(`Error: tool ${call.name} is not available to this agent.`, true, "not_offered");
@@ -153,6 +167,7 @@ async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promis
   try {
     r = await d.tools.call(call.name, args, {
       signal: d.cancel.signal,
+      agent: d.agent,
       onProgress: (p) => void d.emit({ type: "tool_progress", id: call.id, name: call.name, ...p }),
     });
   } catch (e) {

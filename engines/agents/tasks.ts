@@ -25,6 +25,7 @@ import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView }
 import { stepOf, currentStepOf } from "./steps";
 import { TaskStore, type TaskRow } from "./task-store";
 import { failUnfinished, pruneFinished, storedView } from "./task-records";
+import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
 
 const RECENT = 10;
 export const DEFAULT_RETENTION_HOURS = 168;
@@ -67,6 +68,8 @@ interface Active {
   updatedAt: Date;
   finishedAt: Date | null;
   runner?: Promise<void>;
+  /** recalled memory, fixed at the task's first start (undefined: not recalled yet) */
+  memory?: string | null;
 }
 
 export interface TaskDeps {
@@ -217,6 +220,7 @@ export class TaskManager {
     const run = (async () => {
       this.setStatus(t, "running");
       try {
+        if (t.memory === undefined) t.memory = (await recallForRun(this.d.svc, t.agent, t.spec, t.prompt, t.model))?.text ?? null;
         const out = await runLoop(t.state, {
           agent: t.agent,
           spec: t.spec,
@@ -226,12 +230,17 @@ export class TaskManager {
           stream: true,
           cancel: t.cancel,
           emit: (ev) => this.onEvent(t, ev),
+          memory: t.memory,
         });
         const usage = { prompt_tokens: t.state.usage.promptTokens, completion_tokens: t.state.usage.completionTokens };
         if (out.status === "cancelled") {
           if (t.interrupted) this.finish(t, "failed", "interrupted", { message: "svc stopped while the task was running" });
           else this.finish(t, "cancelled", "cancelled_by_request", { usage });
-        } else if (out.status === "completed") this.finish(t, "completed", null, { output: out.output, usage });
+        } else if (out.status === "completed") {
+          // delegated work: its own memory session, never the agent's direct-chat one
+          bufferRunTurn(this.d.svc, t.agent, t.spec, { conversationId: `task:${t.id}`, user: t.prompt, assistant: out.output, delegated: true });
+          this.finish(t, "completed", null, { output: out.output, usage });
+        }
         else if (out.status === "incomplete") this.finish(t, "failed", out.reason, { message: out.message, usage });
         else {
           t.pending = out.pending;

@@ -103,7 +103,7 @@ export class McpEngine implements ToolRegistry {
       const p = argumentProblem(e.validate, a);
       if (p) throw new ToolError("invalid_arguments", `arguments for ${name} do not match its schema: ${p.message}`, p.path);
     }
-    if (e.builtin) return e.builtin.run(a);
+    if (e.builtin) return e.builtin.run(a, opts);
     return this.held.get(e.service!)!.conn.call(e.upstream!, a, opts);
   }
 

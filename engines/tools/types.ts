@@ -44,6 +44,8 @@ export interface ToolCallOptions {
   /** aborts the call (the agent loop's cancellation) */
   signal?: AbortSignal;
   onProgress?: (p: ToolProgress) => void;
+  /** the agent making the call (agent loop); tools scoped to an agent (svc_memory_search) need it */
+  agent?: string;
 }
 
 /** Why a call could not be made at all (the spec's tool-service failures). */

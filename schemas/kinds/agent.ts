@@ -39,7 +39,7 @@ export const AgentSpec = Type.Object(
     ),
     maxIterations: Type.Integer({ minimum: 1, maximum: 100, default: 8, description: "Iteration budget of the tool loop: model calls per run." }),
     maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: "max_tokens of each model call (per turn)." })),
-    memory: Type.Optional(Type.Boolean({ description: "Use the memory system (stored; memory is not in this build yet)." })),
+    memory: Type.Optional(Type.Boolean({ description: "Use the memory system: recall into runs, turns buffered for distillation, svc_memory_search offered (see MemoryConfig)." })),
     exposeToExternal: Type.Boolean({ default: false }),
   },
   { additionalProperties: false },

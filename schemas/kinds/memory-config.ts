@@ -19,6 +19,12 @@ export const MemoryConfigSpec = Type.Object(
     consolidationIntervalHours: Type.Integer({ default: 24, description: "1 to 168" }),
     salienceFloor: Type.Number({ default: 0.2, description: "0 to 1" }),
     episodeRetentionDays: Type.Integer({ default: 365, description: "0 to 3650" }),
+    extractionModel: Type.Optional(
+      Type.String({ minLength: 1, description: "Model of the distillation (extraction) call, as routed by the gateway. Default: the agent's defaultModel." }),
+    ),
+    embeddingModel: Type.Optional(
+      Type.String({ minLength: 1, description: "Embedding model for hybrid recall (local GGUF or a provider's). Without one, recall is lexical only." }),
+    ),
   },
   { additionalProperties: false },
 );

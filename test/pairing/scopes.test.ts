@@ -71,6 +71,20 @@ describe("key scopes", () => {
     expect((await fetch(`${s.url}/mcp/tools`, { headers: { authorization: `Bearer ${withTools}` } })).status).toBe(200);
   });
 
+  it("refuses memory routes to a key without the memory scope", async () => {
+    const k = await keyWith(["inference", "tools"]);
+    const h = { authorization: `Bearer ${k}` };
+    const search = await fetch(`${s.url}/memory/search?agent_id=a&q=x`, { headers: h });
+    expect(search.status).toBe(403);
+    expect(((await search.json()) as any).error.message).toContain('"memory" scope');
+    const ingest = await postJson(`${s.url}/memory/ingest`, { agent_id: "a", conversation_id: "c", turns: [{ user: "hi", assistant: "yo" }] }, h);
+    expect(ingest.status).toBe(403);
+    const withMemory = await keyWith(["memory"]);
+    const ok = await fetch(`${s.url}/memory/search?agent_id=a&q=x`, { headers: { authorization: `Bearer ${withMemory}` } });
+    expect(ok.status).not.toBe(403);
+    expect(ok.status).toBeLessThan(500);
+  });
+
   it("refuses agent run and dispatch to a key without agents:run / agents:dispatch, and a key of another agent's audience", async () => {
     const k = await keyWith(["inference", "tools"]);
     const h = { authorization: `Bearer ${k}` };

@@ -1,0 +1,225 @@
+// Memory (spec/local-server.md "Memory"): ingest, flush, search, recall preview, status,
+// consolidation, runs, dead letters, and the three index operations. Shapes live here; the
+// engine is engines/memory. Auth: a valid key with the `memory` scope, or unauthenticated loopback.
+//   POST   /memory/ingest                         {agent_id, conversation_id, turns, session_date?, skip_extraction?, project?, flush?}
+//   POST   /memory/flush                          {agent_id, conversation_id?} -> distill pending sessions now
+//   GET    /memory/search?agent_id&kind&q&limit   kind: facts | episodes | transcript | all
+//   GET    /memory/recall?agent_id&q&model        what an agent run would get (budgeted system message)
+//   GET    /memory/status?agent_id                counts, index state, settings
+//   POST   /memory/consolidate                    {agent_id?} -> consolidation runs
+//   GET    /memory/runs?agent_id&type             distillation | consolidation | index
+//   GET    /memory/dead-letters?agent_id          POST /memory/dead-letters/{id}/retry
+//   DELETE /memory/agents/{id}/index              remove the agent's index (records stay)
+//   POST   /memory/agents/{id}/index/rebuild      rebuild the index from the agent's records
+//   DELETE /memory/agents/{id}?confirm=true       purge the agent's namespace (records and index)
+import Router from "@koa/router";
+import type { Context } from "koa";
+import type { Svc } from "../../engines/svc";
+import type { MemoryEngine } from "../../engines/memory/engine";
+import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
+import type { RunRecord } from "../../engines/memory/types";
+import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { readJson } from "../body";
+import { callerFrom } from "../caller";
+import { requireScope } from "../../engines/gateway/scopes";
+
+const MAX_TURN = 200_000;
+const MAX_TURNS = 1000;
+const KIND_OF: Record<string, readonly MemoryKind[]> = { facts: ["fact"], episodes: ["episode"], transcript: ["transcript"], all: KINDS };
+
+function memoryOf(svc: Svc): MemoryEngine {
+  const m = svc.engines.memory;
+  if (!m) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the memory engine is not running");
+  return m;
+}
+
+function authenticate(svc: Svc, ctx: Context) {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the gateway engine is not running");
+  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  if (key) {
+    ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
+    requireScope(key, "memory"); // 403 permission_denied naming the scope
+  }
+  return key;
+}
+
+const str = (v: unknown, field: string, max: number, required = false): string | undefined => {
+  if (v === undefined || v === null) {
+    if (required) throw invalidRequest(`${field} (a non-empty string) is required`, field);
+    return undefined;
+  }
+  if (typeof v !== "string" || (required && !v.trim())) throw invalidRequest(`${field} must be a${required ? " non-empty" : ""} string`, field);
+  if (v.length > max) throw invalidRequest(`${field} is longer than ${max} characters`, field);
+  return v;
+};
+
+const bool = (v: unknown, field: string): boolean | undefined => {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw invalidRequest(`${field} must be a boolean`, field);
+  return v;
+};
+
+/** The agent must exist (404 otherwise); its memory being off is an outcome, not an error. */
+function agentParam(svc: Svc, v: unknown, field = "agent_id"): string {
+  const a = str(v, field, 200, true)!;
+  const o = svc.store.get("Agent", a);
+  if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(a)} does not exist (GET /agents lists them)`);
+  return a;
+}
+
+function hitView(h: Hit) {
+  return {
+    kind: h.kind,
+    id: h.id,
+    text: h.text,
+    score: Math.round(h.score * 10000) / 10000,
+    lexical: Math.round(h.lexical * 10000) / 10000,
+    vector: h.vector === null ? null : Math.round(h.vector * 10000) / 10000,
+    salience: h.salience,
+    ...(h.status ? { status: h.status } : {}),
+    ...(h.conversationId ? { conversation_id: h.conversationId } : {}),
+    created_at: new Date(h.createdAt).toISOString(),
+  };
+}
+
+const runView = (r: RunRecord) => ({ id: r.id, object: "memory.run", agent_id: r.agent, type: r.type, trigger: r.trigger, started_at: new Date(r.startedAt).toISOString(), finished_at: r.finishedAt === null ? null : new Date(r.finishedAt).toISOString(), result: r.result });
+
+export default function routes(svc: Svc): Router {
+  const r = new Router();
+
+  r.post("/memory/ingest", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const b = await readJson(ctx);
+    const agent = agentParam(svc, b.agent_id);
+    const conversationId = str(b.conversation_id, "conversation_id", 200, true)!;
+    if (!Array.isArray(b.turns) || !b.turns.length) throw invalidRequest("turns must be a non-empty array of {user, assistant}", "turns");
+    if (b.turns.length > MAX_TURNS) throw invalidRequest(`turns holds more than ${MAX_TURNS} items`, "turns");
+    const turns = b.turns.map((t: any, i: number) => {
+      if (!t || typeof t !== "object" || typeof t.user !== "string" || typeof t.assistant !== "string") throw invalidRequest(`turns[${i}] must be {user: string, assistant: string}`, `turns[${i}]`);
+      if (t.user.length + t.assistant.length > MAX_TURN) throw invalidRequest(`turns[${i}] is longer than ${MAX_TURN} characters`, `turns[${i}]`);
+      return { user: t.user, assistant: t.assistant };
+    });
+    const sessionDate = str(b.session_date, "session_date", 100);
+    if (sessionDate !== undefined && !Number.isFinite(Date.parse(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
+    const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: bool(b.skip_extraction, "skip_extraction"), project: str(b.project, "project", 200), flush: bool(b.flush, "flush") });
+    ctx.body = { object: "memory.ingest", agent_id: agent, conversation_id: conversationId, ...res };
+  });
+
+  r.post("/memory/flush", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const b = await readJson(ctx);
+    const agent = agentParam(svc, b.agent_id);
+    const conv = str(b.conversation_id, "conversation_id", 200);
+    ctx.body = { object: "memory.flush", agent_id: agent, sessions: await m.flushAgent(agent, conv) };
+  });
+
+  r.get("/memory/search", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = agentParam(svc, ctx.query.agent_id);
+    const kind = typeof ctx.query.kind === "string" ? ctx.query.kind : "all";
+    const kinds = KIND_OF[kind];
+    if (!kinds) throw invalidRequest("kind must be facts, episodes, transcript or all", "kind");
+    const q = typeof ctx.query.q === "string" ? ctx.query.q.slice(0, 2000) : "";
+    const limit = ctx.query.limit === undefined ? 10 : Number(ctx.query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest("limit must be an integer from 1 to 100", "limit");
+    const vec = await m.queryVector(q);
+    const hits = m.searcher.search(agent, kinds, q, limit, vec);
+    ctx.body = { object: "list", agent_id: agent, kind, query: q, recall: vec ? "hybrid" : "lexical", data: hits.map(hitView) };
+  });
+
+  r.get("/memory/recall", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = agentParam(svc, ctx.query.agent_id);
+    const q = str(ctx.query.q, "q", 20_000, true)!;
+    const model = str(ctx.query.model, "model", 500) ?? m.agentSpec(agent)?.defaultModel;
+    if (!model) throw invalidRequest("model is required (the agent has no defaultModel)", "model");
+    const res = await m.recall(agent, q, model);
+    ctx.body = { object: "memory.recall", agent_id: agent, model, budget_tokens: res.budget, tokens: res.tokens, counted_with: res.countedWith, text: res.text, items: res.items, skipped: res.skipped };
+  });
+
+  r.get("/memory/status", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = agentParam(svc, ctx.query.agent_id);
+    const s = m.settings();
+    ctx.body = {
+      object: "memory.status",
+      agent_id: agent,
+      remembered: m.refusal(agent) === null,
+      reason: m.refusal(agent),
+      recall: s.embeddingModel ? "hybrid" : "lexical",
+      counts: m.store.counts(agent),
+      index: m.index.stats(agent),
+      identity: m.store.identity(agent).map((i) => ({ key: i.key, value: i.value })),
+      entities: m.store.entities(agent, 20).map((e) => ({ name: e.name, type: e.type, mentions: e.mentions })),
+      settings: s,
+    };
+  });
+
+  r.post("/memory/consolidate", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const b = await readJson(ctx);
+    const agent = b.agent_id === undefined ? undefined : agentParam(svc, b.agent_id);
+    ctx.body = { object: "list", data: (await m.consolidate(agent, "on_demand")).map(runView) };
+  });
+
+  r.get("/memory/runs", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
+    const type = typeof ctx.query.type === "string" ? ctx.query.type : undefined;
+    if (type && !["distillation", "consolidation", "index"].includes(type)) throw invalidRequest("type must be distillation, consolidation or index", "type");
+    ctx.body = { object: "list", data: m.store.runs(agent, type, 100).map(runView) };
+  });
+
+  r.get("/memory/dead-letters", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
+    ctx.body = {
+      object: "list",
+      data: m.store.deadLetters(agent).map((d) => ({ id: d.id, object: "memory.dead_letter", agent_id: d.agent, conversation_id: d.conversationId, reason: d.reason, attempts: d.attempts, signals: d.signalIds.length, created_at: new Date(d.createdAt).toISOString(), resolved_at: d.resolvedAt === null ? null : new Date(d.resolvedAt).toISOString() })),
+    };
+  });
+
+  r.post("/memory/dead-letters/:id/retry", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const d = m.store.deadLetter(ctx.params.id);
+    if (!d) throw new GatewayError(404, "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (d.resolvedAt !== null) throw new GatewayError(409, "conflict", `dead letter ${d.id} was already retried`);
+    const res = (await m.retryDeadLetter(d.id))!;
+    ctx.body = { object: "memory.retry", dead_letter: d.id, outcome: res.outcome, ...(res.dead_letter ? { new_dead_letter: res.dead_letter } : {}) };
+  });
+
+  r.delete("/memory/agents/:id/index", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = agentParam(svc, ctx.params.id, "id");
+    ctx.body = runView(m.removeIndex(agent));
+  });
+
+  r.post("/memory/agents/:id/index/rebuild", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    const agent = agentParam(svc, ctx.params.id, "id");
+    ctx.body = runView(await m.rebuild(agent));
+  });
+
+  r.delete("/memory/agents/:id", async (ctx) => {
+    const m = memoryOf(svc);
+    authenticate(svc, ctx);
+    // purge works for agents that no longer exist too (their records outlive the Agent object)
+    const agent = str(ctx.params.id, "id", 200, true)!;
+    if (ctx.query.confirm !== "true") throw new GatewayError(409, "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
+    ctx.body = runView(m.purge(agent));
+  });
+
+  return r;
+}

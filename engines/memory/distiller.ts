@@ -1,0 +1,87 @@
+// Distillation of one session: its pending signals go to one extraction call; the answer becomes
+// an episode, entities, identity changes and candidate facts in one transaction. A failed
+// attempt leaves the signals pending and retries later (30 s, then 2 min); the third failure
+// moves them to a dead letter (GET /memory/dead-letters; POST .../retry puts them back).
+// Distillations of the same session never overlap: a second trigger waits for the first.
+import type { MemoryEngine } from "./engine";
+import { newId } from "./text";
+import { episodeText, type SavedExtraction } from "./store";
+import type { Outcome } from "./types";
+import { extractionRequest, parseExtraction } from "./extract";
+
+export const MAX_ATTEMPTS = 3;
+export const RETRY_DELAYS_MS = [30_000, 120_000];
+
+export interface DistillResult {
+  outcome: Outcome;
+  saved?: SavedExtraction;
+  dead_letter?: string;
+  retry_in_ms?: number;
+  run?: string;
+}
+
+export class Distiller {
+  private readonly running = new Map<string, Promise<DistillResult>>();
+
+  constructor(private readonly m: MemoryEngine) {}
+
+  /** The extraction model: MemoryConfig.extractionModel, else the agent's defaultModel. */
+  modelFor(agent: string): string | undefined {
+    return this.m.settings().extractionModel ?? this.m.agentSpec(agent)?.defaultModel;
+  }
+
+  distill(agent: string, conv: string, trigger: string): Promise<DistillResult> {
+    const k = `${agent}\u0000${conv}`;
+    const prev = this.running.get(k) ?? Promise.resolve(undefined);
+    const next = prev.catch(() => undefined).then(() => this.once(agent, conv, trigger));
+    this.running.set(k, next);
+    void next.finally(() => this.running.get(k) === next && this.running.delete(k)).catch(() => undefined);
+    return this.m.track(next);
+  }
+
+  private async once(agent: string, conv: string, trigger: string): Promise<DistillResult> {
+    const signals = this.m.store.pending(agent, conv);
+    if (!signals.length) return { outcome: "skipped:nothing_pending" };
+    const started = this.m.clock.now();
+    const record = (result: Record<string, unknown>) => {
+      const id = newId("mrun");
+      this.m.store.addRun({ id, agent, type: "distillation", trigger, startedAt: started, finishedAt: this.m.clock.now(), result: { conversation_id: conv, signals: signals.length, ...result } });
+      return id;
+    };
+    const model = this.modelFor(agent);
+    if (!model) {
+      // not the extraction's fault: no attempt counted; the signals wait for a model (re-armed
+      // when MemoryConfig changes, on the next turn, on a flush, or at the next start)
+      const run = record({ outcome: "failed:no_extraction_model", message: "set MemoryConfig.spec.extractionModel or the agent's defaultModel" });
+      return { outcome: "failed:no_extraction_model", run };
+    }
+    let reason: string;
+    try {
+      const text = await this.m.calls.chat(extractionRequest(model, agent, signals));
+      const x = parseExtraction(text);
+      const saved = this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());
+      this.m.embedLater(agent, [
+        { kind: "episode", ref: saved.episodeId, text: episodeText(x.episode) },
+        ...saved.factsNew.map((id, i) => ({ kind: "fact" as const, ref: id, text: x.facts[i] ?? "" })).filter((f) => f.text),
+      ]);
+      const run = record({ outcome: "distilled", model, episode_id: saved.episodeId, facts_new: saved.factsNew, facts_supported: saved.factsSupported, entities: saved.entities, identity: saved.identity });
+      return { outcome: "distilled", saved, run };
+    } catch (e: any) {
+      reason = String(typeof e?.code === "string" ? e.code : e?.message ?? "extraction_error").replace(/\s+/g, "_").slice(0, 80);
+      const attempts = Math.max(...signals.map((s) => s.attempts)) + 1;
+      const ids = signals.map((s) => s.id);
+      this.m.log.warn("memory distillation failed", { agent, conversation: conv, attempt: attempts, reason, err: String(e?.message ?? e).slice(0, 300) });
+      if (attempts >= MAX_ATTEMPTS) {
+        const id = newId("mdl");
+        this.m.store.addDeadLetter({ id, agent, conversationId: conv, reason, attempts, signalIds: ids, createdAt: this.m.clock.now(), resolvedAt: null });
+        const run = record({ outcome: `failed:${reason}`, attempt: attempts, dead_letter: id });
+        return { outcome: `failed:${reason}`, dead_letter: id, run };
+      }
+      this.m.store.setSignals(ids, "pending", attempts);
+      const delay = RETRY_DELAYS_MS[attempts - 1] ?? RETRY_DELAYS_MS[RETRY_DELAYS_MS.length - 1];
+      this.m.debounce(agent, conv, delay, "retry");
+      const run = record({ outcome: `failed:${reason}`, attempt: attempts, retry_in_ms: delay });
+      return { outcome: `failed:${reason}`, retry_in_ms: delay, run };
+    }
+  }
+}
