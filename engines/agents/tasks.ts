@@ -11,6 +11,7 @@
 //   task cannot continue after a restart: start-up and shutdown mark unfinished tasks `failed`
 //   with reason `interrupted`, never silently dropped.
 // - Finished tasks are pruned after Server.spec.limits.taskRetentionHours (default 168).
+import type { StoreDb } from "../store/open";
 import { randomBytes } from "node:crypto";
 import type { Svc } from "../svc";
 import type { PrismaClient } from "../../prisma/client";
@@ -86,7 +87,9 @@ export class TaskManager {
   private closed = false;
 
   constructor(private readonly d: TaskDeps) {
-    this.prisma = d.svc.db.prisma;
+    // Tasks are local to a replica: in PostgreSQL mode they stay in the data dir's own SQLite file,
+    // next to the direct TaskStore writes (engines/store/open.ts `local`).
+    this.prisma = (d.svc.db as StoreDb).local?.prisma ?? d.svc.db.prisma;
     this.rows = new TaskStore(d.svc.db.sqlite);
   }
 
