@@ -2,6 +2,7 @@
 // authenticate -> IP allowlist -> permissions and policy -> limits (reserve) -> route ->
 // forward (streaming passes through) -> settle cost and tokens -> audit entry -> alerts.
 // Everything before forwarding is synchronous and in memory; nothing here touches Prisma.
+// Audit rows and failure codes: pipeline-records.ts; alerts: pipeline-alerts.ts.
 //
 // Status codes (see errors.ts for types):
 //   401 invalid_api_key (missing or unknown key) / key_revoked / key_expired
@@ -15,12 +16,14 @@
 import { performance } from "node:perf_hooks";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
-import type { AuditRecord, KeyRef } from "./key-types";
+import type { AuditRecord } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { SCOPE_BIT, scopeDenied } from "./scopes";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
-import { LimitRefusal, type Admission, type Limits } from "./limits";
+import type { Admission, Limits } from "./limits";
+import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
+import { auditRow, codeOf, count, storeUnavailable, type Tally } from "./pipeline-records";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
@@ -34,22 +37,10 @@ import type { PipelineMetrics } from "../metrics/gateway";
  * uses the actual usage; an answer longer than this bills above its reservation (README bound). */
 export const DEFAULT_OUTPUT_RESERVE = 1024;
 
+export type { AlertsSink } from "./pipeline-alerts";
+
 export interface AuditSink {
   record(e: AuditRecord): void;
-}
-
-/** The parts of engines/gateway/alerts/alerts.ts the pipeline calls. */
-export interface AlertsSink {
-  limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void;
-  spendChanged(
-    key: KeyRef,
-    spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
-    budgets: { daily?: number; monthly?: number; total?: number },
-    thresholds: number[],
-  ): void;
-  failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void;
-  requestSeen(key: KeyRef, ip: string): void;
-  rateUsage(key: KeyRef, limit: number, remaining: number): void;
 }
 
 export interface PipelineOptions {
@@ -85,8 +76,11 @@ export class GatewayPipeline implements InferencePipeline {
   private readonly now: () => number;
   private readonly started = Math.floor(Date.now() / 1000);
 
+  private readonly alerts: PipelineAlerts;
+
   constructor(private readonly o: PipelineOptions) {
     this.now = o.now ?? Date.now;
+    this.alerts = new PipelineAlerts(o.alerts, o.limits);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -230,7 +224,7 @@ export class GatewayPipeline implements InferencePipeline {
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
         headers = this.o.limits.rateHeaders(key, now);
-        this.rateAlerts(key, headers, caller.ip);
+        this.alerts.admitted(key, headers, caller.ip);
         // a key with limits: its reservation is on disk before the upstream sees the request
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
@@ -257,7 +251,7 @@ export class GatewayPipeline implements InferencePipeline {
           for (const [k, v] of Object.entries(headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = v;
         }
         this.auditFailure(caller, key, run.action, run.model, run.target?.provider, e, t0, run.metadata);
-        this.limitAlert(key, e);
+        this.alerts.refused(key, e);
       }
       throw e;
     }
@@ -312,88 +306,17 @@ export class GatewayPipeline implements InferencePipeline {
     const key = run.key;
     if (run.adm) {
       this.o.limits.settle(run.adm, cost, prompt + completion, true);
-      if (key && cost > 0) this.spendAlert(key);
+      if (key && cost > 0) this.alerts.spent(key);
     }
     this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, cost, performance.now() - run.t0);
     if (!key) return;
     const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
-    this.o.audit?.record({
-      timestamp: run.ts,
-      apiKeyId: key.id,
-      apiKeyName: key.name,
-      organizationId: key.spec.organization_id,
-      requestId: run.caller.requestId,
-      action: run.action,
-      model: run.model,
-      provider: t.provider,
-      status,
-      latencyMs: Math.round(performance.now() - run.t0),
-      promptTokens: prompt,
-      completionTokens: completion,
-      costMicros: BigInt(cost),
-      metadata: run.metadata,
-      ipAddress: run.caller.ip,
-      userAgent: run.caller.userAgent,
-    });
+    this.o.audit?.record(auditRow(run.caller, key, run.ts, run.action, run.model, t.provider, status, run.t0, prompt, completion, cost, run.metadata));
   }
 
   private auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>) {
     const code = codeOf(e);
-    this.o.audit?.record({
-      timestamp: new Date(),
-      apiKeyId: key.id,
-      apiKeyName: key.name,
-      organizationId: key.spec.organization_id,
-      requestId: caller.requestId,
-      action,
-      model,
-      provider,
-      status: code,
-      errorCode: code,
-      latencyMs: Math.round(performance.now() - t0),
-      promptTokens: 0,
-      completionTokens: 0,
-      costMicros: 0n,
-      metadata,
-      ipAddress: caller.ip,
-      userAgent: caller.userAgent,
-    });
-  }
-
-  /** Usage-pattern and near-limit alerts after a request was admitted. */
-  private rateAlerts(key: KeyEntry, headers: Record<string, string>, ip: string) {
-    const a = this.o.alerts;
-    if (!a) return;
-    a.requestSeen(key.ref, ip);
-    const limit = headers["x-ratelimit-limit-requests"];
-    if (limit !== undefined) a.rateUsage(key.ref, Number(limit), Number(headers["x-ratelimit-remaining-requests"]));
-  }
-
-  /** key.limit_exceeded for a refusal by this key's limits (an upstream's 429 is not one). */
-  private limitAlert(key: KeyEntry, e: unknown) {
-    if (!this.o.alerts || !(e instanceof LimitRefusal)) return;
-    this.o.alerts.limitExceeded(key.ref, e.limit, { code: e.code, message: e.message });
-  }
-
-  /** Budget-threshold alerts for the key and for the team and organization keys above it
-   * (their budgets count the rolled-up spend; spendOf gives each key the usage its budgets see). */
-  private spendAlert(key: KeyEntry) {
-    const a = this.o.alerts;
-    if (!a) return;
-    this.budgetAlert(a, key);
-    for (const above of this.o.limits.budgetKeysAbove(key)) this.budgetAlert(a, above);
-  }
-
-  private budgetAlert(a: AlertsSink, key: KeyEntry) {
-    const lim = this.o.limits.limitsOf(key);
-    if (!lim.budgeted) return;
-    const s = this.o.limits.spendOf(key);
-    a.spendChanged(
-      key.ref,
-      { dailyMicros: BigInt(s.day), monthlyMicros: BigInt(s.month), totalMicros: BigInt(s.total) },
-      { daily: lim.budgetDaily !== undefined ? lim.budgetDaily / 1e6 : undefined, monthly: lim.budgetMonthly !== undefined ? lim.budgetMonthly / 1e6 : undefined, total: lim.budgetTotal !== undefined ? lim.budgetTotal / 1e6 : undefined },
-      key.spec.budget_alerts?.thresholds ?? [],
-    );
+    this.o.audit?.record(auditRow(caller, key, new Date(), action, model, provider, code, t0, 0, 0, 0, metadata, code));
   }
 
   // ------------------------------------------------------------------------------------------
@@ -422,7 +345,7 @@ export class GatewayPipeline implements InferencePipeline {
           ip: caller.ip,
         });
         headers = this.o.limits.rateHeaders(key, now);
-        this.rateAlerts(key, headers, caller.ip);
+        this.alerts.admitted(key, headers, caller.ip);
         if (adm.durable) await adm.durable.catch(storeUnavailable);
       }
       target = cands[0];
@@ -433,24 +356,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
       this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, cost, performance.now() - t0);
       if (key) {
-        this.o.audit?.record({
-          timestamp: new Date(now),
-          apiKeyId: key.id,
-          apiKeyName: key.name,
-          organizationId: key.spec.organization_id,
-          requestId: caller.requestId,
-          action: "embeddings",
-          model: req.model,
-          provider: target.provider,
-          status: "success",
-          latencyMs: Math.round(performance.now() - t0),
-          promptTokens: r.promptTokens,
-          completionTokens: 0,
-          costMicros: BigInt(cost),
-          metadata: {},
-          ipAddress: caller.ip,
-          userAgent: caller.userAgent,
-        });
+        this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, cost, {}));
       }
       return { ...r, provider: target.provider, model: req.model, headers };
     } catch (e) {
@@ -459,7 +365,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (key) {
         if (e instanceof GatewayError && headers !== NO_HEADERS) Object.assign(e.headers, headers);
         this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});
-        this.limitAlert(key, e);
+        this.alerts.refused(key, e);
       }
       throw e;
     }
@@ -485,37 +391,4 @@ export class GatewayPipeline implements InferencePipeline {
     }
     return out;
   }
-}
-
-interface Tally {
-  usage: Usage | undefined;
-  chars: number;
-}
-
-/** What settlement needs from the events that went through: output size and final usage. */
-function count(t: Tally, ev: ChatEvent): void {
-  if (ev.type === "text") t.chars += ev.text.length;
-  else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
-  else if (ev.type === "done") t.usage = ev.usage;
-}
-
-/** A group commit of reservations failed (disk full, store closed): refuse rather than forward
- * a request whose limits are not recorded. */
-function storeUnavailable(e: unknown): never {
-  if (e instanceof GatewayError) throw e; // a shared limit store's refusal (limits/shared.ts)
-  throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
-}
-
-/** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */
-function codeOf(e: unknown): string {
-  if (e instanceof GatewayError) return e.code;
-  if (isAbortLike(e)) return "cancelled";
-  const x = e as { status?: unknown; code?: unknown } | undefined;
-  if (typeof x?.status === "number" && typeof x.code === "string") return x.code;
-  return "internal_error";
-}
-
-function isAbortLike(e: unknown): boolean {
-  const x = e as { name?: string; code?: string } | undefined;
-  return x?.name === "AbortError" || x?.code === "UND_ERR_ABORTED" || x?.code === "ABORT_ERR";
 }

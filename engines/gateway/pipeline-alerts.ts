@@ -1,0 +1,66 @@
+// The alerts the pipeline raises around a request: usage pattern and near-limit after admission,
+// key.limit_exceeded on a refusal by the key's own limits, budget thresholds after spend.
+import type { KeyRef } from "./key-types";
+import type { KeyEntry } from "./keys";
+import { LimitRefusal, type Limits } from "./limits";
+
+/** The parts of engines/gateway/alerts/alerts.ts the pipeline calls. */
+export interface AlertsSink {
+  limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void;
+  spendChanged(
+    key: KeyRef,
+    spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
+    budgets: { daily?: number; monthly?: number; total?: number },
+    thresholds: number[],
+  ): void;
+  failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void;
+  requestSeen(key: KeyRef, ip: string): void;
+  rateUsage(key: KeyRef, limit: number, remaining: number): void;
+}
+
+export class PipelineAlerts {
+  constructor(
+    private readonly a: AlertsSink | undefined,
+    private readonly limits: Limits,
+  ) {}
+
+  /** Usage-pattern and near-limit alerts after a request was admitted. */
+  admitted(key: KeyEntry, headers: Record<string, string>, ip: string): void {
+    const a = this.a;
+    if (!a) return;
+    a.requestSeen(key.ref, ip);
+    const limit = headers["x-ratelimit-limit-requests"];
+    if (limit !== undefined) a.rateUsage(key.ref, Number(limit), Number(headers["x-ratelimit-remaining-requests"]));
+  }
+
+  /** key.limit_exceeded for a refusal by this key's limits (an upstream's 429 is not one). */
+  refused(key: KeyEntry, e: unknown): void {
+    if (!this.a || !(e instanceof LimitRefusal)) return;
+    this.a.limitExceeded(key.ref, e.limit, { code: e.code, message: e.message });
+  }
+
+  /** Budget-threshold alerts for the key and for the team and organization keys above it
+   * (their budgets count the rolled-up spend; spendOf gives each key the usage its budgets see). */
+  spent(key: KeyEntry): void {
+    const a = this.a;
+    if (!a) return;
+    this.budget(a, key);
+    for (const above of this.limits.budgetKeysAbove(key)) this.budget(a, above);
+  }
+
+  private budget(a: AlertsSink, key: KeyEntry): void {
+    const lim = this.limits.limitsOf(key);
+    if (!lim.budgeted) return;
+    const s = this.limits.spendOf(key);
+    a.spendChanged(
+      key.ref,
+      { dailyMicros: BigInt(s.day), monthlyMicros: BigInt(s.month), totalMicros: BigInt(s.total) },
+      { daily: usd(lim.budgetDaily), monthly: usd(lim.budgetMonthly), total: usd(lim.budgetTotal) },
+      key.spec.budget_alerts?.thresholds ?? [],
+    );
+  }
+}
+
+function usd(micros: number | undefined): number | undefined {
+  return micros !== undefined ? micros / 1e6 : undefined;
+}

@@ -1,0 +1,78 @@
+// What the pipeline derives from a request's outcome: its audit row, the audit status of a
+// failure, and the tally of the events that went through (settlement needs output size and usage).
+import { performance } from "node:perf_hooks";
+import type { ChatEvent, Usage } from "../chat/types";
+import type { Caller } from "./pipeline-types";
+import type { AuditRecord } from "./key-types";
+import type { KeyEntry } from "./keys";
+import { GatewayError } from "./errors";
+
+/** One audit row; `errorCode` only on failures. Latency runs from `t0` (performance.now()). */
+export function auditRow(
+  caller: Caller,
+  key: KeyEntry,
+  timestamp: Date,
+  action: string,
+  model: string | undefined,
+  provider: string | undefined,
+  status: string,
+  t0: number,
+  promptTokens: number,
+  completionTokens: number,
+  costMicros: number,
+  metadata: Record<string, unknown>,
+  errorCode?: string,
+): AuditRecord {
+  return {
+    timestamp,
+    apiKeyId: key.id,
+    apiKeyName: key.name,
+    organizationId: key.spec.organization_id,
+    requestId: caller.requestId,
+    action,
+    model,
+    provider,
+    status,
+    errorCode, // undefined on success: one object shape for every row
+    latencyMs: Math.round(performance.now() - t0),
+    promptTokens,
+    completionTokens,
+    costMicros: BigInt(costMicros),
+    metadata,
+    ipAddress: caller.ip,
+    userAgent: caller.userAgent,
+  };
+}
+
+export interface Tally {
+  usage: Usage | undefined;
+  chars: number;
+}
+
+/** What settlement needs from the events that went through: output size and final usage. */
+export function count(t: Tally, ev: ChatEvent): void {
+  if (ev.type === "text") t.chars += ev.text.length;
+  else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
+  else if (ev.type === "done") t.usage = ev.usage;
+}
+
+/** A group commit of reservations failed (disk full, store closed): refuse rather than forward
+ * a request whose limits are not recorded. */
+export function storeUnavailable(e: unknown): never {
+  if (e instanceof GatewayError) throw e; // a shared limit store's refusal (limits/shared.ts)
+  throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
+}
+
+/** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */
+export function codeOf(e: unknown): string {
+  if (e instanceof GatewayError) return e.code;
+  if (isAbortLike(e)) return "cancelled";
+  const x = e as { status?: unknown; code?: unknown } | undefined;
+  if (typeof x?.status === "number" && typeof x.code === "string") return x.code;
+  return "internal_error";
+}
+
+function isAbortLike(e: unknown): boolean {
+  const x = e as { name?: string; code?: string } | undefined;
+  return x?.name === "AbortError" || x?.code === "UND_ERR_ABORTED" || x?.code === "ABORT_ERR";
+}
