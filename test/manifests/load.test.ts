@@ -30,6 +30,7 @@ describe("loadText: valid documents", () => {
       exposure: "loopback",
       allowUnauthenticatedLoopback: true,
       limits: { maxBodyBytes: 4194304, requestTimeoutSeconds: 600, maxConcurrentDispatch: 4 },
+      metrics: { public: false },
     });
     expect(r.objects[1].spec.toolPolicy).toEqual({ allow: [], deny: [], requireApproval: [] });
     expect(r.objects[1].spec.maxIterations).toBe(8);
@@ -98,7 +99,7 @@ describe("loadText: invalid documents", () => {
     const r = loadText("apiVersion: svc/v1\nkind: Provider\nmetadata:\n  name: up\nspec:\n  baseUrl: http://x.test/v1\n  colour: red\n", "p.yaml");
     expect(errors(r).map((i) => `${i.pos?.line}:${i.pos?.column} ${i.path}: ${i.message}`)).toEqual([
       '6:3 /spec: missing required field "type"',
-      '7:3 /spec/colour: unknown field "colour" (known fields: type, baseUrl, credential, headers, timeoutSeconds, models)',
+      '7:3 /spec/colour: unknown field "colour" (known fields: type, baseUrl, credential, headers, timeoutSeconds, models, capabilities)',
     ]);
   });
 
