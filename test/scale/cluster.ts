@@ -1,13 +1,11 @@
 // Fixtures for the scale-out tests: a throwaway PostgreSQL and Redis, N svc replicas in this
 // process on loopback sharing them (same SVC_ADMIN_KEY), and a child replica that can be killed.
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import OpenAI from "openai";
 import { Redis } from "ioredis";
 import { startPostgres, startRedis, type Service, type RedisService } from "../helpers/services";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
-import { repoRoot } from "../helpers/cli";
 import { until } from "../helpers/http";
+import { startServeChild, type ServeChild } from "../helpers/serve-child";
 
 export const ADMIN = "sk-svc-scaleTestAdminKey0000000000000000000000000";
 
@@ -107,33 +105,10 @@ export async function listen(url: string, channel = "svc:changes") {
   };
 }
 
-export interface ChildReplica {
-  url: string;
-  child: ChildProcess;
-  kill9(): Promise<void>;
-}
+export type ChildReplica = ServeChild;
 
 /** A replica as its own process (`svc serve`), so it can die with SIGKILL. */
 export async function startChildReplica(env: Record<string, string>): Promise<ChildReplica> {
   const home = await tempDir("svc-child-");
-  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--no-quickstart"], {
-    env: { ...process.env, ...env, SVC_HOME: home },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const exited = new Promise<void>((r) => child.on("close", () => r()));
-  await until(() => /svc serving at http/.test(out) || child.exitCode !== null, 60_000);
-  const url = out.match(/svc serving at (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-  if (!url) throw new Error(`svc did not start: ${err}${out}`);
-  return {
-    url,
-    child,
-    kill9: async () => {
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
+  return startServeChild(["--port", "0", "--no-quickstart"], { ...env, SVC_HOME: home });
 }
