@@ -6,7 +6,7 @@ import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pi
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { GatewayError } from "../engines/gateway/errors";
-import { SECRET_PREFIX } from "../engines/gateway/keys";
+import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
@@ -94,6 +94,18 @@ export function authenticateCaller(ctx: HttpContext, svc: Svc): void {
   if (!gw) return;
   const caller = callerFrom(ctx);
   caller.key = gw.pipeline.admit(caller);
+}
+
+/** The calling key on a route outside the inference pipeline (agents, memory, /mcp, pairing):
+ * null on unauthenticated loopback, 401 for a bad key, 503 (`code`, `unavailable`) without a
+ * gateway engine. The key's id goes to the access log line (api/request-id.ts); the Caller is
+ * left unadmitted, so a pipeline call made for this request still runs its own key checks. */
+export function routeKey(svc: Svc, ctx: HttpContext, code: "model_unavailable" | "service_unavailable", unavailable: string): KeyEntry | null {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new GatewayError(503, code, unavailable);
+  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  if (key) ctx.state.keyId = key.id;
+  return key;
 }
 
 /** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */

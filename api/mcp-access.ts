@@ -8,7 +8,7 @@ import type { KeyEntry } from "../engines/gateway/keys";
 import { ipAllowed } from "../engines/gateway/keys";
 import { GatewayError } from "../engines/gateway/errors";
 import { ToolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
-import { callerFrom } from "./caller";
+import { callerFrom, routeKey } from "./caller";
 import { requireScope } from "../engines/gateway/scopes";
 
 export const TOOLS_ACTION = "tools:call";
@@ -21,12 +21,9 @@ export function registryOf(svc: Svc): ToolRegistry {
 
 /** The calling key (null: unauthenticated loopback, as for inference). Throws 401/403. */
 export function toolCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
-  const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
-  const caller = callerFrom(ctx);
-  const key = gw.pipeline.authenticate(caller);
+  const key = routeKey(svc, ctx, "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
   if (!key) return null;
-  ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
+  const caller = callerFrom(ctx); // kept in ctx.state by routeKey: not built twice
   if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
     throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
   }

@@ -11,7 +11,7 @@ import type { Pairing } from "../engines/pairing";
 import { GatewayError } from "../engines/gateway/errors";
 import { requireScope } from "../engines/gateway/scopes";
 import { parseIp } from "../engines/loopback-address";
-import { callerFrom } from "./caller";
+import { callerFrom, routeKey } from "./caller";
 
 export function pairingOf(svc: Svc): Pairing {
   const p = svc.engines.pairing;
@@ -21,11 +21,7 @@ export function pairingOf(svc: Svc): Pairing {
 
 /** The calling key (null: anonymous loopback). 401 for a bad key. */
 export function pairCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
-  const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "service_unavailable", "pairing is unavailable: the gateway engine (authentication) is not running");
-  const key = gw.pipeline.authenticate(callerFrom(ctx));
-  if (key) ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
-  return key;
+  return routeKey(svc, ctx, "service_unavailable", "pairing is unavailable: the gateway engine (authentication) is not running");
 }
 
 export function requireHost(svc: Svc, ctx: HttpContext, what: string): void {

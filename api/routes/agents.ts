@@ -19,7 +19,7 @@ import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson } from "../body";
-import { callerFrom } from "../caller";
+import { callerFrom, routeKey } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { requireAudience } from "../../engines/gateway/scopes";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
@@ -34,11 +34,7 @@ function agentsOf(svc: Svc): Agents {
 
 /** Who is calling (401 for a bad key); null on unauthenticated loopback. */
 function authenticate(svc: Svc, ctx: Context) {
-  const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
-  const key = gw.pipeline.authenticate(callerFrom(ctx));
-  if (key) ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
-  return key;
+  return routeKey(svc, ctx, "model_unavailable", "agents are unavailable: the gateway engine is not running");
 }
 
 function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {

@@ -20,7 +20,7 @@ import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
 import type { RunRecord } from "../../engines/memory/types";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson } from "../body";
-import { callerFrom } from "../caller";
+import { routeKey } from "../caller";
 import { requireScope } from "../../engines/gateway/scopes";
 
 const MAX_TURN = 200_000;
@@ -34,13 +34,8 @@ function memoryOf(svc: Svc): MemoryEngine {
 }
 
 function authenticate(svc: Svc, ctx: Context) {
-  const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the gateway engine is not running");
-  const key = gw.pipeline.authenticate(callerFrom(ctx));
-  if (key) {
-    ctx.state.keyId = key.id; // for the access log line (api/request-id.ts)
-    requireScope(key, "memory"); // 403 permission_denied naming the scope
-  }
+  const key = routeKey(svc, ctx, "model_unavailable", "memory is unavailable: the gateway engine is not running");
+  if (key) requireScope(key, "memory"); // 403 permission_denied naming the scope
   return key;
 }
 

@@ -2,6 +2,8 @@
 // secrets are redacted wherever they sit, human lines for terminals, and both request paths
 // (Koa and the lean inference listener) write one access line each.
 import { Writable } from "node:stream";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger, jsonLogger, loadPretty, parseLogLevel } from "../../api/log";
 import { startTestSvc } from "../helpers/svc";
@@ -74,6 +76,24 @@ describe("access lines", () => {
       expect(line("koa-1")).toMatchObject({ level: "info", method: "GET", route: "/health", status: 200 });
       expect(line("lean-1")).toMatchObject({ level: "info", method: "POST", route: "/v1/chat/completions", status: r.status });
       expect(s.logs.filter((l) => l.requestId === "lean-1")).toHaveLength(1);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("carry the key id (never the key) on routes outside the inference pipeline", async () => {
+    const s = await startTestSvc();
+    try {
+      const admin = readFileSync(path.join(s.home, "admin.key"), "utf8").trim();
+      const made = await postJson(`${s.url}/v1/api-keys`, { name: "log-key" }, { authorization: `Bearer ${admin}` });
+      expect(made.status).toBe(201);
+      const h = { authorization: `Bearer ${made.json.api_key}` };
+      const paths = ["/mcp/tools", "/agents", "/memory/status?agent_id=none", "/pair/hello"];
+      for (const [i, p] of paths.entries()) await fetch(s.url + p, { headers: { ...h, "x-request-id": `key-${i}` } });
+      const line = (id: string) => s.logs.find((l) => l.msg === "request" && l.requestId === id);
+      await until(() => paths.every((_, i) => !!line(`key-${i}`)));
+      for (const [i, p] of paths.entries()) expect(line(`key-${i}`)?.keyId, p).toBe(made.json.id);
+      expect(JSON.stringify(s.logs)).not.toContain(made.json.api_key);
     } finally {
       await s.stop();
     }
