@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { sleep, start, startSvcProcess } from "./processes";
+import { loadRun, sleep, start, startStandin, startSvcProcess, standinProvider } from "./processes";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -16,18 +16,6 @@ const require = createRequire(import.meta.url);
 
 // Core 1 runs the gateway under test; core 0 runs the load generator and the upstream, so each
 // gateway is measured on one core of its own rather than fighting autocannon for it.
-async function firstLine(p: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    p.stdout!.on("data", (d) => {
-      buf += d;
-      const i = buf.indexOf("\n");
-      if (i >= 0) resolve(buf.slice(0, i).trim());
-    });
-    p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
-  });
-}
-
 async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000) {
   const t0 = Date.now();
   for (;;) {
@@ -49,14 +37,7 @@ const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", c
 
 /** One autocannon run (bench/load.ts) as a child process on core 0. */
 async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
-  const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify({ url, headers, body: BODY, connections, seconds })]);
-  let out = "";
-  let err = "";
-  p.stdout!.on("data", (d) => (out += d));
-  p.stderr!.on("data", (d) => (err += d));
-  const code = await new Promise((r) => p.on("exit", r));
-  if (code !== 0) throw new Error(`load run failed (${code}): ${err.slice(-500)}`);
-  const r = JSON.parse(out) as Omit<Load, "steady">;
+  const r = (await loadRun({ url, headers, body: BODY, connections, seconds })) as Omit<Load, "steady">;
   const after = r.perSecond.slice(1, seconds);
   const steady = after.length ? after.reduce((a, b) => a + b, 0) / after.length : r.rps;
   return { ...r, steady };
@@ -68,24 +49,14 @@ export async function gatewayBench(): Promise<Section> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 8);
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
   try {
-    const up = start(0, process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
-    procs.push(up);
-    const upPort = Number(await firstLine(up));
-    const upstream = `http://127.0.0.1:${upPort}/v1`;
+    const up = await startStandin();
+    procs.push(up.proc);
+    const upstream = up.url;
 
     // svc with a Provider pointing at the stand-in and a key carrying a policy, limits and audit.
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
-    writeFileSync(path.join(cfg, "gateway.yaml"), `apiVersion: svc/v1
-kind: Provider
-metadata: {name: standin}
-spec:
-  type: openai
-  baseUrl: ${upstream}
-  credential: env:BENCH_UPSTREAM_KEY
-  models:
-    - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
----
+    writeFileSync(path.join(cfg, "gateway.yaml"), `${standinProvider(upstream)}---
 apiVersion: svc/v1
 kind: AccessPolicy
 metadata: {name: bench-policy}
@@ -116,7 +87,7 @@ spec:
     if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
 
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
-    const pkPort = upPort + 1 + Math.floor(Math.random() * 1000);
+    const pkPort = Number(new URL(upstream).port) + 1 + Math.floor(Math.random() * 1000);
     const pk = start(1, process.execPath, [require.resolve("@portkey-ai/gateway/build/start-server.js"), "--headless", `--port=${pkPort}`]);
     procs.push(pk);
     const pkUrl = `http://127.0.0.1:${pkPort}`;

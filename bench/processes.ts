@@ -43,3 +43,54 @@ function readUrl(file: string): string | undefined {
     return undefined;
   }
 }
+
+/** The first line a child prints on stdout (bench/upstream.ts prints its port). */
+export function firstLine(p: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    p.stdout!.on("data", (d) => {
+      buf += d;
+      const i = buf.indexOf("\n");
+      if (i >= 0) resolve(buf.slice(0, i).trim());
+    });
+    p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
+  });
+}
+
+/** The loopback stand-in upstream (bench/upstream.ts) on core 0; `url` is its OpenAI base URL. */
+export async function startStandin(): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = start(0, process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
+  try {
+    return { proc, url: `http://127.0.0.1:${Number(await firstLine(proc))}/v1` };
+  } catch (e) {
+    proc.kill();
+    throw e;
+  }
+}
+
+/** The Provider manifest svc's benches route `bench-model` through (credential BENCH_UPSTREAM_KEY). */
+export function standinProvider(upstream: string): string {
+  return `apiVersion: svc/v1
+kind: Provider
+metadata: {name: standin}
+spec:
+  type: openai
+  baseUrl: ${upstream}
+  credential: env:BENCH_UPSTREAM_KEY
+  models:
+    - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
+`;
+}
+
+/** One autocannon run (bench/load.ts, which also spreads connections over a list of URLs) as a
+ * child process on core 0; its JSON result. */
+export async function loadRun(spec: { url: string | string[]; headers: Record<string, string>; body: string; connections: number; seconds: number }): Promise<any> {
+  const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify(spec)]);
+  let out = "";
+  let err = "";
+  p.stdout!.on("data", (d) => (out += d));
+  p.stderr!.on("data", (d) => (err += d));
+  const code = await new Promise((r) => p.on("exit", r));
+  if (code !== 0) throw new Error(`load run failed (${code}): ${err.slice(-500)}`);
+  return JSON.parse(out);
+}

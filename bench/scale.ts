@@ -7,7 +7,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { sleep, start, startSvcProcess } from "./processes";
+import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "./processes";
 import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
 
@@ -17,28 +17,8 @@ const ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
 
 interface Load { rps: number; mean: number; p50: number; p99: number; errors: number; non2xx: number }
 
-async function load(url: string | string[], headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
-  // bench/load.ts hands `url` to autocannon, which also takes a list and spreads connections over it
-  const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify({ url, headers, body: BODY, connections, seconds })]);
-  let out = "";
-  let err = "";
-  p.stdout!.on("data", (d) => (out += d));
-  p.stderr!.on("data", (d) => (err += d));
-  const code = await new Promise((r) => p.on("exit", r));
-  if (code !== 0) throw new Error(`load run failed (${code}): ${err.slice(-500)}`);
-  return JSON.parse(out) as Load;
-}
-
-async function firstLine(p: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    p.stdout!.on("data", (d) => {
-      buf += d;
-      const i = buf.indexOf("\n");
-      if (i >= 0) resolve(buf.slice(0, i).trim());
-    });
-    p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
-  });
+function load(url: string | string[], headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
+  return loadRun({ url, headers, body: BODY, connections, seconds });
 }
 
 async function api(url: string, p: string, body: unknown, key = ADMIN): Promise<{ status: number; json: any }> {
@@ -86,21 +66,12 @@ export async function scaleBench(): Promise<Section> {
   const services: Service[] = [];
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   try {
-    const up = start(0, process.execPath, ["--import", "tsx", "bench/upstream.ts"]);
-    procs.push(up);
-    const upstream = `http://127.0.0.1:${Number(await firstLine(up))}/v1`;
+    const up = await startStandin();
+    procs.push(up.proc);
+    const upstream = up.url;
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
-    writeFileSync(path.join(cfg, "gateway.yaml"), `apiVersion: svc/v1
-kind: Provider
-metadata: {name: standin}
-spec:
-  type: openai
-  baseUrl: ${upstream}
-  credential: env:BENCH_UPSTREAM_KEY
-  models:
-    - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
-`);
+    writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(upstream));
     const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
     services.push(pg, redis);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
