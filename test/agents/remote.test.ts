@@ -1,21 +1,15 @@
 // Remote (non-loopback) run and dispatch go through the secure channel (426 in the clear) and need
 // a key allowed them: the agents:run / agents:dispatch scope, or for a key without scopes,
 // permissions.actions naming them.
-import os from "node:os";
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nonLoopbackAddress } from "../helpers/remote";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { everythingTools, type SpiedTools } from "./mcp-tools";
 import { scriptedProvider, type ScriptedProvider } from "./scripted";
 import { until } from "../helpers/http";
 import { SecureSession } from "../../cli/pair-client";
-
-function nonLoopbackAddress(): string | null {
-  const all = Object.values(os.networkInterfaces()).flat().filter((a) => a && !a.internal);
-  const v4 = all.find((a) => a!.family === "IPv4");
-  return v4?.address ?? null;
-}
 
 const addr = nonLoopbackAddress();
 if (!addr) console.log("skipping the remote agent test: this machine has no non-loopback IPv4 address");

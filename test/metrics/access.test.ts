@@ -1,20 +1,12 @@
 // /metrics from a non-loopback address: refused (403) unless the caller presents the
 // administrative key or the Server manifest sets metrics.public: true. Judged by the socket
 // address, so X-Forwarded-For: 127.0.0.1 does not help.
-import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nonLoopbackAddress } from "../helpers/remote";
 import { startTestSvc, type TestSvc } from "../helpers/svc";
 import { parse } from "./scrape";
 
-/** A local address that is not loopback (this machine's own interface address). */
-function nonLoopbackAddress(): string | null {
-  const all = Object.values(os.networkInterfaces()).flat().filter((a) => a && !a.internal);
-  const v4 = all.find((a) => a!.family === "IPv4");
-  const v6 = all.find((a) => a!.family === "IPv6" && !a!.address.startsWith("fe80"));
-  return (v4 ?? v6)?.address ?? null;
-}
-
-const addr = nonLoopbackAddress();
+const addr = nonLoopbackAddress({ ipv6: true });
 if (!addr) console.log("skipping the non-loopback metrics test: this machine has no non-loopback interface address");
 const ADMIN_KEY = "sk-svc-" + "M1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v";
 

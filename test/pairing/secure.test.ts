@@ -11,7 +11,7 @@ import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { scriptedProvider, parseSse, type ScriptedProvider } from "../agents/scripted";
 import { SecureSession, acceptInvite, type DeviceState } from "../../cli/pair-client";
-import { nonLoopbackAddress } from "./remote";
+import { nonLoopbackAddress } from "../helpers/remote";
 
 const addr = nonLoopbackAddress();
 if (!addr) console.log("skipping the secure-channel test: this machine has no non-loopback IPv4 address");
