@@ -6,7 +6,7 @@
 //             monthly / per_request_max and temporary keys' max_requests -> 402 quota_exceeded;
 //             counted on the key, its team and its organization     -> limits/usage.ts, limits/checks.ts
 //   persist   counters and rate windows saved each second and at close              -> limits/persist.ts
-//   durable   write-ahead Reservation rows, group-committed before forwarding       -> limits/wal.ts
+//   durable   write-ahead Reservation rows, group-committed before answering        -> limits/wal.ts
 // Reservation: a request is admitted while the committed amount (settled + reserved by requests
 // in flight) is under the limit; it then reserves its estimate (prompt estimate + output reserve
 // at the most expensive candidate's price) until it settles with the actual usage. So at the
@@ -37,8 +37,12 @@ export interface Admission {
   settled: boolean;
   /** the Reservation row id, when the admission was written ahead */
   rowId?: number;
-  /** resolves once the reservation is durable: forward only after it (undefined: nothing to wait for) */
+  /** shared mode: resolves once the shared store admitted and reserved; forward only after it
+   * (it may refuse: a LimitRefusal, or 503 when the store is down) */
   durable?: Promise<void>;
+  /** write-ahead: resolves once the Reservation row is committed (end of this event-loop turn).
+   * The request may go upstream meanwhile; its answer waits for this (limits/wal.ts) */
+  written?: Promise<void>;
   /** scale-out: the hold on the shared limit store (limits/shared.ts) */
   shared?: SharedHold;
 }
@@ -221,7 +225,7 @@ export class Limits {
   /**
    * Check every limit of the key and, when all pass, take a rate slot and reserve the estimate.
    * Throws a LimitRefusal (429 / 402) naming the limit that tripped. When any limit applies, the
-   * admission is written ahead: await `durable` before forwarding.
+   * admission is written ahead: await `written` before answering (forwarding may start first).
    */
   admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
     this.periods(now);
@@ -268,7 +272,7 @@ export class Limits {
     if (ahead) {
       const wal = this.wal!;
       adm.rowId = wal.nextId();
-      adm.durable = wal.add({
+      adm.written = wal.add({
         id: adm.rowId,
         keyId: k.id,
         entities: entities.map((u) => u.id),

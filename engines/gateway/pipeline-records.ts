@@ -63,6 +63,21 @@ export function storeUnavailable(e: unknown): never {
   throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
 }
 
+/** Wait for a write-ahead reservation row (limits/wal.ts) before the answer leaves. If it could
+ * not be written, the upstream's answer is dropped (a stream is opened and closed, which releases
+ * its body) and the request is refused with 503. */
+export async function reservationWritten(written: Promise<void>, events?: AsyncIterable<unknown>): Promise<void> {
+  try {
+    await written;
+  } catch (e) {
+    if (events) {
+      const it = events[Symbol.asyncIterator]();
+      it.next().then(() => it.return?.(), () => undefined).catch(() => undefined);
+    }
+    storeUnavailable(e);
+  }
+}
+
 /** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */
 export function codeOf(e: unknown): string {
   if (e instanceof GatewayError) return e.code;

@@ -23,7 +23,7 @@ import { SCOPE_BIT, scopeDenied } from "./scopes";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, count, storeUnavailable, type Tally } from "./pipeline-records";
+import { auditRow, codeOf, count, reservationWritten, storeUnavailable, type Tally } from "./pipeline-records";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
@@ -225,7 +225,7 @@ export class GatewayPipeline implements InferencePipeline {
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
         headers = this.o.limits.rateHeaders(key, now);
         this.alerts.admitted(key, headers, caller.ip);
-        // a key with limits: its reservation is on disk before the upstream sees the request
+        // shared mode: the shared store's own admission decides before the upstream sees it
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
@@ -242,6 +242,9 @@ export class GatewayPipeline implements InferencePipeline {
         }
       }
       if (!events) throw lastErr;
+      // The reservation row commits at the end of this event-loop turn, while the upstream works;
+      // no answer leaves before it is on disk (a crash loses at most requests in flight).
+      if (run.adm?.written) await reservationWritten(run.adm.written, events);
       return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
     } catch (e) {
       if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
@@ -348,10 +351,12 @@ export class GatewayPipeline implements InferencePipeline {
         this.alerts.admitted(key, headers, caller.ip);
         if (adm.durable) await adm.durable.catch(storeUnavailable);
       }
+      const written = adm?.written;
       target = cands[0];
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
+      if (written) await reservationWritten(written); // on disk before the answer, as for chat
       const cost = costMicros(target, r.promptTokens, 0);
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
       this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, cost, performance.now() - t0);
