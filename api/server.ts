@@ -189,7 +189,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   };
 
   try {
-    const store = await ResourceStore.open(db.prisma);
+    const store = await ResourceStore.open(db.prisma, db.repos.resources);
     cleanup.push(() => store.close());
 
     if (opts.config?.length) {

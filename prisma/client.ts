@@ -4,6 +4,8 @@ import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaClient } from "./generated/client";
 import { migrate } from "./migrate";
 import { startCheckpointer } from "./checkpointer";
+import { sqliteRepos } from "./repos/sqlite";
+import type { Repos } from "./repos/types";
 
 export type { PrismaClient };
 
@@ -13,6 +15,9 @@ export interface OpenedDb {
    * entries): through Prisma's JS engine each inserted row costs ~55 µs of CPU, here ~5 µs. */
   sqlite: Database.Database;
   file: string;
+  /** The batched writes of shared state (audit, counters and rate state, resources) in this
+   * store's SQL: SQLite's here, PostgreSQL's in a PostgreSQL store (engines/store/open.ts). */
+  repos: Repos;
   /** While a background checkpoint runs: a promise to hold direct writes on (prisma/checkpointer.ts). */
   writesPaused(): Promise<void> | undefined;
   close(): Promise<void>;
@@ -47,6 +52,7 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
     prisma,
     sqlite,
     file,
+    repos: sqliteRepos(prisma, sqlite),
     writesPaused: () => checkpointer?.writesPaused(),
     close: async () => {
       await checkpointer?.stop();

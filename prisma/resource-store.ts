@@ -1,9 +1,12 @@
 // The object store: every manifest- or API-made object with spec, generation, owner, status
 // and the store revision. All objects are held in memory (the request hot path never reads
-// through Prisma); writes go to SQLite in one transaction, in multi-row statements.
+// through Prisma); writes go to the database in one transaction, in multi-row statements of the
+// store's resource repository (prisma/repos: SQLite by default, PostgreSQL's from OpenedDb.repos).
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "./client";
+import { SqliteResources } from "./repos/sqlite";
+import type { ResourceRepo } from "./repos/types";
 
 export interface Condition {
   type: string;
@@ -52,7 +55,6 @@ export class StaleRevisionError extends Error {
 }
 
 const refKey = (kind: string, name: string) => `${kind}/${name}`;
-const CHUNK = 400; // rows per multi-row statement (SQLite's variable limit is 32766)
 
 /**
  * Events: "change" (refs: Ref[], revision) after each committed desired-state write;
@@ -69,13 +71,14 @@ export class ResourceStore extends EventEmitter {
   /** scale-out: told after status writes were committed (the other replicas re-read them) */
   afterStatus?: () => void;
 
-  private constructor(private prisma: PrismaClient) {
+  private constructor(private prisma: PrismaClient, private repo: ResourceRepo) {
     super();
     this.setMaxListeners(100);
   }
 
-  static async open(prisma: PrismaClient): Promise<ResourceStore> {
-    const s = new ResourceStore(prisma);
+  /** `repo`: the store's resource repository (OpenedDb.repos.resources); SQLite's by default. */
+  static async open(prisma: PrismaClient, repo: ResourceRepo = new SqliteResources(prisma)): Promise<ResourceStore> {
+    const s = new ResourceStore(prisma, repo);
     await s.reload();
     return s;
   }
@@ -168,28 +171,11 @@ export class ResourceStore extends EventEmitter {
     if (rows.length === 0 && deletes.length === 0) return { revision: this.rev, changed: [] };
 
     const all = [...rows, ...deletes];
-    const tx = async (p: any) => {
-      for (let i = 0; i < all.length; i += CHUNK) {
-        const chunk = all.slice(i, i + CHUNK);
-        const values = chunk.map(() => "(?,?,?,?,?,?,?,?,?,?,?,?)").join(",");
-        const params = chunk.flatMap((o) => [
-          o.kind, o.name, o.uid, o.owner, JSON.stringify(o.labels), JSON.stringify(o.spec), o.generation,
-          JSON.stringify(o.status), o.revision, o.deleting ? o.updatedAt : null, o.createdAt, o.updatedAt,
-        ]);
-        await p.$executeRawUnsafe(
-          `INSERT INTO "Resource" (kind,name,uid,owner,labels,spec,generation,status,revision,deletedAt,createdAt,updatedAt) VALUES ${values}
-           ON CONFLICT(kind,name) DO UPDATE SET uid=excluded.uid, owner=excluded.owner, labels=excluded.labels, spec=excluded.spec,
-           generation=excluded.generation, status=excluded.status, revision=excluded.revision, deletedAt=excluded.deletedAt,
-           createdAt=excluded.createdAt, updatedAt=excluded.updatedAt`,
-          ...params,
-        );
-      }
-      await p.$executeRawUnsafe(
-        `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`,
-        String(next),
-      );
-    };
-    await this.prisma.$transaction(async (p) => tx(p), { timeout: 120_000, maxWait: 30_000 });
+    await this.repo.write(all.map((o) => ({
+      kind: o.kind, name: o.name, uid: o.uid, owner: o.owner, labels: JSON.stringify(o.labels), spec: JSON.stringify(o.spec),
+      generation: o.generation, status: JSON.stringify(o.status), revision: o.revision, deletedAt: o.deleting ? o.updatedAt : null,
+      createdAt: o.createdAt, updatedAt: o.updatedAt,
+    })), next);
     for (const o of all) this.objects.set(refKey(o.kind, o.name), o);
     this.rev = next;
     const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
@@ -218,18 +204,7 @@ export class ResourceStore extends EventEmitter {
     const requeue = () => {
       for (const o of batch) if (!this.statusQueue.has(refKey(o.kind, o.name))) this.statusQueue.set(refKey(o.kind, o.name), o);
     };
-    // a generous timeout: on a busy PostgreSQL the default 5 s interactive-transaction limit can expire
-    await this.prisma.$transaction(async (p) => {
-      for (let i = 0; i < batch.length; i += CHUNK) {
-        const chunk = batch.slice(i, i + CHUNK);
-        // UPDATE … FROM (VALUES …) keeps it one statement per chunk.
-        const values = chunk.map(() => "(?,?,?)").join(",");
-        await p.$executeRawUnsafe(
-          `UPDATE "Resource" SET status = v.column3 FROM (VALUES ${values}) AS v WHERE "Resource".kind = v.column1 AND "Resource".name = v.column2`,
-          ...chunk.flatMap((o) => [o.kind, o.name, JSON.stringify(o.status)]),
-        );
-      }
-    }, { timeout: 60_000, maxWait: 30_000 }).catch((e) => {
+    await this.repo.writeStatus(batch.map((o) => ({ kind: o.kind, name: o.name, status: JSON.stringify(o.status) }))).catch((e) => {
       requeue();
       throw e;
     });

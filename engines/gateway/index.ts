@@ -12,7 +12,6 @@ import type { InferencePipeline } from "./pipeline-types";
 import { KeyCache, loadAdminKey, type AuthResult, type KeyEntry } from "./keys";
 import { PolicyIndex } from "./policy";
 import { Limits } from "./limits";
-import type { StoreDb } from "../store/open";
 import { GatewayPipeline } from "./pipeline";
 import { KeyAdmin } from "./key-admin";
 import { ProviderRouter } from "../providers/router";
@@ -75,14 +74,13 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   };
 
   const policies = new PolicyIndex(store);
-  // Counters, rate windows and write-ahead reservations go through the direct handle; each flush
-  // also drains the audit queue in its transaction (engines/gateway/limits/wal.ts).
-  // scale-out: with a shared PostgreSQL store the local SQLite file is not where counters live
-  const sqlite = (svc.db as StoreDb).postgresUrl ? undefined : svc.db.sqlite;
-  const limits = new Limits(prisma, keys, {
+  // Counters, rate windows and audit rows are written through the store's repositories (SQLite's
+  // or PostgreSQL's, prisma/repos). On SQLite's direct handle write-ahead reservations go there
+  // too, and each counters flush drains the audit queue in its transaction (limits/wal.ts).
+  const repos = svc.db.repos;
+  const limits = new Limits(repos.limits, keys, {
     now: opts.now,
     flushMs: opts.flushMs,
-    sqlite,
     audit: () => audit,
     writesPaused: () => svc.db.writesPaused?.(),
   });
@@ -103,7 +101,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   };
   store.on("change", settingsListener);
 
-  const audit = new AuditLog(prisma, { flushMs: opts.auditFlushMs, log: logMsg, sqlite, writesPaused: () => svc.db.writesPaused?.() });
+  const audit = new AuditLog(prisma, repos.audit, { flushMs: opts.auditFlushMs, log: logMsg, writesPaused: () => svc.db.writesPaused?.() });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
   outbox.start();
   const alerts = new Alerts({

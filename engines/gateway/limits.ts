@@ -4,8 +4,10 @@
 //             per key, restored after a restart or a crash                          -> limits/key-rates.ts
 //   usage     budgets daily / monthly (UTC calendar) / total -> 402 budget_exceeded; tokens daily /
 //             monthly / per_request_max and temporary keys' max_requests -> 402 quota_exceeded;
-//             counted on the key, its team and its organization     -> limits/usage.ts, limits/checks.ts
-//   persist   counters and rate windows saved each second and at close              -> limits/persist.ts
+//             counted on the key, its team and its organization     -> limits/usage.ts, limits/checks.ts,
+//             rolled up and read per entity (Limits extends UsageRollup)            -> limits/rollup.ts
+//   persist   counters and rate windows saved each second and at close, through the store's
+//             limits repository (prisma/repos)                                      -> limits/persist.ts
 //   durable   write-ahead Reservation rows, group-committed before answering        -> limits/wal.ts
 // Reservation: a request is admitted while the committed amount (settled + reserved by requests
 // in flight) is under the limit; it then reserves its estimate (prompt estimate + output reserve
@@ -13,19 +15,19 @@
 // end spend < limit + the last admitted reservation + what requests in flight at that moment
 // billed above their own reservations (engines/gateway/README.md "Crash guarantees").
 // A refusal is thrown as a LimitRefusal that names the limit (limits/refusal.ts).
-import type Database from "better-sqlite3";
-import type { PrismaClient } from "../../prisma/client";
-import { keyState, type KeyCache, type KeyEntry, teamKey } from "./keys";
+import type { LimitsRepo } from "../../prisma/repos/types";
+import type { KeyCache, KeyEntry } from "./keys";
 import { KeyRates } from "./limits/key-rates";
-import { EntityUsage, PeriodCounter, effectiveLimits, type EffectiveLimits } from "./limits/usage";
+import type { EntityUsage, PeriodCounter } from "./limits/usage";
+import { UsageRollup } from "./limits/rollup";
 import { LimitRefusal } from "./limits/refusal";
-import { flushDirect, flushPrisma, loadDirect, loadPrisma, type FlushSet, type LoadedState } from "./limits/persist";
-import { WriteAhead, recover } from "./limits/wal";
+import { LimitsPersistence, type AuditDrain } from "./limits/persist";
 import { checksOf, usageOver } from "./limits/checks";
 import { installShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
+export type { AuditDrain } from "./limits/persist";
 
 /** One admitted request's hold on counters, released by settle(). */
 export interface Admission {
@@ -61,13 +63,6 @@ export interface Estimate {
   model: string;
 }
 
-/** The parts of the audit log (audit/log.ts) a flush needs. */
-export interface AuditDrain {
-  readonly writing: boolean;
-  idle(): Promise<void>;
-  drainSync(): void;
-}
-
 /** What a write-ahead row records of the request (for the audit row recovery may write). */
 export interface RequestInfo {
   requestId: string;
@@ -75,20 +70,11 @@ export interface RequestInfo {
   ip?: string;
 }
 
-export class Limits {
-  private usage = new Map<string, EntityUsage>();
+export class Limits extends UsageRollup {
   private readonly rates: KeyRates;
-  /** Reservation rows of settled requests, deleted by the next flush */
-  private settledRows: number[] = [];
-  private readonly sqlite?: Database.Database;
-  private readonly wal?: WriteAhead;
-  private readonly audit?: () => AuditDrain | undefined;
-  private readonly writesPaused?: () => Promise<void> | undefined;
-  private effCache = new WeakMap<KeyEntry, EffectiveLimits>();
-  private dirty = new Set<PeriodCounter>();
-  private dayP = "";
-  private monthP = "";
-  private nextDayAt = 0;
+  private readonly store: LimitsPersistence;
+  /** counters changed since the last flush (the store's) */
+  private readonly dirty: Set<PeriodCounter>;
   private timer: NodeJS.Timeout | null = null;
   // scale-out (useShared): `declare`d, so an embedded instance has exactly the fields it had before
   /** limits kept in a store shared by replicas (Redis) instead of in memory */
@@ -96,29 +82,25 @@ export class Limits {
   /** this replica writes the shared counters to the database (the lease holder) */
   declare mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
-  readonly now: () => number;
 
+  /** `repo`: the store's limits repository (OpenedDb.repos.limits); on SQLite's direct handle
+   * (its `sync` side) admissions are also written ahead (limits/wal.ts). */
   constructor(
-    private prisma: PrismaClient,
-    readonly keys: KeyCache,
+    repo: LimitsRepo,
+    keys: KeyCache,
     opts: {
       now?: () => number;
       flushMs?: number;
-      /** the direct SQLite handle: persistence and the write-ahead log go through it */
-      sqlite?: Database.Database;
       /** the audit log, drained inside each flush (write-ahead rows go only with their audit rows) */
       audit?: () => AuditDrain | undefined;
       /** a promise while a background checkpoint runs (prisma/checkpointer.ts) */
       writesPaused?: () => Promise<void> | undefined;
     } = {},
   ) {
-    this.now = opts.now ?? Date.now;
+    super(keys, opts.now ?? Date.now);
     this.rates = new KeyRates((k) => this.limitsOf(k));
-    this.sqlite = opts.sqlite;
-    this.audit = opts.audit;
-    this.writesPaused = opts.writesPaused;
-    if (opts.sqlite) this.wal = new WriteAhead(opts.sqlite);
-    this.periods(this.now());
+    this.store = new LimitsPersistence(repo, this.rates, { now: this.now, audit: opts.audit, writesPaused: opts.writesPaused });
+    this.dirty = this.store.dirty;
     if (opts.flushMs !== 0) {
       this.timer = setInterval(() => void this.flush().catch(() => undefined), opts.flushMs ?? 1000);
       this.timer.unref();
@@ -130,16 +112,8 @@ export class Limits {
   async load(): Promise<{ recovered: number }> {
     const now = this.now();
     this.periods(now);
-    let recovered = 0;
-    if (this.sqlite) {
-      const r = recover(this.sqlite);
-      recovered = r.rows;
-      this.rates.replay = r.admissions;
-    }
-    const periods = [this.dayP, this.monthP, "total"];
-    const st: LoadedState = this.sqlite ? loadDirect(this.sqlite, periods) : await loadPrisma(this.prisma, periods);
-    this.rates.loadSaved(st.rates);
-    for (const r of st.counters) {
+    const { recovered, state } = await this.store.load([this.dayP, this.monthP, "total"]);
+    for (const r of state.counters) {
       const u = this.entity(r.keyId);
       const c = r.period === "total" ? u.total : r.period === this.dayP ? u.day : u.month;
       c.spend = Number(r.spendMicros);
@@ -147,79 +121,6 @@ export class Limits {
       c.requests = Number(r.requests);
     }
     return { recovered };
-  }
-
-  private periods(now: number) {
-    if (now < this.nextDayAt) return;
-    const d = new Date(now);
-    const iso = d.toISOString();
-    this.dayP = "day:" + iso.slice(0, 10);
-    this.monthP = "month:" + iso.slice(0, 7);
-    this.nextDayAt = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
-  }
-
-  /** The usage record of an entity, rolled over to the current day/month. */
-  entity(id: string): EntityUsage {
-    let u = this.usage.get(id);
-    if (!u) {
-      u = new EntityUsage(id, this.dayP, this.monthP);
-      this.usage.set(id, u);
-    } else {
-      if (u.day.period !== this.dayP) u.day = new PeriodCounter(id, this.dayP);
-      if (u.month.period !== this.monthP) u.month = new PeriodCounter(id, this.monthP);
-    }
-    return u;
-  }
-
-  limitsOf(k: KeyEntry): EffectiveLimits {
-    let e = this.effCache.get(k);
-    if (!e) {
-      e = effectiveLimits(k);
-      this.effCache.set(k, e);
-    }
-    return e;
-  }
-
-  /** Scale-out: entities whose shared counters this replica follows (every key's when `all`). */
-  sharedEntities(all: boolean): string[] {
-    if (all) for (const k of this.keys.all()) if (k.role === "key") this.entitiesOf(k);
-    return [...this.usage.keys()];
-  }
-
-  periodNames(): [string, string] {
-    this.periods(this.now());
-    return [this.dayP, this.monthP];
-  }
-
-  /** Usage entities a key's requests count toward: key, team, organization. */
-  entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
-    const s = k.spec;
-    const own = this.entity(k.id);
-    const team = s.team_id && (s.key_type === "team" || s.key_type === "user") ? this.entity("team:" + teamKey(s.organization_id, s.team_id)) : undefined;
-    const org = s.organization_id ? this.entity("org:" + s.organization_id) : undefined;
-    return { own, team, org };
-  }
-
-  /** Team and organization keys whose budgets cover this key's usage (the roll-up), active ones:
-   * their budget-threshold alerts follow the spend of every member key. */
-  budgetKeysAbove(k: KeyEntry, now = this.now()): KeyEntry[] {
-    const s = k.spec;
-    const out: KeyEntry[] = [];
-    if (s.key_type === "user" && s.team_id) {
-      for (const t of this.keys.teamKeysOf(s.organization_id, s.team_id)) if (this.limitsOf(t).budgeted && keyState(t, now) === "active") out.push(t);
-    }
-    if (s.organization_id && s.key_type !== "organization") {
-      for (const o of this.keys.orgKeysOf(s.organization_id)) if (this.limitsOf(o).budgeted && keyState(o, now) === "active") out.push(o);
-    }
-    return out;
-  }
-
-  /** Does this key (or a team/org key above it) have a budget? Then only priced models are allowed. */
-  needsPrice(k: KeyEntry, now = this.now()): boolean {
-    if (this.limitsOf(k).budgeted) return true;
-    const ents = this.entitiesOf(k);
-    for (const c of checksOf(k, ents, now, this.keys, (x) => this.limitsOf(x))) if (c.lim.budgeted) return true;
-    return false;
   }
 
   /**
@@ -249,7 +150,8 @@ export class Limits {
     // admitted: consume and reserve
     if (st) this.rates.consume(k.id, st, now);
     // Write ahead only what a crash could hand back: keys without any limit take the fast path.
-    const ahead = this.wal && (st !== null || checks.length > 0 || lim.maxRequests !== undefined);
+    const wal = this.store.wal;
+    const ahead = wal && (st !== null || checks.length > 0 || lim.maxRequests !== undefined);
     const entities = [ents.own];
     if (ents.team) entities.push(ents.team);
     if (ents.org) entities.push(ents.org);
@@ -270,7 +172,6 @@ export class Limits {
     }
     const adm: Admission = { entities, counters, spend: est.spend, tokens: est.tokens, settled: false };
     if (ahead) {
-      const wal = this.wal!;
       adm.rowId = wal.nextId();
       adm.written = wal.add({
         id: adm.rowId,
@@ -338,31 +239,7 @@ export class Limits {
       if (!served) c.requests--;
       this.dirty.add(c);
     }
-    if (a.rowId) this.settledRows.push(a.rowId);
-  }
-
-  /** A key's month-to-date spend in micro-USD (policy conditions, alerts). */
-  monthSpend(k: KeyEntry): number {
-    return this.entity(k.id).month.spend;
-  }
-
-  /** Settled spend (micro-USD) of the usage a key's own budgets apply to (team key: its team's). */
-  spendOf(k: KeyEntry): { day: number; month: number; total: number } {
-    this.periods(this.now());
-    const ents = this.entitiesOf(k);
-    const s = k.spec;
-    const u = s.key_type === "team" && ents.team ? ents.team : s.key_type === "organization" && ents.org ? ents.org : ents.own;
-    return { day: u.day.spend, month: u.month.spend, total: u.total.spend };
-  }
-
-  /** Usage of a key for the key routes (settled amounts). */
-  report(id: string) {
-    const u = this.entity(id);
-    return {
-      today: { spend_usd: u.day.spend / 1e6, tokens: u.day.tokens, requests: u.day.requests },
-      month: { spend_usd: u.month.spend / 1e6, tokens: u.month.tokens, requests: u.month.requests },
-      total: { spend_usd: u.total.spend / 1e6, tokens: u.total.tokens, requests: u.total.requests },
-    };
+    if (a.rowId) this.store.settled(a.rowId);
   }
 
   /** Persist changed counters and rate windows; drop the write-ahead rows of settled requests. */
@@ -372,33 +249,9 @@ export class Limits {
     return run;
   }
 
-  private async doFlush() {
-    if (this.shared) return syncShared(this.shared, this, this.mirror?.() ? (counters) => flushPrisma(this.prisma, { counters, rates: [], gone: [], settled: [] }) : undefined);
-    if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
-    const paused = this.writesPaused?.();
-    if (paused) await paused;
-    // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
-    // then snapshot and commit without yielding (drainSync refuses if one started meanwhile).
-    const audit = this.audit?.();
-    for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
-    // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
-    const counters = [...this.dirty];
-    this.dirty.clear();
-    const settled = this.settledRows;
-    this.settledRows = [];
-    const nowMs = this.now();
-    const { rates, gone, ids: rateIds } = this.rates.takeChanged(nowMs);
-    const f: FlushSet = { counters, rates, gone, settled };
-    try {
-      if (this.sqlite?.open) flushDirect(this.sqlite, f, audit && (() => audit.drainSync()));
-      else if (!this.sqlite) await flushPrisma(this.prisma, f);
-      else throw new Error("database closed");
-    } catch (e) {
-      for (const r of counters) this.dirty.add(r); // retry at the next flush
-      this.rates.markChanged(rateIds);
-      this.settledRows = settled.concat(this.settledRows);
-      throw e;
-    }
+  private doFlush(): Promise<void> {
+    if (this.shared) return syncShared(this.shared, this, this.mirror?.() ? (counters) => this.store.saveCounters(counters) : undefined);
+    return this.store.write();
   }
 
   /** Forget a deleted key's rate state (usage rows stay for audit). */
@@ -409,7 +262,7 @@ export class Limits {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    this.wal?.commit();
+    this.store.wal?.commit();
     await this.flush();
   }
 }

@@ -3,11 +3,12 @@
 // replicas share it). In PostgreSQL mode the shared state (objects, counters, rate state, audit,
 // webhooks, alert marks) goes to PostgreSQL through the @prisma/adapter-pg client; the data dir
 // keeps a local SQLite file only for what is local to one replica (detached agent tasks).
+// `repos` carries the store's batched writes in the opened database's own SQL (prisma/repos).
 import { openDb, type OpenedDb } from "../../prisma/client";
 import type { PrismaClient } from "../../prisma/client";
 import { storeFile } from "../../controllers/paths";
 import { migratePg } from "./pg-migrate";
-import { pgDialect } from "./pg-dialect";
+import { postgresRepos } from "../../prisma/repos/postgres";
 
 export interface StoreDb extends OpenedDb {
   /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
@@ -33,11 +34,13 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
     const { PrismaClient: PgClient } = await import("../../prisma/generated-pg/client");
     const client = new PgClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }) });
     await client.$connect();
-    // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits.
-    const prisma = pgDialect(client) as unknown as PrismaClient;
+    // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits its
+    // model queries; raw SQL is the repositories' business (prisma/repos/postgres.ts).
+    const prisma = client as unknown as PrismaClient;
     return {
       ...local,
       prisma,
+      repos: postgresRepos(client),
       postgresUrl: url,
       local,
       close: async () => {

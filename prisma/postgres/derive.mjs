@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // Derives prisma/postgres/schema.prisma from prisma/schema.prisma (the one place models are
 // declared), so both providers always declare the same models and fields. Every table and
-// column is mapped to its lower-case name: the store's raw SQL (written for SQLite, where
-// identifiers are case-insensitive) then runs on PostgreSQL unchanged once engines/store/
-// pg-dialect.ts has lower-cased its quoted identifiers and numbered its placeholders.
+// column is mapped to its lower-case name, so PostgreSQL's SQL (prisma/repos/postgres.ts) needs
+// no quoting.
 //   node prisma/postgres/derive.mjs          write the file
 //   node prisma/postgres/derive.mjs --check  exit 1 when the committed file is out of date
 import { readFileSync, writeFileSync } from "node:fs";

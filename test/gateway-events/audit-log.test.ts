@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditLog } from "../../engines/gateway/audit/log";
 import type { AuditRecord } from "../../engines/gateway/key-types";
+import type { AuditRepo } from "../../prisma/repos/types";
 import { tempDb } from "./helpers";
 
 type Db = Awaited<ReturnType<typeof tempDb>>;
@@ -37,7 +38,7 @@ describe("AuditLog", () => {
   });
 
   it("writes 5,000 records in batches and loses nothing recorded right before close()", async () => {
-    const log = new AuditLog(db.prisma, { flushMs: 50, maxBatch: 500, log: () => {} });
+    const log = new AuditLog(db.prisma, db.repos.audit, { flushMs: 50, maxBatch: 500, log: () => {} });
     for (let i = 0; i < 4990; i++) log.record(rec(i));
     // Let some background flushes start, then record more while they are in flight.
     await new Promise((r) => setImmediate(r));
@@ -50,7 +51,7 @@ describe("AuditLog", () => {
   });
 
   it("a full batch is written at once, without waiting for the flush timer (direct SQLite handle)", async () => {
-    const log = new AuditLog(db.prisma, { flushMs: 60_000, log: () => {}, sqlite: db.sqlite });
+    const log = new AuditLog(db.prisma, db.repos.audit, { flushMs: 60_000, log: () => {} });
     const count = () => (db.sqlite.prepare('SELECT count(*) AS n FROM "AuditEntry"').get() as { n: number }).n;
     for (let i = 0; i < 63; i++) log.record(rec(i));
     await new Promise((r) => setTimeout(r, 50));
@@ -65,18 +66,17 @@ describe("AuditLog", () => {
 
   it("a failed write is re-queued and written by the next flush", async () => {
     let fail = true;
-    // Same client, but the first transaction fails as a locked database would.
-    const flaky = new Proxy(db.prisma, {
-      get(target, prop, recv) {
-        if (prop === "$transaction" && fail) {
-          fail = false;
-          return () => Promise.reject(new Error("SQLITE_BUSY: database is locked"));
-        }
-        return Reflect.get(target, prop, recv);
+    // The store's repository without its synchronous side (the asynchronous path PostgreSQL
+    // takes), whose first write fails as a locked database would.
+    const flaky: AuditRepo = {
+      insert(rows) {
+        if (!fail) return db.repos.audit.insert(rows);
+        fail = false;
+        return Promise.reject(new Error("SQLITE_BUSY: database is locked"));
       },
-    });
+    };
     const logs: string[] = [];
-    const log = new AuditLog(flaky, { log: (m) => logs.push(m) });
+    const log = new AuditLog(db.prisma, flaky, { log: (m) => logs.push(m) });
     for (let i = 0; i < 10; i++) log.record(rec(i));
     await expect(log.flush()).rejects.toThrow(/locked/);
     expect(log.pending).toBe(10);
@@ -87,7 +87,7 @@ describe("AuditLog", () => {
   });
 
   it("a record after close() is still written", async () => {
-    const log = new AuditLog(db.prisma, { log: () => {} });
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
     await log.close();
     log.record(rec(1));
     await log.flush();
@@ -95,7 +95,7 @@ describe("AuditLog", () => {
   });
 
   it("renders the spec's fields and reads its own writes", async () => {
-    const log = new AuditLog(db.prisma, { log: () => {} });
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
     log.record(rec(1));
     log.record(rec(5));
     const page = await log.query({ keyIds: ["key_a"] });
@@ -124,7 +124,7 @@ describe("AuditLog", () => {
   });
 
   it("cursor pagination covers every entry exactly once, newest first, while new entries arrive", async () => {
-    const log = new AuditLog(db.prisma, { log: () => {} });
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
     for (let i = 0; i < 250; i++) log.record(rec(i));
     log.record(rec(999, { apiKeyId: "key_b" })); // another key's entry is never returned
     const seen: string[] = [];
@@ -152,7 +152,7 @@ describe("AuditLog", () => {
   });
 
   it("filters by since/until, action (exact or dotted prefix), status, organization", async () => {
-    const log = new AuditLog(db.prisma, { log: () => {} });
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
     for (let i = 0; i < 30; i++) log.record(rec(i)); // timestamps 10:00:00 .. 10:00:09
     log.record(rec(100, { apiKeyId: "key_c", organizationId: "org2", action: "keys.create" }));
     const all = (f: Parameters<AuditLog["query"]>[0]) => log.query({ limit: 1000, ...f }).then((p) => p.data);

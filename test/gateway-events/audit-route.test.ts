@@ -45,7 +45,7 @@ describe("GET /v1/audit-logs (route)", () => {
 
   beforeAll(async () => {
     db = await tempDb();
-    audit = new AuditLog(db.prisma, { log: () => {} });
+    audit = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
     const gateway = {
       admin: {},
       audit,

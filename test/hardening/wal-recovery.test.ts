@@ -37,7 +37,7 @@ describe("write-ahead recovery", () => {
     db.sqlite.prepare(`INSERT INTO "AuditEntry" (id, timestamp, apiKeyId, requestId, action, status, latencyMs) VALUES (?,?,?,?,?,?,?)`)
       .run("aud_x", new Date(NOW - 30_000).toISOString().replace("Z", "+00:00"), "key_a", "req_answered", "chat.completions", "success", 3);
 
-    const limits = new Limits(db.prisma, noKeys(), { now: () => NOW, flushMs: 0, sqlite: db.sqlite });
+    const limits = new Limits(db.repos.limits, noKeys(), { now: () => NOW, flushMs: 0 });
     expect((await limits.load()).recovered).toBe(3);
     const r = limits.report("key_a");
     expect(r.today).toEqual({ spend_usd: 0.105, tokens: 38, requests: 2 });
@@ -53,7 +53,7 @@ describe("write-ahead recovery", () => {
     expect(db.sqlite.prepare(`SELECT count(*) AS n FROM "Reservation"`).get()).toEqual({ n: 0 });
 
     // a second start finds nothing more to fold in
-    const again = new Limits(db.prisma, noKeys(), { now: () => NOW, flushMs: 0, sqlite: db.sqlite });
+    const again = new Limits(db.repos.limits, noKeys(), { now: () => NOW, flushMs: 0 });
     expect((await again.load()).recovered).toBe(0);
     expect(again.report("key_a").total.requests).toBe(3);
   });

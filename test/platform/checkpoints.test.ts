@@ -33,7 +33,7 @@ describe("background checkpoints", () => {
     const db = await openDb(path.join(await tempDir("svc-ckpt-"), "svc.db"));
     // mxFrame, the WAL's last valid frame, from the wal-index header in the -shm file (offset 16)
     const frames = () => readFileSync(db.file + "-shm").readUInt32LE(16);
-    const log = new AuditLog(db.prisma, { log: () => {}, sqlite: db.sqlite, writesPaused: () => db.writesPaused() });
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {}, writesPaused: () => db.writesPaused() });
     try {
       let seq = 0;
       let restarts = 0;

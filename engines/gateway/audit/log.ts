@@ -1,15 +1,17 @@
 // The audit log: record() is O(1) on the request path (push to a queue); a timer flushes the
-// queue in batches, one transaction per flush of multi-row INSERTs. With a direct SQLite handle
-// (OpenedDb.sqlite) the batch is written synchronously through a prepared statement (~5 µs of
-// CPU a row; through Prisma's JS engine ~55 µs), otherwise through Prisma raw SQL. close() flushes everything, so nothing recorded before SIGTERM handling is lost.
+// queue in batches, one transaction per flush, through the store's audit repository
+// (OpenedDb.repos.audit). On SQLite's direct handle (its `sync` side) a batch is written
+// synchronously in small atomic chunks (~5 µs of CPU a row; through Prisma's JS engine ~55 µs);
+// otherwise (PostgreSQL) the repository writes it in one transaction. close() flushes
+// everything, so nothing recorded before SIGTERM handling is lost.
 import { randomBytes } from "node:crypto";
-import type Database from "better-sqlite3";
 import type { PrismaClient } from "../../../prisma/client";
+import type { AuditRepo, SyncAudit } from "../../../prisma/repos/types";
 import type { Prisma } from "../../../prisma/generated/client";
 import type { AuditRecord } from "../key-types";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { toEntryJson, type AuditEntryJson } from "./entry-json";
-import { auditRow, insertSql, type Row } from "./rows";
+import { auditRow, type Row } from "./rows";
 
 export type { AuditEntryJson } from "./entry-json";
 
@@ -34,7 +36,7 @@ export interface AuditPage {
 
 
 export class AuditLog {
-  /** rows as INSERT parameters in COLUMNS order (no per-row object to convert at flush time) */
+  /** rows as INSERT parameters in AUDIT_COLUMNS order (no per-row object to convert at flush time) */
   private queue: Row[] = [];
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
@@ -47,28 +49,25 @@ export class AuditLog {
   /** rows of the batch being written */
   private inFlight = 0;
   private readonly idTail = randomBytes(4).toString("hex");
-  private readonly sqlite?: Database.Database;
-  private readonly statements = new Map<number, Database.Statement>();
   private readonly writesPaused?: () => Promise<void> | undefined;
 
+  /** `prisma` reads the log (query); `repo` writes it. */
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly repo: AuditRepo,
     opts: {
       flushMs?: number;
       maxBatch?: number;
       log?: (m: string) => void;
-      sqlite?: Database.Database;
       /** a promise while direct writes should wait (a background WAL checkpoint is running) */
       writesPaused?: () => Promise<void> | undefined;
     } = {},
   ) {
-    this.sqlite = opts.sqlite;
     this.writesPaused = opts.writesPaused;
     this.flushMs = opts.flushMs ?? 250;
     // A full batch is written at once rather than at the next tick of the timer: under load, rows
     // queued for a whole flush interval (250 ms) outlive V8's young generation, and every
     // young-generation GC copies and then promotes them (seen at 5k req/s in bench profiles).
-    // 19 columns per row: 1500 rows stays under SQLite's bound-parameter limit.
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? DIRECT_CHUNK, 1500));
     this.log = opts.log ?? ((m) => console.error(m));
     this.timer = setInterval(() => this.flushQuietly(), this.flushMs);
@@ -160,17 +159,14 @@ export class AuditLog {
    * settled requests, so an answered request always has its audit row or its Reservation row
    * on disk (limits/wal.ts). A failure puts the rows back and throws (the caller rolls back). */
   drainSync(): void {
-    const db = this.sqlite;
+    const sync = this.direct();
     // rows taken by a batch that is still being written are neither queued nor on disk yet
     if (this.inFlight > 0) throw new Error("audit batch in progress");
-    if (!db?.open || this.queue.length === 0) return;
+    if (!sync || this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
     try {
-      for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
-        const rows = batch.slice(i, i + DIRECT_CHUNK);
-        this.statement(db, rows.length).run(rows.flat());
-      }
+      for (let i = 0; i < batch.length; i += DIRECT_CHUNK) sync.insert(batch.slice(i, i + DIRECT_CHUNK));
     } catch (e) {
       this.queue = batch.concat(this.queue);
       throw e;
@@ -204,13 +200,17 @@ export class AuditLog {
     }
   }
 
+  /** SQLite's synchronous side, while its handle is open. */
+  private direct(): SyncAudit | undefined {
+    const sync = this.repo.sync;
+    return sync?.handle.open ? sync : undefined;
+  }
+
   private async writeBatch(batch: Row[]): Promise<void> {
-    const db = this.sqlite;
-    if (db?.open) return this.writeDirect(db, batch);
-    const chunks: Row[][] = [];
-    for (let i = 0; i < batch.length; i += this.maxBatch) chunks.push(batch.slice(i, i + this.maxBatch));
+    const sync = this.direct();
+    if (sync) return this.writeDirect(sync, batch);
     try {
-      await this.prisma.$transaction(chunks.map((rows) => this.prisma.$executeRawUnsafe(insertSql(rows.length), ...rows.flat())));
+      await this.repo.insert(batch);
     } catch (e) {
       // The transaction rolled back: put the batch back in front so the next flush retries it.
       this.queue = batch.concat(this.queue);
@@ -221,13 +221,13 @@ export class AuditLog {
 
   /** Synchronous writes block the event loop, so they go in small transactions with a yield
    * between them: no request waits behind more than ~1 ms of audit writing. */
-  private async writeDirect(db: Database.Database, batch: Row[]): Promise<void> {
+  private async writeDirect(sync: SyncAudit, batch: Row[]): Promise<void> {
     for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
       const paused = this.writesPaused?.();
       if (paused) await paused;
       const rows = batch.slice(i, i + DIRECT_CHUNK);
       try {
-        this.statement(db, rows.length).run(rows.flat()); // one statement: atomic
+        sync.insert(rows); // one statement: atomic
       } catch (e) {
         this.queue = batch.slice(i).concat(this.queue);
         this.log(`audit: writing ${batch.length - i} entries failed, will retry: ${String((e as Error)?.message ?? e)}`);
@@ -235,17 +235,6 @@ export class AuditLog {
       }
       if (i + DIRECT_CHUNK < batch.length) await new Promise((r) => setImmediate(r));
     }
-  }
-
-  /** Prepared multi-row INSERTs, one per batch size (flushes mostly repeat a few sizes). */
-  private statement(db: Database.Database, n: number): Database.Statement {
-    let st = this.statements.get(n);
-    if (!st) {
-      if (this.statements.size > 64) this.statements.clear();
-      st = db.prepare(insertSql(n));
-      this.statements.set(n, st);
-    }
-    return st;
   }
 
   /** Ids sort by creation within this process, so equal timestamps keep recording order. */

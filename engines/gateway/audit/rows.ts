@@ -1,19 +1,14 @@
-// One audit row as INSERT parameters (the AuditEntry columns in order), shared by the audit log's
-// batches and the write-ahead recovery (limits/wal.ts) that writes rows for interrupted requests.
+// One audit row as INSERT parameters (the AuditEntry columns in order, prisma/repos/types.ts
+// AUDIT_COLUMNS), shared by the audit log's batches and the write-ahead recovery (limits/wal.ts)
+// that writes rows for interrupted requests.
 import type { AuditRecord } from "../key-types";
+import type { AuditRow } from "../../../prisma/repos/types";
 
 /** Caller metadata larger than this is replaced by a marker (an audit row is not a blob store). */
 const MAX_METADATA_CHARS = 16_384;
 
-export const COLUMNS = [
-  "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",
-  "errorCode", "latencyMs", "promptTokens", "completionTokens", "totalTokens", "costMicros", "metadata", "ipAddress", "userAgent",
-] as const;
-const ROW = `(${COLUMNS.map(() => "?").join(",")})`;
-export const insertSql = (n: number) => `INSERT INTO "AuditEntry" (${COLUMNS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(ROW).join(",")}`;
-
-/** One row's INSERT parameters, in COLUMNS order. */
-export type Row = Array<string | number | bigint | null>;
+/** One row's INSERT parameters, in AUDIT_COLUMNS order. */
+export type Row = AuditRow;
 
 function toInt(n: number | undefined): number {
   return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
@@ -29,7 +24,7 @@ export function auditRow(e: AuditRecord, id: string, ts: Date): Row {
   if (metadata.length > MAX_METADATA_CHARS) metadata = JSON.stringify({ _truncated: true, _chars: metadata.length });
   const prompt = toInt(e.promptTokens);
   const completion = toInt(e.completionTokens);
-  // COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
+  // AUDIT_COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
   return [
     id,
     ts.toISOString().replace("Z", "+00:00"),

@@ -1,75 +1,102 @@
-// Persistence of the limits (DESIGN.md "Storage"): usage counters (UsageCounter, absolute
-// values) and rate windows (RateState, snapshot JSON), written once a second and at close.
-// On the direct SQLite handle one synchronous transaction also drains the queued audit rows and
-// deletes the Reservation rows of settled requests (limits/wal.ts), so the counters, the audit
-// log and the write-ahead log always agree on disk. Without a direct handle (unit tests, other
-// stores) the same upserts go through Prisma and there is no write-ahead log.
-import type Database from "better-sqlite3";
-import type { PrismaClient } from "../../../prisma/client";
+// Persistence of the limits (DESIGN.md "Storage"): usage counters (absolute values) and rate
+// windows (snapshot JSON), saved through the store's limits repository (OpenedDb.repos.limits,
+// prisma/repos) once a second and at close, and loaded at start.
+// On SQLite's direct handle (the repository's `sync` side) one synchronous transaction also
+// drains the queued audit rows and deletes the Reservation rows of settled requests
+// (limits/wal.ts), so the counters, the audit log and the write-ahead log always agree on disk.
+// Without it (PostgreSQL) the repository saves asynchronously and there is no write-ahead log.
+import type { LimitsLoaded, LimitsRepo, UsageRow } from "../../../prisma/repos/types";
+import type { KeyRates } from "./key-rates";
 import type { PeriodCounter } from "./usage";
+import { WriteAhead, recover } from "./wal";
 
-export interface FlushSet {
-  counters: PeriodCounter[];
-  /** [keyId, snapshot JSON] of rate state to save */
-  rates: Array<[string, string]>;
-  /** keys whose saved rate state goes (deleted keys) */
-  gone: string[];
-  /** Reservation rows whose requests are settled (their usage is in `counters`) */
-  settled: number[];
+/** The parts of the audit log (audit/log.ts) a flush needs. */
+export interface AuditDrain {
+  readonly writing: boolean;
+  idle(): Promise<void>;
+  drainSync(): void;
 }
 
-export interface LoadedState {
-  rates: Array<{ keyId: string; state: string }>;
-  counters: Array<{ keyId: string; period: string; spendMicros: number | bigint; tokens: number | bigint; requests: number | bigint }>;
-}
+/** A counter's saved values: requests in flight through the write-ahead log are left out (their
+ * Reservation rows stand for them until they settle). */
+export const usageRow = (c: PeriodCounter): UsageRow => ({
+  keyId: c.entity,
+  period: c.period,
+  spendMicros: Math.max(0, Math.round(c.spend)),
+  tokens: Math.max(0, c.tokens),
+  requests: Math.max(0, c.requests - c.inflight),
+});
 
-const counterParams = (c: PeriodCounter, now: string) =>
-  [c.entity, c.period, Math.max(0, Math.round(c.spend)), Math.max(0, c.tokens), Math.max(0, c.requests - c.inflight), now];
+export class LimitsPersistence {
+  /** counters changed since the last flush */
+  readonly dirty = new Set<PeriodCounter>();
+  /** Reservation rows of settled requests, deleted by the next flush */
+  private settledRows: number[] = [];
+  /** the write-ahead log, on SQLite's direct handle */
+  readonly wal?: WriteAhead;
 
-const COUNTER_SQL = (n: number) => `INSERT INTO "UsageCounter" (keyId, period, spendMicros, tokens, requests, updatedAt) VALUES ${Array(n).fill("(?,?,?,?,?,?)").join(",")}
-  ON CONFLICT(keyId, period) DO UPDATE SET spendMicros=excluded.spendMicros, tokens=excluded.tokens, requests=excluded.requests, updatedAt=excluded.updatedAt`;
-const RATE_SQL = (n: number) => `INSERT INTO "RateState" (keyId, state, updatedAt) VALUES ${Array(n).fill("(?,?,?)").join(",")}
-  ON CONFLICT(keyId) DO UPDATE SET state=excluded.state, updatedAt=excluded.updatedAt`;
-const inList = (n: number) => Array(n).fill("?").join(",");
+  constructor(
+    private readonly repo: LimitsRepo,
+    private readonly rates: KeyRates,
+    private readonly opts: {
+      now: () => number;
+      audit?: () => AuditDrain | undefined;
+      writesPaused?: () => Promise<void> | undefined;
+    },
+  ) {
+    if (repo.sync) this.wal = new WriteAhead(repo.sync.handle);
+  }
 
-function chunks<T>(xs: T[], n: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
-  return out;
-}
+  /** Fold in what a crash left (write-ahead rows: their admissions go to the rate windows), then
+   * load the rate windows and the given periods' counters. */
+  async load(periods: string[]): Promise<{ recovered: number; state: LimitsLoaded }> {
+    const sync = this.repo.sync;
+    let recovered = 0;
+    if (sync) {
+      const r = recover(sync.handle);
+      recovered = r.rows;
+      this.rates.replay = r.admissions;
+    }
+    const state = sync ? sync.load(periods) : await this.repo.load(periods);
+    this.rates.loadSaved(state.rates);
+    return { recovered, state };
+  }
 
-/** One synchronous transaction on the direct handle; `drainAudit` runs last inside it (if an
- * earlier statement fails it has not taken the audit queue; if it fails, it puts it back). */
-export function flushDirect(db: Database.Database, f: FlushSet, drainAudit?: () => void): void {
-  const now = new Date().toISOString();
-  db.transaction(() => {
-    for (const c of chunks(f.rates, 300)) db.prepare(RATE_SQL(c.length)).run(c.flatMap(([id, s]) => [id, s, now]));
-    for (const c of chunks(f.gone, 500)) db.prepare(`DELETE FROM "RateState" WHERE keyId IN (${inList(c.length)})`).run(c);
-    for (const c of chunks(f.counters, 150)) db.prepare(COUNTER_SQL(c.length)).run(c.flatMap((x) => counterParams(x, now)));
-    for (const c of chunks(f.settled, 500)) db.prepare(`DELETE FROM "Reservation" WHERE id IN (${inList(c.length)})`).run(c);
-    drainAudit?.();
-  })();
-}
+  settled(rowId: number): void {
+    this.settledRows.push(rowId);
+  }
 
-export async function flushPrisma(prisma: PrismaClient, f: FlushSet): Promise<void> {
-  const now = new Date().toISOString();
-  await prisma.$transaction(async (p) => {
-    for (const c of chunks(f.rates, 300)) await p.$executeRawUnsafe(RATE_SQL(c.length), ...c.flatMap(([id, s]) => [id, s, now]));
-    for (const c of chunks(f.gone, 500)) await p.$executeRawUnsafe(`DELETE FROM "RateState" WHERE keyId IN (${inList(c.length)})`, ...c);
-    for (const c of chunks(f.counters, 150)) await p.$executeRawUnsafe(COUNTER_SQL(c.length), ...c.flatMap((x) => counterParams(x, now)));
-  });
-}
+  /** Save changed counters and rate windows; drop the write-ahead rows of settled requests. */
+  async write(): Promise<void> {
+    if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
+    const paused = this.opts.writesPaused?.();
+    if (paused) await paused;
+    // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
+    // then snapshot and commit without yielding (drainSync refuses if one started meanwhile).
+    const audit = this.opts.audit?.();
+    for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
+    // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
+    const counters = [...this.dirty];
+    this.dirty.clear();
+    const settled = this.settledRows;
+    this.settledRows = [];
+    const { rates, gone, ids: rateIds } = this.rates.takeChanged(this.opts.now());
+    const save = { counters: counters.map(usageRow), rates, gone };
+    try {
+      const sync = this.repo.sync;
+      if (!sync) await this.repo.save(save);
+      else if (sync.handle.open) sync.save(save, settled, audit && (() => audit.drainSync()));
+      else throw new Error("database closed");
+    } catch (e) {
+      for (const r of counters) this.dirty.add(r); // retry at the next flush
+      this.rates.markChanged(rateIds);
+      this.settledRows = settled.concat(this.settledRows);
+      throw e;
+    }
+  }
 
-export function loadDirect(db: Database.Database, periods: string[]): LoadedState {
-  return {
-    rates: db.prepare(`SELECT keyId, state FROM "RateState"`).all() as LoadedState["rates"],
-    counters: db.prepare(`SELECT keyId, period, spendMicros, tokens, requests FROM "UsageCounter" WHERE period IN (${inList(periods.length)})`).all(periods) as LoadedState["counters"],
-  };
-}
-
-export async function loadPrisma(prisma: PrismaClient, periods: string[]): Promise<LoadedState> {
-  return {
-    rates: await prisma.rateState.findMany(),
-    counters: await prisma.usageCounter.findMany({ where: { period: { in: periods } } }),
-  };
+  /** Scale-out: the lease holder's copy of the shared counters (limits/shared.ts syncShared). */
+  saveCounters(counters: PeriodCounter[]): Promise<void> {
+    return this.repo.save({ counters: counters.map(usageRow), rates: [], gone: [] });
+  }
 }

@@ -13,7 +13,8 @@
 // audit row with status "interrupted" written unless the request's own row made it.
 import { randomBytes } from "node:crypto";
 import type Database from "better-sqlite3";
-import { auditRow, insertSql } from "../audit/rows";
+import { auditRow } from "../audit/rows";
+import { auditInsertSql as insertSql } from "../../../prisma/repos/sqlite";
 
 export interface ReservationRow {
   id: number;

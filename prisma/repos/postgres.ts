@@ -1,0 +1,100 @@
+// The repositories in PostgreSQL's SQL (SVC_DATABASE_URL, engines/store/open.ts): the lower-case
+// table and column names of prisma/postgres/schema.prisma, $1..$n placeholders,
+// INSERT … ON CONFLICT … DO UPDATE. Everything goes through the PostgreSQL Prisma client
+// (@prisma/adapter-pg), whose connection pool several replicas share the database through.
+// Parameters go untyped: PostgreSQL takes each one's type from the column it lands in (ISO text
+// into TIMESTAMP(3), numbers into BIGINT).
+import type { PrismaClient } from "../generated-pg/client";
+import {
+  AUDIT_COLUMNS, BATCH, chunks,
+  type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos, type ResourceRepo, type ResourceRow,
+} from "./types";
+
+/** `n` rows of `width` placeholders, numbered from $1: ($1,$2),($3,$4)… */
+function values(n: number, width: number, cast = ""): string {
+  const rows: string[] = [];
+  for (let r = 0; r < n; r++) {
+    const cols: string[] = [];
+    for (let c = 1; c <= width; c++) cols.push(`$${r * width + c}${cast}`);
+    rows.push(`(${cols.join(",")})`);
+  }
+  return rows.join(",");
+}
+const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(",");
+
+const AUDIT = (n: number) =>
+  `INSERT INTO auditentry (${AUDIT_COLUMNS.map((c) => `"${c.toLowerCase()}"`).join(",")}) VALUES ${values(n, AUDIT_COLUMNS.length)}`;
+
+const COUNTERS = (n: number) => `INSERT INTO usagecounter (keyid, period, spendmicros, tokens, requests, updatedat) VALUES ${values(n, 6)}
+  ON CONFLICT (keyid, period) DO UPDATE SET spendmicros = EXCLUDED.spendmicros, tokens = EXCLUDED.tokens, requests = EXCLUDED.requests, updatedat = EXCLUDED.updatedat`;
+const RATES = (n: number) => `INSERT INTO ratestate (keyid, state, updatedat) VALUES ${values(n, 3)}
+  ON CONFLICT (keyid) DO UPDATE SET state = EXCLUDED.state, updatedat = EXCLUDED.updatedat`;
+const RATES_GONE = (n: number) => `DELETE FROM ratestate WHERE keyid IN (${list(n)})`;
+
+const RESOURCES = (n: number) => `INSERT INTO resource (kind, name, uid, owner, labels, spec, generation, status, revision, deletedat, createdat, updatedat)
+  VALUES ${values(n, 12)}
+  ON CONFLICT (kind, name) DO UPDATE SET uid = EXCLUDED.uid, owner = EXCLUDED.owner, labels = EXCLUDED.labels, spec = EXCLUDED.spec,
+  generation = EXCLUDED.generation, status = EXCLUDED.status, revision = EXCLUDED.revision, deletedat = EXCLUDED.deletedat,
+  createdat = EXCLUDED.createdat, updatedat = EXCLUDED.updatedat`;
+const REVISION = `INSERT INTO meta (key, value) VALUES ('revision', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
+// a VALUES list outside an INSERT has no column to take types from: text, said once per value
+const STATUS = (n: number) =>
+  `UPDATE resource AS r SET status = v.status FROM (VALUES ${values(n, 3, "::text")}) AS v (kind, name, status) WHERE r.kind = v.kind AND r.name = v.name`;
+
+type Tx = Pick<PrismaClient, "$executeRawUnsafe">;
+
+class PgAudit implements AuditRepo {
+  constructor(private readonly prisma: PrismaClient) {}
+  async insert(rows: AuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const p = this.prisma;
+    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length), ...c.flat())));
+  }
+}
+
+class PgLimits implements LimitsRepo {
+  constructor(private readonly prisma: PrismaClient) {}
+  async save(s: LimitsSave): Promise<void> {
+    const now = new Date().toISOString();
+    await this.prisma.$transaction(async (p: Tx) => {
+      for (const c of chunks(s.rates, BATCH.rates)) await p.$executeRawUnsafe(RATES(c.length), ...c.flatMap(([id, state]) => [id, state, now]));
+      for (const c of chunks(s.gone, BATCH.keys)) await p.$executeRawUnsafe(RATES_GONE(c.length), ...c);
+      for (const c of chunks(s.counters, BATCH.counters)) {
+        await p.$executeRawUnsafe(COUNTERS(c.length), ...c.flatMap((x) => [x.keyId, x.period, x.spendMicros, x.tokens, x.requests, now]));
+      }
+    });
+  }
+  async load(periods: string[]): Promise<LimitsLoaded> {
+    return {
+      rates: await this.prisma.rateState.findMany({ select: { keyId: true, state: true } }),
+      counters: await this.prisma.usageCounter.findMany({ where: { period: { in: periods } } }),
+    };
+  }
+}
+
+class PgResources implements ResourceRepo {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async write(rows: ResourceRow[], revision: number): Promise<void> {
+    await this.prisma.$transaction(async (p: Tx) => {
+      for (const c of chunks(rows, BATCH.resources)) {
+        await p.$executeRawUnsafe(RESOURCES(c.length), ...c.flatMap((o) => [
+          o.kind, o.name, o.uid, o.owner, o.labels, o.spec, o.generation, o.status, o.revision, o.deletedAt, o.createdAt, o.updatedAt,
+        ]));
+      }
+      await p.$executeRawUnsafe(REVISION, String(revision));
+    }, { timeout: 120_000, maxWait: 30_000 });
+  }
+
+  async writeStatus(rows: Array<{ kind: string; name: string; status: string }>): Promise<void> {
+    // a generous timeout: on a busy PostgreSQL the default 5 s interactive-transaction limit can expire
+    await this.prisma.$transaction(async (p: Tx) => {
+      for (const c of chunks(rows, BATCH.resources)) await p.$executeRawUnsafe(STATUS(c.length), ...c.flatMap((o) => [o.kind, o.name, o.status]));
+    }, { timeout: 60_000, maxWait: 30_000 });
+  }
+}
+
+/** The PostgreSQL store's repositories, on its Prisma client. */
+export function postgresRepos(prisma: PrismaClient): Repos {
+  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: new PgResources(prisma) };
+}
