@@ -1,15 +1,75 @@
-// Working on the store file directly when no server runs. A running server notices these writes
+// Working on the store directly when no server answers: the SQLite file in the data dir, or, when
+// SVC_DATABASE_URL is set, the PostgreSQL database the replicas of a scale-out deployment share
+// (engines/store/open.ts, the same one `svc serve` opens). A running server notices these writes
 // on its next resync (ResourceStore.reload sees the revision moved).
 import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import type { ResourceStore } from "../prisma/resource-store";
 import { storeFile } from "../controllers/paths";
+import { CliError } from "./errors";
+
+/** The PostgreSQL URL of SVC_DATABASE_URL (undefined: the SQLite file); a bad one is a CliError. */
+export async function offlinePgUrl(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (!env.SVC_DATABASE_URL?.trim()) return undefined; // no import of the store module otherwise
+  const { postgresUrlOf } = await import("../engines/store/open");
+  try {
+    return postgresUrlOf(env);
+  } catch (e) {
+    throw new CliError(oneLine(e));
+  }
+}
+
+/** A URL fit to print: no password, no query string (it may hold one). */
+export function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const user = u.username ? `${decodeURIComponent(u.username)}${u.password ? ":***" : ""}@` : "";
+    return `${u.protocol}//${user}${u.host}${u.pathname}`;
+  } catch {
+    return "(SVC_DATABASE_URL, not a valid URL)";
+  }
+}
+
+/** What the offline CLI works on, for its messages. */
+export async function offlineStoreLabel(home: string): Promise<string> {
+  const url = await offlinePgUrl();
+  return url ? `the PostgreSQL store ${safeUrl(url)} (SVC_DATABASE_URL)` : storeFile(home);
+}
+
+/** Is there a store to read? The SQLite file exists, or the PostgreSQL database answers (an
+ * unreachable or refused one is a CliError naming it, in one line). */
+export async function offlineStoreExists(home: string): Promise<boolean> {
+  const url = await offlinePgUrl();
+  if (!url) return existsSync(storeFile(home));
+  const pg = (await import("pg")).default;
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  try {
+    await c.connect();
+    await c.query("SELECT 1");
+    return true;
+  } catch (e) {
+    throw unreachable(url, e);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
 
 export async function withOfflineStore<T>(home: string, f: (store: ResourceStore) => Promise<T>): Promise<T> {
   await mkdir(home, { recursive: true });
+  const url = await offlinePgUrl();
   // Prisma loads in ~0.2 s: only when a command works offline
-  const { openDb } = await import("../prisma/client");
   const { ResourceStore } = await import("../prisma/resource-store");
-  const db = await openDb(storeFile(home), { backgroundCheckpoints: false });
+  let db: { prisma: import("../prisma/client").PrismaClient; close(): Promise<void> };
+  if (url) {
+    if (!(await offlineStoreExists(home))) throw new CliError(`no store at ${safeUrl(url)}`); // (throws first when unreachable)
+    const { openStore } = await import("../engines/store/open");
+    db = await openStore(home, { backgroundCheckpoints: false }).catch((e) => {
+      throw unreachable(url, e);
+    });
+  } else {
+    const { openDb } = await import("../prisma/client");
+    db = await openDb(storeFile(home), { backgroundCheckpoints: false });
+  }
   try {
     const store = await ResourceStore.open(db.prisma);
     try {
@@ -20,4 +80,13 @@ export async function withOfflineStore<T>(home: string, f: (store: ResourceStore
   } finally {
     await db.close();
   }
+}
+
+function unreachable(url: string, e: unknown): CliError {
+  return new CliError(`cannot use the PostgreSQL store ${safeUrl(url)} (SVC_DATABASE_URL): ${oneLine(e)}`);
+}
+
+function oneLine(e: unknown): string {
+  const m = String((e as Error)?.message || (e as { code?: string })?.code || e);
+  return m.split("\n").map((l) => l.trim()).filter(Boolean)[0] ?? "unknown error";
 }
