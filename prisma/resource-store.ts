@@ -63,7 +63,12 @@ export class ResourceStore extends EventEmitter {
   private rev = 0;
   private statusQueue = new Map<string, StoredObject>();
   private statusFlush: Promise<void> | null = null;
+  /** writes and re-reads, one at a time: a re-read interleaved with a local write would drop the
+   * write from memory (its snapshot predates it) or swallow another replica's change */
   private writing: Promise<unknown> = Promise.resolve();
+  /** another process committed a revision this memory has not read (a write got a revision above
+   * rev + 1): the next reload reads everything even when the revision looks current */
+  private behind = false;
   /** scale-out (engines/cluster/bus.ts): awaited after each committed write, before it returns */
   afterCommit?: (refs: Ref[], revision: number) => Promise<void>;
   /** scale-out: told after status writes were committed (the other replicas re-read them) */
@@ -80,16 +85,23 @@ export class ResourceStore extends EventEmitter {
     return s;
   }
 
-  /** Re-read everything from the file (another process may have written it). Returns true if the revision moved. */
-  async reload(): Promise<boolean> {
+  /** Re-read everything from the database (another process may have written it). Returns true if the revision moved. */
+  reload(): Promise<boolean> {
+    const run = this.writing.then(() => this.doReload());
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doReload(): Promise<boolean> {
     const meta = await this.prisma.meta.findUnique({ where: { key: "revision" } });
     const rev = meta ? Number(meta.value) : 0;
-    if (rev === this.rev && this.objects.size > 0) return false;
+    if (rev === this.rev && !this.behind && this.objects.size > 0) return false;
     const rows = await this.prisma.resource.findMany();
     const before = this.objects;
     this.objects = new Map(rows.map((r) => [refKey(r.kind, r.name), fromRow(r)]));
-    const moved = rev !== this.rev;
+    const moved = rev !== this.rev || this.behind;
     this.rev = rev;
+    this.behind = false;
     if (moved) {
       const refs = new Map<string, Ref>();
       for (const [k, o] of before) refs.set(k, { kind: o.kind, name: o.name });
@@ -135,7 +147,8 @@ export class ResourceStore extends EventEmitter {
       throw new StaleRevisionError(opts.expectedRevision, this.rev);
     }
     const now = new Date().toISOString();
-    const next = this.rev + 1;
+    const prev = this.rev;
+    let next = prev + 1; // the revision the database hands out in the transaction (below)
     const rows: StoredObject[] = [];
     const deletes: StoredObject[] = [];
     for (const op of ops) {
@@ -169,6 +182,15 @@ export class ResourceStore extends EventEmitter {
 
     const all = [...rows, ...deletes];
     const tx = async (p: any) => {
+      // Take the next revision from the database, atomically (the row stays locked until commit),
+      // so writers in other processes (replicas, an offline CLI) never hand out the same one.
+      const got: Array<{ value: string }> = await p.$queryRawUnsafe(
+        `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=CAST(CAST("Meta".value AS INTEGER) + 1 AS TEXT) RETURNING value`,
+        String(next),
+      );
+      next = Number(got[0].value);
+      if (opts.expectedRevision !== undefined && next !== opts.expectedRevision + 1) throw new StaleRevisionError(opts.expectedRevision, next - 1);
+      for (const o of all) o.revision = next;
       for (let i = 0; i < all.length; i += CHUNK) {
         const chunk = all.slice(i, i + CHUNK);
         const values = chunk.map(() => "(?,?,?,?,?,?,?,?,?,?,?,?)").join(",");
@@ -184,14 +206,16 @@ export class ResourceStore extends EventEmitter {
           ...params,
         );
       }
-      await p.$executeRawUnsafe(
-        `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`,
-        String(next),
-      );
     };
     await this.prisma.$transaction(async (p) => tx(p), { timeout: 120_000, maxWait: 30_000 });
     for (const o of all) this.objects.set(refKey(o.kind, o.name), o);
     this.rev = next;
+    if (next !== prev + 1) {
+      // revisions in between were written elsewhere and are not in memory yet: read them now
+      // (queued after this write), whatever the other writer's broadcast does
+      this.behind = true;
+      void this.reload().catch(() => undefined);
+    }
     const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
     this.emit("change", changed, next);
     if (this.afterCommit) await this.afterCommit(changed, next);
