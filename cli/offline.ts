@@ -1,7 +1,8 @@
 // Working on the store directly when no server answers: the SQLite file in the data dir, or, when
 // SVC_DATABASE_URL is set, the PostgreSQL database the replicas of a scale-out deployment share
 // (engines/store/open.ts, the same one `svc serve` opens). A running server notices these writes
-// on its next resync (ResourceStore.reload sees the revision moved).
+// on its next resync (ResourceStore.reload sees the revision moved); replicas sharing Redis
+// (SVC_REDIS_URL set here too) are told at once, as for their own writes.
 import { mkdir } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import type { ResourceStore } from "../prisma/resource-store";
@@ -72,14 +73,38 @@ export async function withOfflineStore<T>(home: string, f: (store: ResourceStore
   }
   try {
     const store = await ResourceStore.open(db.prisma);
+    const quiet = url ? announce(store) : undefined;
     try {
       return await f(store);
     } finally {
       await store.close();
+      quiet?.();
     }
   } finally {
     await db.close();
   }
+}
+
+/** With SVC_REDIS_URL, each offline write is announced to the running replicas the way their own
+ * are (engines/cluster/bus.ts: revoked keys marked, a re-read message) instead of waiting for
+ * their periodic re-read. Best effort: the write is done either way. Returns the disconnect. */
+function announce(store: ResourceStore): (() => void) | undefined {
+  const url = process.env.SVC_REDIS_URL?.trim();
+  if (!url) return undefined;
+  let redis: import("ioredis").Redis | undefined;
+  store.afterCommit = async (refs, revision) => {
+    try {
+      if (!/^rediss?:\/\//i.test(url)) throw new Error("SVC_REDIS_URL must be a redis:// or rediss:// URL");
+      const { connectRedis, waitReady } = await import("../engines/cluster/redis");
+      const { broadcastChange } = await import("../engines/cluster/bus");
+      redis ??= connectRedis(url, { name: "cli" });
+      await waitReady(redis, 3000);
+      await broadcastChange(redis, store, { prefix: process.env.SVC_REDIS_PREFIX?.trim() || "svc:", from: "cli" }, refs, revision);
+    } catch (e) {
+      process.stderr.write(`note: could not tell the running replicas through Redis (${oneLine(e)}); they pick the change up at their next periodic re-read\n`);
+    }
+  };
+  return () => redis?.disconnect();
 }
 
 function unreachable(url: string, e: unknown): CliError {

@@ -9,6 +9,7 @@ import { missingServices, freePort } from "../helpers/services";
 import { runCli } from "../helpers/cli";
 import { tempDir } from "../helpers/svc";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
+import { until } from "../helpers/http";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -19,9 +20,13 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
   let env: Record<string, string>;
   let home: string;
   let keyId: string;
+  let saved: string | undefined;
 
   beforeAll(async () => {
     shared = await startShared();
+    // no periodic re-read: only the CLI's broadcast can tell the replica about its writes
+    saved = process.env.SVC_STORE_RELOAD_MS;
+    process.env.SVC_STORE_RELOAD_MS = "0";
     replica = await startReplica();
     // a replica wrote: a key over HTTP and an Agent from a manifest source
     const k = await replica.api("POST", "/v1/api-keys", { name: "from-replica" });
@@ -35,6 +40,8 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
 
   afterAll(async () => {
     await replica?.svc.stop().catch(() => undefined);
+    if (saved === undefined) delete process.env.SVC_STORE_RELOAD_MS;
+    else process.env.SVC_STORE_RELOAD_MS = saved;
     await shared?.stop();
   });
 
@@ -52,7 +59,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
     expect(text.stdout).toMatch(/Agent\/pg-agent/);
   });
 
-  it("svc config export and apply work on it; the replica sees the applied object", async () => {
+  it("svc config export and apply work on it; the running replica is told at once (SVC_REDIS_URL)", async () => {
     const exp = await runCli(["config", "export", "--include-api-owned"], env);
     expect(exp.code, exp.stderr).toBe(0);
     expect(exp.stdout).toContain("name: pg-agent");
@@ -64,7 +71,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
     const apply = await runCli(["config", "apply", file], env);
     expect(apply.code, apply.stderr).toBe(0);
     expect(apply.stdout).toMatch(/Applied 1 change/);
-    await replica.svc.svc.store.reload();
+    await until(() => !!replica.svc.svc.store.get("Agent", "from-cli"), 10_000);
     expect(replica.svc.svc.store.get("Agent", "from-cli")?.spec).toMatchObject({ instructions: "applied offline" });
     // nothing went to the local SQLite file's objects
     const local = await runCli(["status", "--json"], { ...env, SVC_DATABASE_URL: "" });
