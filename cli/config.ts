@@ -44,7 +44,7 @@ export function registerConfig(program: Command): void {
       text = r.text;
     } else {
       note(how);
-      if (!storeExists(target.home)) throw new CliError(`no store at ${storeFile(target.home)}: svc has not run with this data dir`);
+      if (!(await storeExists(target.home))) throw new CliError(`no store at ${storeFile(target.home)}: svc has not run with this data dir`);
       const { exportObjects } = await manifests();
       text = await withOfflineStore(target.home, async (store) => exportObjects(store, { format, includeApiOwned: !!o.includeApiOwned }));
     }

@@ -1,9 +1,10 @@
 // Finding the svc to talk to: the running server's admin API over loopback when one answers,
-// else the store file itself (offline). Port: --port, SVC_PORT, <home>/server.json, else 1337.
+// else the store itself (offline: the SQLite file, or SVC_DATABASE_URL's PostgreSQL, cli/offline.ts).
+// Port: --port, SVC_PORT, <home>/server.json, else 1337.
 import { readFile } from "node:fs/promises";
-import { existsSync } from "node:fs";
-import { DEFAULT_PORT, resolveHome, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
+import { DEFAULT_PORT, resolveHome, serverInfoFile, type ServerInfo } from "../controllers/paths";
 import { CliError } from "./errors";
+import { offlineStoreExists, offlineStoreLabel } from "./offline";
 
 export interface TargetOptions {
   port?: string;
@@ -120,9 +121,10 @@ export async function connect(opts: TargetOptions): Promise<{ target: Target; on
   const why = running
     ? `a server (pid ${target.info!.pid}) is recorded in ${serverInfoFile(target.home)} but does not answer at ${target.base}`
     : `no server answers at ${target.base}`;
-  return { target, online: false, note: `offline: ${why}; working on ${storeFile(target.home)}` };
+  return { target, online: false, note: `offline: ${why}; working on ${await offlineStoreLabel(target.home)}` };
 }
 
-export function storeExists(home: string): boolean {
-  return existsSync(storeFile(home));
+/** Is there a store to work on offline? (PostgreSQL: it answers; unreachable is a CliError) */
+export function storeExists(home: string): Promise<boolean> {
+  return offlineStoreExists(home);
 }

@@ -10,6 +10,7 @@ import { addTargetOptions } from "./config";
 import { probe, resolveTarget } from "./connect";
 import { snapshot, type ObjectRow } from "./status";
 import { EXIT } from "./errors";
+import { offlinePgUrl, safeUrl } from "./offline";
 import { pendingMigrations, listMigrations } from "../prisma/migrate";
 import { resolveModelsDir, storeFile } from "../controllers/paths";
 
@@ -71,6 +72,26 @@ async function checkModelFile(o: ObjectRow, modelsDir: string): Promise<Finding 
   return null;
 }
 
+/** SVC_DATABASE_URL's PostgreSQL: does it answer, are its migrations applied? */
+async function checkPgStore(url: string, add: (level: Level, what: string, hint?: string) => void): Promise<void> {
+  const pg = (await import("pg")).default;
+  const { listPgMigrations } = await import("../engines/store/pg-migrate");
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  const where = `PostgreSQL store ${safeUrl(url)}`;
+  try {
+    await c.connect();
+    const t = await c.query(`SELECT to_regclass('"_prisma_migrations"') AS t`);
+    const done = new Set<string>(t.rows[0]?.t ? (await c.query(`SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL`)).rows.map((r) => r.migration_name) : []);
+    const pending = listPgMigrations().filter((m) => !done.has(m));
+    if (pending.length === 0) add("ok", `${where} answers and is migrated (${done.size} migrations applied)`);
+    else add("warn", `${where} answers; ${pending.length} pending migrations (${pending.join(", ")})`, "they are applied automatically at the next start of svc serve");
+  } catch (e: any) {
+    add("FAIL", `${where} (SVC_DATABASE_URL) cannot be reached: ${String(e?.message || e?.code || e).split("\n")[0]}`, "is PostgreSQL running, and are the host, port, user and password right?");
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
 export async function runDoctor(o: { port?: string; home?: string }): Promise<{ findings: Finding[]; failed: boolean }> {
   const findings: Finding[] = [];
   const add = (level: Level, what: string, hint?: string) => findings.push({ level, what, hint });
@@ -99,7 +120,14 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
 
   // 3. store
   const db = storeFile(target.home);
-  if (!existsSync(db)) add("warn", `no store at ${db} yet`, "svc serve (or svc config apply) creates and migrates it");
+  const pgUrl = await offlinePgUrl().catch((e: Error) => {
+    add("FAIL", e.message, "set SVC_DATABASE_URL to postgresql://user:password@host:5432/db, or unset it");
+    return null;
+  });
+  if (pgUrl) await checkPgStore(pgUrl, add);
+  else if (pgUrl === null) {
+    // SVC_DATABASE_URL is set but unusable (reported above)
+  } else if (!existsSync(db)) add("warn", `no store at ${db} yet`, "svc serve (or svc config apply) creates and migrates it");
   else {
     try {
       const pending = pendingMigrations(db);

@@ -37,7 +37,7 @@ export async function snapshot(opts: { port?: string; home?: string }): Promise<
     if (r.status !== 200) throw new CliError(errorOf(r));
     return { snap: { online: true, ...r.json, url: r.json.url ?? target.base }, note, base: target.base };
   }
-  if (!storeExists(target.home)) return { snap: null, note, base: target.base };
+  if (!(await storeExists(target.home))) return { snap: null, note, base: target.base };
   const snap = await withOfflineStore(target.home, async (store) => ({
     online: false,
     url: null,

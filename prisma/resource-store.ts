@@ -5,7 +5,6 @@
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "./client";
-import { SqliteResources } from "./repos/sqlite";
 import type { ResourceRepo } from "./repos/types";
 
 export interface Condition {
@@ -65,7 +64,12 @@ export class ResourceStore extends EventEmitter {
   private rev = 0;
   private statusQueue = new Map<string, StoredObject>();
   private statusFlush: Promise<void> | null = null;
+  /** writes and re-reads, one at a time: a re-read interleaved with a local write would drop the
+   * write from memory (its snapshot predates it) or swallow another replica's change */
   private writing: Promise<unknown> = Promise.resolve();
+  /** another process committed a revision this memory has not read (a write got a revision above
+   * rev + 1): the next reload reads everything even when the revision looks current */
+  private behind = false;
   /** scale-out (engines/cluster/bus.ts): awaited after each committed write, before it returns */
   afterCommit?: (refs: Ref[], revision: number) => Promise<void>;
   /** scale-out: told after status writes were committed (the other replicas re-read them) */
@@ -76,23 +80,31 @@ export class ResourceStore extends EventEmitter {
     this.setMaxListeners(100);
   }
 
-  /** `repo`: the store's resource repository (OpenedDb.repos.resources); SQLite's by default. */
-  static async open(prisma: PrismaClient, repo: ResourceRepo = new SqliteResources(prisma)): Promise<ResourceStore> {
+  /** `repo`: the store's resource repository (OpenedDb.repos.resources), required so that a
+   * PostgreSQL store is never written with SQLite's statements. */
+  static async open(prisma: PrismaClient, repo: ResourceRepo): Promise<ResourceStore> {
     const s = new ResourceStore(prisma, repo);
     await s.reload();
     return s;
   }
 
-  /** Re-read everything from the file (another process may have written it). Returns true if the revision moved. */
-  async reload(): Promise<boolean> {
+  /** Re-read everything from the database (another process may have written it). Returns true if the revision moved. */
+  reload(): Promise<boolean> {
+    const run = this.writing.then(() => this.doReload());
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doReload(): Promise<boolean> {
     const meta = await this.prisma.meta.findUnique({ where: { key: "revision" } });
     const rev = meta ? Number(meta.value) : 0;
-    if (rev === this.rev && this.objects.size > 0) return false;
+    if (rev === this.rev && !this.behind && this.objects.size > 0) return false;
     const rows = await this.prisma.resource.findMany();
     const before = this.objects;
     this.objects = new Map(rows.map((r) => [refKey(r.kind, r.name), fromRow(r)]));
-    const moved = rev !== this.rev;
+    const moved = rev !== this.rev || this.behind;
     this.rev = rev;
+    this.behind = false;
     if (moved) {
       const refs = new Map<string, Ref>();
       for (const [k, o] of before) refs.set(k, { kind: o.kind, name: o.name });
@@ -138,7 +150,8 @@ export class ResourceStore extends EventEmitter {
       throw new StaleRevisionError(opts.expectedRevision, this.rev);
     }
     const now = new Date().toISOString();
-    const next = this.rev + 1;
+    const prev = this.rev;
+    let next = prev + 1; // the revision the database hands out in the transaction (below)
     const rows: StoredObject[] = [];
     const deletes: StoredObject[] = [];
     for (const op of ops) {
@@ -171,13 +184,25 @@ export class ResourceStore extends EventEmitter {
     if (rows.length === 0 && deletes.length === 0) return { revision: this.rev, changed: [] };
 
     const all = [...rows, ...deletes];
-    await this.repo.write(all.map((o) => ({
-      kind: o.kind, name: o.name, uid: o.uid, owner: o.owner, labels: JSON.stringify(o.labels), spec: JSON.stringify(o.spec),
-      generation: o.generation, status: JSON.stringify(o.status), revision: o.revision, deletedAt: o.deleting ? o.updatedAt : null,
-      createdAt: o.createdAt, updatedAt: o.updatedAt,
-    })), next);
+    // The database hands out the revision inside the write transaction (atomically), so writers in
+    // other processes (replicas, an offline CLI) never take the same one.
+    next = await this.repo.write(next, (revision) => {
+      if (opts.expectedRevision !== undefined && revision !== opts.expectedRevision + 1) throw new StaleRevisionError(opts.expectedRevision, revision - 1);
+      for (const o of all) o.revision = revision;
+      return all.map((o) => ({
+        kind: o.kind, name: o.name, uid: o.uid, owner: o.owner, labels: JSON.stringify(o.labels), spec: JSON.stringify(o.spec),
+        generation: o.generation, status: JSON.stringify(o.status), revision, deletedAt: o.deleting ? o.updatedAt : null,
+        createdAt: o.createdAt, updatedAt: o.updatedAt,
+      }));
+    });
     for (const o of all) this.objects.set(refKey(o.kind, o.name), o);
     this.rev = next;
+    if (next !== prev + 1) {
+      // revisions in between were written elsewhere and are not in memory yet: read them now
+      // (queued after this write), whatever the other writer's broadcast does
+      this.behind = true;
+      void this.reload().catch(() => undefined);
+    }
     const changed = all.map((o) => ({ kind: o.kind, name: o.name }));
     this.emit("change", changed, next);
     if (this.afterCommit) await this.afterCommit(changed, next);

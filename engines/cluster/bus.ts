@@ -9,6 +9,23 @@ import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
 import type { ResourceStore, Ref } from "../../prisma/resource-store";
 
+/** Mark the revoked or deleted API keys among `refs` in Redis (the set every replica's admission
+ * script checks), then tell the replicas to re-read the store. Also used by the offline CLI. */
+export async function broadcastChange(cmd: Redis, store: ResourceStore, o: { prefix: string; from: string }, refs: Ref[], revision: number): Promise<void> {
+  await markRevoked(cmd, store, o.prefix, refs);
+  await cmd.publish(`${o.prefix}changes`, JSON.stringify({ from: o.from, revision }));
+}
+
+async function markRevoked(cmd: Redis, store: ResourceStore, prefix: string, refs: Ref[]): Promise<void> {
+  const gone: string[] = [];
+  for (const r of refs) {
+    if (r.kind !== "ApiKey") continue;
+    const o = store.get(r.kind, r.name);
+    if (!o || o.deleting || o.spec?.revoked_at) gone.push(r.name);
+  }
+  if (gone.length) await cmd.sadd(`${prefix}revoked`, ...gone);
+}
+
 export interface BusOptions {
   prefix: string;
   replicaId: string;
@@ -67,21 +84,14 @@ export class ClusterBus extends EventEmitter {
   /** ResourceStore.afterCommit: mark revoked keys, then tell the other replicas. */
   async afterCommit(refs: Ref[], revision: number): Promise<void> {
     try {
-      await this.markRevoked(refs);
-      await this.cmd.publish(this.channel, JSON.stringify({ from: this.o.replicaId, revision }));
+      await broadcastChange(this.cmd, this.store, { prefix: this.o.prefix, from: this.o.replicaId }, refs, revision);
     } catch (e) {
       this.o.log("cluster: could not broadcast a store change (other replicas pick it up on their next reload)", { err: String((e as Error)?.message ?? e) });
     }
   }
 
-  private async markRevoked(refs: Ref[]): Promise<void> {
-    const gone: string[] = [];
-    for (const r of refs) {
-      if (r.kind !== "ApiKey") continue;
-      const o = this.store.get(r.kind, r.name);
-      if (!o || o.deleting || o.spec?.revoked_at) gone.push(r.name);
-    }
-    if (gone.length) await this.cmd.sadd(`${this.o.prefix}revoked`, ...gone);
+  private markRevoked(refs: Ref[]): Promise<void> {
+    return markRevoked(this.cmd, this.store, this.o.prefix, refs);
   }
 
   /** ResourceStore.afterStatus: the reconciler wrote status; the others re-read it (so `svc

@@ -88,7 +88,10 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);
     const readStatus = () => svc.db.prisma.resource.findMany({ select: { kind: true, name: true, status: true } });
-    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? 30_000 : 0 }, readStatus);
+    // the safety-net re-read (a message lost while Redis was away); SVC_STORE_RELOAD_MS=0 turns it off
+    const every = Number(env.SVC_STORE_RELOAD_MS?.trim() || NaN);
+    const reloadMs = Number.isFinite(every) && every >= 0 ? every : 30_000;
+    const bus = new ClusterBus(cmd, sub, store, { prefix, replicaId, log, reloadMs: pgUrl ? reloadMs : 0 }, readStatus);
     cluster.bus = bus;
     store.afterCommit = (refs, rev) => bus.afterCommit(refs, rev);
     store.afterStatus = () => bus.statusWritten();

@@ -5,6 +5,10 @@
 -- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
 -- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
 -- (a replica that dies mid-request leaves them; they lapse after the request timeout).
+-- Every verdict of a key with a rate limit ends with {limit, remaining, reset ms} of the window the
+-- x-ratelimit-* headers describe (as in embedded mode: the per_minute bucket, else the hour, else
+-- the day window), after this request's slot was taken when it was admitted.
+-- a.x: refuse (per_request_max, checked by the replica) after the checks that come before it.
 local a = cjson.decode(ARGV[1])
 local P = a.p
 if redis.call('SISMEMBER', P .. 'revoked', a.k) == 1 then return {'revoked'} end
@@ -28,15 +32,33 @@ end
 
 -- rate: check all before taking any
 local bkey = P .. 'rb:' .. a.k
-local tokens
+local tokens, cap, per
 if a.pm then
-  local cap = a.burst or a.pm
-  local per = a.pm / 60000
+  cap = a.burst or a.pm
+  per = a.pm / 60000
   local b = redis.call('HMGET', bkey, 't', 'l')
   tokens = cap
   if b[1] then tokens = math.min(cap, tonumber(b[1]) + (now - tonumber(b[2])) * per) end
-  if tokens < 1 then return {'rate', 'per_minute', math.ceil((1 - tokens) / per)} end
 end
+-- the rate state the headers report ({limit, remaining, reset ms}; nil without a rate limit)
+local function rate(taken)
+  if a.pm then
+    local left = tokens
+    if taken then left = left - 1 end
+    return {a.pm, math.max(0, math.floor(left)), math.ceil((cap - left) / per)}
+  end
+  local name, limit, span
+  if a.ph then name, limit, span = 'rh:', a.ph, 3600000
+  elseif a.pd then name, limit, span = 'rd:', a.pd, 86400000
+  else return nil end
+  local z = P .. name .. a.k
+  redis.call('ZREMRANGEBYSCORE', z, '-inf', now - span)
+  local n = redis.call('ZCARD', z)
+  local reset = 0
+  if n > 0 then reset = math.max(0, tonumber(redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')[2]) + span - now) end
+  return {limit, math.max(0, limit - n), reset}
+end
+if a.pm and tokens < 1 then return {'rate', 'per_minute', math.ceil((1 - tokens) / per), rate(false)} end
 local function window(name, limit, span)
   if not limit then return nil end
   local z = P .. name .. a.k
@@ -48,14 +70,15 @@ local function window(name, limit, span)
   return nil
 end
 local w = window('rh:', a.ph, 3600000)
-if w then return {'rate', 'per_hour', w} end
+if w then return {'rate', 'per_hour', w, rate(false)} end
 w = window('rd:', a.pd, 86400000)
-if w then return {'rate', 'per_day', w} end
+if w then return {'rate', 'per_day', w, rate(false)} end
 
 if a.mr then
   local used = tonumber(redis.call('HGET', P .. 'u:' .. a.k .. ':total', 'r') or '0')
-  if used >= a.mr then return {'max', tostring(used)} end
+  if used >= a.mr then return {'max', tostring(used), rate(false)} end
 end
+if a.x then return {'over', rate(false)} end
 
 -- budgets and tokens: committed (settled + reserved) must be under each limit
 local function num(x) return tonumber(x or '0') or 0 end
@@ -65,11 +88,11 @@ for i, c in ipairs(a.checks) do
   local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
   local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
   local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
-  if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt)} end
-  if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt)} end
-  if c.bd and num(d[1]) + rs >= c.bd then return {'usage', i, 'bd', tostring(num(d[1]))} end
-  if c.bm and num(m[1]) + rs >= c.bm then return {'usage', i, 'bm', tostring(num(m[1]))} end
-  if c.bt and num(t[1]) + rs >= c.bt then return {'usage', i, 'bt', tostring(num(t[1]))} end
+  if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
+  if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
+  if c.bd and num(d[1]) + rs >= c.bd then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
+  if c.bm and num(m[1]) + rs >= c.bm then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
+  if c.bt and num(t[1]) + rs >= c.bt then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
 end
 
 -- admitted: take the rate slot, count the request, reserve the estimate
@@ -91,6 +114,4 @@ for _, e in ipairs(a.ents) do
     redis.call('ZADD', P .. 'rs:' .. e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
   end
 end
-local left = -1
-if a.pm then left = math.floor(tokens - 1) end
-return {'ok', left}
+return {'ok', rate(true)}

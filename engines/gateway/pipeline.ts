@@ -223,10 +223,11 @@ export class GatewayPipeline implements InferencePipeline {
           priced: true,
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
-        headers = this.o.limits.rateHeaders(key, now);
-        this.alerts.admitted(key, headers, caller.ip);
+        // shared limits (scale-out): the headers come with the store's verdict, filled in before `durable` settles
+        headers = run.adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
         // shared mode: the shared store's own admission decides before the upstream sees it
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
+        this.alerts.admitted(key, headers, caller.ip);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
       let events: AsyncIterable<ChatEvent> | undefined;
@@ -347,9 +348,9 @@ export class GatewayPipeline implements InferencePipeline {
           action: "embeddings",
           ip: caller.ip,
         });
-        headers = this.o.limits.rateHeaders(key, now);
-        this.alerts.admitted(key, headers, caller.ip);
+        headers = adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
         if (adm.durable) await adm.durable.catch(storeUnavailable);
+        this.alerts.admitted(key, headers, caller.ip);
       }
       const written = adm?.written;
       target = cands[0];

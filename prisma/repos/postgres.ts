@@ -36,12 +36,12 @@ const RESOURCES = (n: number) => `INSERT INTO resource (kind, name, uid, owner, 
   ON CONFLICT (kind, name) DO UPDATE SET uid = EXCLUDED.uid, owner = EXCLUDED.owner, labels = EXCLUDED.labels, spec = EXCLUDED.spec,
   generation = EXCLUDED.generation, status = EXCLUDED.status, revision = EXCLUDED.revision, deletedat = EXCLUDED.deletedat,
   createdat = EXCLUDED.createdat, updatedat = EXCLUDED.updatedat`;
-const REVISION = `INSERT INTO meta (key, value) VALUES ('revision', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
+const REVISION = `INSERT INTO meta (key, value) VALUES ('revision', $1) ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT) RETURNING value`;
 // a VALUES list outside an INSERT has no column to take types from: text, said once per value
 const STATUS = (n: number) =>
   `UPDATE resource AS r SET status = v.status FROM (VALUES ${values(n, 3, "::text")}) AS v (kind, name, status) WHERE r.kind = v.kind AND r.name = v.name`;
 
-type Tx = Pick<PrismaClient, "$executeRawUnsafe">;
+type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
 
 class PgAudit implements AuditRepo {
   constructor(private readonly prisma: PrismaClient) {}
@@ -75,14 +75,17 @@ class PgLimits implements LimitsRepo {
 class PgResources implements ResourceRepo {
   constructor(private readonly prisma: PrismaClient) {}
 
-  async write(rows: ResourceRow[], revision: number): Promise<void> {
-    await this.prisma.$transaction(async (p: Tx) => {
-      for (const c of chunks(rows, BATCH.resources)) {
+  async write(first: number, make: (revision: number) => ResourceRow[]): Promise<number> {
+    // a generous timeout: a large apply is thousands of rows
+    return this.prisma.$transaction(async (p: Tx) => {
+      const got: Array<{ value: string }> = await p.$queryRawUnsafe(REVISION, String(first));
+      const revision = Number(got[0].value);
+      for (const c of chunks(make(revision), BATCH.resources)) {
         await p.$executeRawUnsafe(RESOURCES(c.length), ...c.flatMap((o) => [
           o.kind, o.name, o.uid, o.owner, o.labels, o.spec, o.generation, o.status, o.revision, o.deletedAt, o.createdAt, o.updatedAt,
         ]));
       }
-      await p.$executeRawUnsafe(REVISION, String(revision));
+      return revision;
     }, { timeout: 120_000, maxWait: 30_000 });
   }
 

@@ -29,7 +29,7 @@ const RESOURCES = (n: number) => `INSERT INTO "Resource" (kind,name,uid,owner,la
   ON CONFLICT(kind,name) DO UPDATE SET uid=excluded.uid, owner=excluded.owner, labels=excluded.labels, spec=excluded.spec,
   generation=excluded.generation, status=excluded.status, revision=excluded.revision, deletedAt=excluded.deletedAt,
   createdAt=excluded.createdAt, updatedAt=excluded.updatedAt`;
-const REVISION = `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value`;
+const REVISION = `INSERT INTO "Meta" (key,value) VALUES ('revision',?) ON CONFLICT(key) DO UPDATE SET value=CAST(CAST("Meta".value AS INTEGER) + 1 AS TEXT) RETURNING value`;
 // UPDATE … FROM (VALUES …) keeps it one statement per chunk
 const STATUS = (n: number) =>
   `UPDATE "Resource" SET status = v.column3 FROM (VALUES ${marks(n, "(?,?,?)")}) AS v WHERE "Resource".kind = v.column1 AND "Resource".name = v.column2`;
@@ -104,20 +104,22 @@ function limitsRepo(sync: SqliteLimits): LimitsRepo & { sync: SyncLimits } {
   return { sync, save: (s) => later(() => sync.save(s)), load: (periods) => later(() => sync.load(periods)) };
 }
 
-type Tx = Pick<PrismaClient, "$executeRawUnsafe">;
+type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
 
 export class SqliteResources implements ResourceRepo {
   constructor(private readonly prisma: PrismaClient) {}
 
-  async write(rows: ResourceRow[], revision: number): Promise<void> {
+  async write(first: number, make: (revision: number) => ResourceRow[]): Promise<number> {
     // a generous timeout: a large apply is thousands of rows
-    await this.prisma.$transaction(async (p: Tx) => {
-      for (const c of chunks(rows, BATCH.resources)) {
+    return this.prisma.$transaction(async (p: Tx) => {
+      const got: Array<{ value: string }> = await p.$queryRawUnsafe(REVISION, String(first));
+      const revision = Number(got[0].value);
+      for (const c of chunks(make(revision), BATCH.resources)) {
         await p.$executeRawUnsafe(RESOURCES(c.length), ...c.flatMap((o) => [
           o.kind, o.name, o.uid, o.owner, o.labels, o.spec, o.generation, o.status, o.revision, o.deletedAt, o.createdAt, o.updatedAt,
         ]));
       }
-      await p.$executeRawUnsafe(REVISION, String(revision));
+      return revision;
     }, { timeout: 120_000, maxWait: 30_000 });
   }
 

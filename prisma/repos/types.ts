@@ -90,8 +90,11 @@ export interface ResourceRow {
 }
 
 export interface ResourceRepo {
-  /** Upsert the objects and set the store revision, in one transaction. */
-  write(rows: ResourceRow[], revision: number): Promise<void>;
+  /** In one transaction: take the next store revision atomically (`first` when the store has
+   * none yet, else the stored one + 1; the row stays locked until commit, so concurrent writers
+   * in other processes never share one), ask `rows` for the rows stamped with it (it may throw to
+   * roll back, e.g. a stale plan), upsert them. Resolves with the revision taken. */
+  write(first: number, rows: (revision: number) => ResourceRow[]): Promise<number>;
   /** Replace the status (JSON text) of existing objects, in one transaction. */
   writeStatus(rows: Array<{ kind: string; name: string; status: string }>): Promise<void>;
 }

@@ -20,7 +20,7 @@ export function tempDir(prefix = "svc-manifests-"): string {
 export async function tempStore(): Promise<TempStore> {
   const dir = tempDir();
   const db = await openDb(path.join(dir, "svc.db"));
-  const store = await ResourceStore.open(db.prisma);
+  const store = await ResourceStore.open(db.prisma, db.repos.resources);
   return {
     store,
     dir,

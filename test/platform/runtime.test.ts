@@ -18,7 +18,7 @@ const quiet = jsonLogger({ write: () => {} });
 
 beforeEach(async () => {
   db = await openDb(path.join(await tempDir("svc-rt-"), "svc.db"));
-  store = await ResourceStore.open(db.prisma);
+  store = await ResourceStore.open(db.prisma, db.repos.resources);
 });
 
 afterEach(async () => {
@@ -185,7 +185,7 @@ describe("ControllerManager", () => {
     };
     const m = start([ctl]);
     // a second store on the same file stands in for `svc config apply` run offline
-    const other = await ResourceStore.open(db.prisma);
+    const other = await ResourceStore.open(db.prisma, db.repos.resources);
     await other.write([agent("from-cli")]);
     expect(store.get("Agent", "from-cli")).toBeUndefined();
     await m.resync();

@@ -133,9 +133,10 @@ describe.each(stores)("$name repositories", (s) => {
   });
 
   it.skipIf(s.skip)("resources: objects upserted with the revision in one transaction, status replaced alone", async () => {
-    await db.repos.resources.write([resource("a"), resource("b"), resource("c")], 1);
+    expect(await db.repos.resources.write(1, () => [resource("a"), resource("b"), resource("c")])).toBe(1);
     const later = new Date(T0 + 60_000).toISOString();
-    await db.repos.resources.write([resource("a", { spec: '{"n":"a2"}', generation: 2, revision: 2, updatedAt: later }), resource("b", { deletedAt: later, revision: 2 })], 2);
+    // the revision is the stored one + 1 whatever the writer proposed (another writer may have moved it)
+    expect(await db.repos.resources.write(1, (rev) => [resource("a", { spec: '{"n":"a2"}', generation: 2, revision: rev, updatedAt: later }), resource("b", { deletedAt: later, revision: rev })])).toBe(2);
     await db.repos.resources.writeStatus([{ kind: "ApiKey", name: "a", status: '{"observedGeneration":2}' }, { kind: "ApiKey", name: "nope", status: "{}" }]);
 
     expect((await db.prisma.meta.findUniqueOrThrow({ where: { key: "revision" } })).value).toBe("2");
@@ -146,7 +147,9 @@ describe.each(stores)("$name repositories", (s) => {
     expect(rows[2]).toMatchObject({ generation: 1, revision: 1, status: "{}" });
 
     // a duplicate uid fails the statement: the revision and the other rows of the write stay as they were
-    await expect(db.repos.resources.write([resource("d"), resource("e", { uid: "uid-c" })], 3)).rejects.toThrow();
+    await expect(db.repos.resources.write(3, () => [resource("d"), resource("e", { uid: "uid-c" })])).rejects.toThrow();
+    // so does a write its caller refuses once it sees the revision (a stale plan)
+    await expect(db.repos.resources.write(3, () => { throw new Error("stale"); })).rejects.toThrow("stale");
     expect((await db.prisma.meta.findUniqueOrThrow({ where: { key: "revision" } })).value).toBe("2");
     expect(await db.prisma.resource.count({ where: { name: "d" } })).toBe(0);
   });

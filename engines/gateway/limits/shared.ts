@@ -40,10 +40,21 @@ export interface SharedRequest {
   s: number;
   t: number;
   checks: SharedCheck[];
+  /** refuse after the checks that come first (per_request_max is over; the store reports the rate state) */
+  x?: boolean;
 }
 
-/** The store's answer: admitted (with the bucket's tokens left, -1 without a bucket) or why not. */
-export type SharedVerdict = ["ok", number?] | ["revoked"] | ["rate", string, number] | ["max", string] | ["usage", number, string, string];
+/** The rate window the x-ratelimit-* headers describe: limit, remaining, ms until it is full again. */
+export type SharedRate = [number, number, number];
+
+/** The store's answer: admitted or why not; for a key with a rate limit, its rate state comes last. */
+export type SharedVerdict =
+  | ["ok", SharedRate?]
+  | ["revoked"]
+  | ["rate", string, number, SharedRate?]
+  | ["max", string, SharedRate?]
+  | ["over", SharedRate?]
+  | ["usage", number, string, string, SharedRate?];
 
 /** Settled usage of one entity and period as the shared store holds it. */
 export interface SharedUsage {
@@ -69,6 +80,21 @@ export interface SharedHold {
   id: string;
   /** the store admitted it: settle must release the reservation */
   held: boolean;
+  /** x-ratelimit-* headers, filled in when the store answers (before `durable` settles) */
+  headers: Record<string, string>;
+  /** the per_request_max refusal the store is asked to confirm (req.x) */
+  over?: LimitRefusal;
+}
+
+/** x-ratelimit-* headers of a verdict (the same the embedded limits send, limits/key-rates.ts). */
+export function sharedRateHeaders(v: SharedVerdict): Record<string, string> {
+  const r = v[v.length - 1];
+  if (!Array.isArray(r) || r.length !== 3) return {};
+  return {
+    "x-ratelimit-limit-requests": String(r[0]),
+    "x-ratelimit-remaining-requests": String(r[1]),
+    "x-ratelimit-reset-requests": `${Math.ceil(Number(r[2]) / 1000)}s`,
+  };
 }
 
 /** Build the request for a key (`checks` from checksOf, entities key/team/org). */
@@ -102,8 +128,8 @@ export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[],
 
 export class SharedStoreUnavailable extends Error {}
 
-/** The error a refusal verdict stands for (null: admitted). */
-export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits): GatewayError | null {
+/** The error a refusal verdict stands for (null: admitted); `h` are its x-ratelimit-* headers. */
+export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits, h: Record<string, string> = {}, over?: LimitRefusal): GatewayError | null {
   switch (v[0]) {
     case "ok":
       return null;
@@ -113,24 +139,26 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
       const retry = Math.max(1, Math.ceil(v[2] / 1000));
       const limit = v[1] === "per_minute" ? `per_minute=${lim.perMinute}` : v[1] === "per_hour" ? `per_hour=${lim.perHour}` : `per_day=${lim.perDay}`;
       const which = v[1] === "per_minute" && lim.burst !== undefined && lim.burst !== lim.perMinute ? `${limit} (burst=${lim.burst})` : limit;
-      return new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, { "retry-after": String(retry) });
+      return new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, { ...h, "retry-after": String(retry) });
     }
     case "max":
-      return new LimitRefusal(402, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, {});
+      return new LimitRefusal(402, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, h);
+    case "over":
+      return over ? new LimitRefusal(402, "quota_exceeded", over.limit, over.message, h) : null;
     case "usage": {
       const c = r.checks[v[1] - 1];
       const used = Number(v[3]);
       switch (v[2]) {
         case "td":
-          return new LimitRefusal(402, "quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, {});
+          return new LimitRefusal(402, "quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
         case "tm":
-          return new LimitRefusal(402, "quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, {});
+          return new LimitRefusal(402, "quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
         case "bd":
-          return new LimitRefusal(402, "budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, {});
+          return new LimitRefusal(402, "budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
         case "bm":
-          return new LimitRefusal(402, "budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, {});
+          return new LimitRefusal(402, "budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
         default:
-          return new LimitRefusal(402, "budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, {});
+          return new LimitRefusal(402, "budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
       }
     }
   }
@@ -141,11 +169,14 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
 export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: EffectiveLimits): Promise<void> {
   return store.admit(hold.req, hold.id).then(
     (v) => {
-      const e = refusalOf(v, hold.req, lim);
+      Object.assign(hold.headers, sharedRateHeaders(v));
+      const e = refusalOf(v, hold.req, lim, hold.headers, hold.over);
       if (e) throw e;
+      if (hold.over) throw hold.over; // (a store without the "over" verdict)
       hold.held = hold.req.lim;
     },
     (e) => {
+      if (hold.over) throw hold.over; // a client mistake stays a 402, without the rate headers
       if (!hold.req.lim) return; // no limit to protect: serve on (revocations still reach this replica's key cache)
       throw new SharedStoreUnavailable(`the shared limits store (Redis) is unreachable: ${String((e as Error)?.message ?? e)}`);
     },
@@ -154,13 +185,18 @@ export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: Ef
 
 /** The admission of a request in shared mode (Limits.admit): nothing is counted in memory. */
 export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: EffectiveLimits, est: Estimate, ents: Entities, checks: Check[], day: string, month: string): Admission {
-  if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
-    throw new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
-  }
   const ids = [ents.own.id];
   if (ents.team) ids.push(ents.team.id);
   if (ents.org) ids.push(ents.org.id);
-  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false, headers: {} };
+  if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
+    const over = new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
+    // as in embedded mode, rate and max_requests refusals come first and the 402 carries the
+    // rate headers: the store makes those checks and reports the rate state, taking nothing
+    if (!hold.req.lim) throw over;
+    hold.req.x = true;
+    hold.over = over;
+  }
   return { entities: [], counters: [], spend: est.spend, tokens: est.tokens, settled: false, shared: hold, durable: sharedDurable(store, hold, lim) };
 }
 
@@ -208,5 +244,6 @@ export function installShared(l: Limits, store: SharedLimitStore): void {
     a.settled = true;
     if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
   };
-  l.rateHeaders = () => ({}); // the windows live in the shared store
+  // the windows live in the shared store: a request's headers come with its verdict (SharedHold.headers)
+  l.rateHeaders = () => ({});
 }
