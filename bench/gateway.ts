@@ -66,25 +66,32 @@ spec:
     - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model"]}
     - {effect: Deny, actions: ["*"], resources: ["provider:forbidden"]}
 `);
-    const home = path.join(tmp, "home");
     const admin = "sk-svc-benchadminkey0000000000000000000000000000";
-    const svc = await startSvcProcess({ home, config: cfg, core: 1, env: { SVC_ADMIN_KEY: admin, BENCH_UPSTREAM_KEY: "sk-upstream-bench" } });
-    procs.push(svc.proc);
-    const svcUrl = svc.url;
-    await waitHttp(`${svcUrl}/health`);
-    const created = await (await waitHttp(`${svcUrl}/v1/api-keys`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
-        policies: ["bench-policy"],
-        rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
-        budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
-        token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
-        ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8", "::1/128"] },
-      }),
-    })).json() as any;
-    if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
+    // svc started from `checkout` (default: this one) with the bench key; returns its URL and key.
+    const startSvc = async (home: string, checkout?: string) => {
+      const svc = await startSvcProcess({ home, config: cfg, core: 1, checkout, env: { SVC_ADMIN_KEY: admin, BENCH_UPSTREAM_KEY: "sk-upstream-bench" } });
+      procs.push(svc.proc);
+      await waitHttp(`${svc.url}/health`);
+      const created = await (await waitHttp(`${svc.url}/v1/api-keys`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
+          policies: ["bench-policy"],
+          rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+          budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
+          token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
+          ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8", "::1/128"] },
+        }),
+      })).json() as any;
+      if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
+      return { url: svc.url, key: created.api_key as string };
+    };
+    const svc = await startSvc(path.join(tmp, "home"));
+    // BENCH_BASELINE=<another svc checkout, installed>: its svc joins the rounds as "baseline", so
+    // a change is compared with earlier code in the same run, on the same machine.
+    const baselineDir = process.env.BENCH_BASELINE?.trim();
+    const baseline = baselineDir ? await startSvc(path.join(tmp, "baseline"), path.resolve(baselineDir)) : undefined;
 
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
     const pkPort = Number(new URL(upstream).port) + 1 + Math.floor(Math.random() * 1000);
@@ -95,27 +102,29 @@ spec:
 
     const targets = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
-      svc: { url: `${svcUrl}/v1/chat/completions`, headers: { authorization: `Bearer ${created.api_key}` } },
+      svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
+      ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
       },
-    } as const;
+    };
     // Warm up every path (JIT, keep-alive pools) before measuring.
     for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2);
 
     // Paths take turns, round after round, so a slow spell on this shared machine hits them all
     // alike; each path's figure is its median round (by steady requests/s).
-    const runs: Record<string, Record<number, Load[]>> = { direct: { 1: [], 50: [] }, svc: { 1: [], 50: [] }, portkey: { 1: [], 50: [] } };
+    const names = Object.keys(targets);
+    const runs: Record<string, Record<number, Load[]>> = Object.fromEntries(names.map((n) => [n, { 1: [], 50: [] }]));
     for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds));
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
-    const results: Record<string, Record<number, Load>> = { direct: {}, svc: {}, portkey: {} };
+    const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
 
     const rows: (string | number)[][] = [];
     for (const c of [1, 50]) {
-      for (const name of ["direct", "svc", "portkey"]) {
+      for (const name of names) {
         const r = results[name][c];
         const d = results.direct[c];
         const added = (x: number) => (name === "direct" ? "-" : lat(x));
@@ -134,6 +143,12 @@ spec:
       `Steady requests/s of every round: at 1 connection ${roundsLine(1)}; at 50 connections ${roundsLine(50)}.`,
       "",
       `svc / direct requests/s (steady): ${ratio(s1.steady, results.direct[1].steady)} at 1 connection, ${ratio(s50.steady, results.direct[50].steady)} at 50.`,
+      ...(results.baseline
+        ? [
+            `svc / baseline (${process.env.BENCH_BASELINE_NAME ?? baselineDir}) requests/s (steady): ${ratio(s1.steady, results.baseline[1].steady)} at 1 connection, ${ratio(s50.steady, results.baseline[50].steady)} at 50; ` +
+              `baseline / direct: ${ratio(results.baseline[1].steady, results.direct[1].steady)} at 1, ${ratio(results.baseline[50].steady, results.direct[50].steady)} at 50.`,
+          ]
+        : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",

@@ -12,17 +12,18 @@ export const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 const canPin = existsSync("/usr/bin/taskset") && os.cpus().length >= 2;
 
 /** Start `cmd args` on `core` (or anywhere when core is undefined or pinning is unavailable). */
-export function start(core: number | undefined, cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+export function start(core: number | undefined, cmd: string, args: string[], env: Record<string, string> = {}, cwd = root): ChildProcess {
   const [c, a] = core !== undefined && canPin ? ["/usr/bin/taskset", ["-c", String(core), cmd, ...args]] : [cmd, args];
-  return spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  return spawn(c, a, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
-/** `svc serve --port 0 --config <dir> --no-quickstart` on `home`; resolves with the process and its URL. */
-export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string> }): Promise<{ proc: ChildProcess; url: string }> {
+/** `svc serve --port 0 --config <dir> --no-quickstart` on `home` (from `checkout`, another
+ * working copy of svc, when given); resolves with the process and its URL. */
+export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string }): Promise<{ proc: ChildProcess; url: string }> {
   const proc = start(opts.core, process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
     SVC_HOME: opts.home,
     ...opts.env,
-  });
+  }, opts.checkout);
   proc.stdout?.resume();
   proc.stderr?.resume();
   const f = path.join(opts.home, "server.json");
