@@ -8,7 +8,7 @@
 //             rolled up and read per entity (Limits extends UsageRollup)            -> limits/rollup.ts
 //   persist   counters and rate windows saved each second and at close, through the store's
 //             limits repository (prisma/repos)                                      -> limits/persist.ts
-//   durable   write-ahead Reservation rows, group-committed before answering        -> limits/wal.ts
+//   durable   write-ahead journal of reservations, group-written before answering   -> limits/wal.ts
 // Reservation: a request is admitted while the committed amount (settled + reserved by requests
 // in flight) is under the limit; it then reserves its estimate (prompt estimate + output reserve
 // at the most expensive candidate's price) until it settles with the actual usage. So at the
@@ -37,12 +37,12 @@ export interface Admission {
   spend: number;
   tokens: number;
   settled: boolean;
-  /** the Reservation row id, when the admission was written ahead */
+  /** the reservation id, when the admission was written ahead */
   rowId?: number;
   /** shared mode: resolves once the shared store admitted and reserved; forward only after it
    * (it may refuse: a LimitRefusal, or 503 when the store is down) */
   durable?: Promise<void>;
-  /** write-ahead: resolves once the Reservation row is committed (end of this event-loop turn).
+  /** write-ahead: resolves once the reservation is in the journal (end of this event-loop turn).
    * The request may go upstream meanwhile; its answer waits for this (limits/wal.ts) */
   written?: Promise<void>;
   /** scale-out: the hold on the shared limit store (limits/shared.ts) */

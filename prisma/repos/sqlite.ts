@@ -23,7 +23,6 @@ const COUNTERS = (n: number) => `INSERT INTO "UsageCounter" (keyId, period, spen
 const RATES = (n: number) => `INSERT INTO "RateState" (keyId, state, updatedAt) VALUES ${marks(n, "(?,?,?)")}
   ON CONFLICT(keyId) DO UPDATE SET state=excluded.state, updatedAt=excluded.updatedAt`;
 const RATES_GONE = (n: number) => `DELETE FROM "RateState" WHERE keyId IN (${marks(n, "?")})`;
-const RESERVATIONS_SETTLED = (n: number) => `DELETE FROM "Reservation" WHERE id IN (${marks(n, "?")})`;
 
 const RESOURCES = (n: number) => `INSERT INTO "Resource" (kind,name,uid,owner,labels,spec,generation,status,revision,deletedAt,createdAt,updatedAt) VALUES ${marks(n, "(?,?,?,?,?,?,?,?,?,?,?,?)")}
   ON CONFLICT(kind,name) DO UPDATE SET uid=excluded.uid, owner=excluded.owner, labels=excluded.labels, spec=excluded.spec,
@@ -69,7 +68,7 @@ class SqliteLimits implements SyncLimits {
   get handle() {
     return this.st.handle;
   }
-  save(s: LimitsSave, settled: number[] = [], last?: () => void): void {
+  save(s: LimitsSave, last?: () => void): void {
     const now = new Date().toISOString();
     const st = this.st;
     st.handle.transaction(() => {
@@ -78,7 +77,6 @@ class SqliteLimits implements SyncLimits {
       for (const c of chunks(s.counters, BATCH.counters)) {
         st.get(`counters:${c.length}`, () => COUNTERS(c.length)).run(c.flatMap((x) => [x.keyId, x.period, x.spendMicros, x.tokens, x.requests, now]));
       }
-      for (const c of chunks(settled, BATCH.keys)) st.get(`settled:${c.length}`, () => RESERVATIONS_SETTLED(c.length)).run(c);
       last?.();
     })();
   }

@@ -55,9 +55,9 @@ export interface LimitsRepo {
 
 /**
  * SQLite's direct better-sqlite3 handle: the audit and limits writes run synchronously there, so
- * one transaction holds a limits flush, the audit rows queued until then and the deletion of the
- * write-ahead Reservation rows of settled requests (engines/gateway/limits/wal.ts, same file).
- * An answered request then always has its audit row or its Reservation row on disk.
+ * one transaction holds a limits flush, the audit rows queued until then and the fold of the
+ * write-ahead journal (engines/gateway/limits/wal.ts: the Reservation table and a Meta mark).
+ * An answered request then always has its audit row or its reservation on disk.
  */
 export interface SyncAudit {
   readonly handle: Database.Database;
@@ -65,11 +65,11 @@ export interface SyncAudit {
 }
 
 export interface SyncLimits {
-  /** the file's handle: the write-ahead log lives there too */
+  /** the file's handle: the write-ahead log's table and journals live there too */
   readonly handle: Database.Database;
-  /** save, delete the `settled` Reservation rows, then run `last` (the audit drain): one
-   * transaction, rolled back as a whole if any of it throws */
-  save(s: LimitsSave, settled: number[], last?: () => void): void;
+  /** save, then run `last` (the journal fold and the audit drain): one transaction, rolled back
+   * as a whole if any of it throws */
+  save(s: LimitsSave, last?: () => void): void;
   load(periods: string[]): LimitsLoaded;
 }
 

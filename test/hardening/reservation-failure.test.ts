@@ -1,7 +1,9 @@
-// A key with limits is forwarded while its reservation row commits (limits/wal.ts), but no answer
-// leaves before the row is on disk: when the commit fails, the client gets 503 (not the upstream's
-// answer), nothing is counted as spent, and the audit says why. Once the store writes again,
-// requests pass. The failure is a temporary trigger on svc's own write connection.
+// A key with limits is forwarded while its reservation is written to the journal (limits/wal.ts),
+// but no answer leaves before it is written: when the write fails, the client gets 503 (not the
+// upstream's answer), nothing is counted as spent, and the audit says why. Once the journal can
+// be written again, requests pass. The failure: the journal's next files cannot be opened
+// (directories stand in their place), as on a full or read-only disk.
+import { mkdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, provider, standIn, startEnv, type Env, type StandIn } from "../gateway/fixtures";
 
@@ -20,7 +22,18 @@ afterAll(async () => {
   await up?.close();
 });
 
-const sqlite = () => env.svc.svc.db.sqlite;
+/** Make the journal unwritable from the next group commit on; returns the undo. */
+function breakJournal(): () => void {
+  const wal = (env.gw.limits as any).store.wal; // internals: the test stands in for a failing disk
+  const file = (g: number) => `${env.svc.svc.db.sqlite.name}.reservations-${g}`;
+  wal.closeJournal();
+  wal.gen++; // the next commit opens a new file, and every one after a failure too
+  const dirs = [0, 1, 2, 3, 4].map((i) => file(wal.gen + i));
+  for (const d of dirs) mkdirSync(d);
+  return () => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  };
+}
 const usage = async () => (await env.api("GET", `/v1/api-keys/${key.id}/usage`)).json;
 
 describe("a reservation that cannot be written", () => {
@@ -30,7 +43,7 @@ describe("a reservation that cannot be written", () => {
     await client.chat.completions.create(body); // a request that counts, before the failure
     const before = await usage();
 
-    sqlite().exec(`CREATE TEMP TRIGGER no_reservations BEFORE INSERT ON "Reservation" BEGIN SELECT RAISE(ABORT, 'disk is full'); END`);
+    const undo = breakJournal();
     try {
       const e = await expectError(client.chat.completions.create(body), 503, "internal_error");
       expect(e.message).toMatch(/usage limits could not be recorded/);
@@ -43,7 +56,7 @@ describe("a reservation that cannot be written", () => {
       );
       expect(s.message).toMatch(/usage limits could not be recorded/);
     } finally {
-      sqlite().exec(`DROP TRIGGER no_reservations`);
+      undo();
     }
 
     const after = await usage();

@@ -8,6 +8,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openDb, type OpenedDb } from "../../prisma/client";
 import { KeyCache } from "../../engines/gateway/keys";
 import { Limits } from "../../engines/gateway/limits";
+import { WriteAhead, journals, type ReservationRow } from "../../engines/gateway/limits/wal";
+import { recover } from "../../engines/gateway/limits/wal-recover";
+import { appendFileSync, existsSync } from "node:fs";
 import { tempDir } from "../helpers/svc";
 
 let db: OpenedDb | undefined;
@@ -56,5 +59,43 @@ describe("write-ahead recovery", () => {
     const again = new Limits(db.repos.limits, noKeys(), { now: () => NOW, flushMs: 0 });
     expect((await again.load()).recovered).toBe(0);
     expect(again.report("key_a").total.requests).toBe(3);
+  });
+
+  it("journal: a fold keeps only the rows in flight; unfolded lines are recovered, a torn last line is not", async () => {
+    db = await openDb(path.join(await tempDir("svc-wal-"), "svc.db"), { backgroundCheckpoints: false });
+    const d = db;
+    const wal = new WriteAhead(d.sqlite);
+    wal.start(recover(d.sqlite).generation);
+    const row = (id: number): ReservationRow => ({
+      id, keyId: "key_j", entities: ["key_j"], day: "day:2026-11-22", month: "month:2026-11", spend: 1000 * id, promptTokens: 3, tokens: 10,
+      at: NOW + id, requestId: `req_${id}`, action: "chat.completions", model: "gpt-x", keyName: "j", organizationId: null, ip: "127.0.0.1",
+    });
+    const write = async (ids: number[]) => {
+      const p = ids.map((id) => wal.add(row(id)));
+      wal.commit();
+      await Promise.all(p);
+    };
+    await write([1, 2, 3]);
+    wal.settle(1); // its usage goes with the next flush
+    d.repos.limits.sync!.save({ counters: [], rates: [], gone: [] }, () => wal.fold());
+    wal.folded();
+    expect(journals(d.file)).toEqual([]); // the folded journal is gone
+    expect(d.sqlite.prepare(`SELECT id FROM "Reservation" ORDER BY id`).all()).toEqual([{ id: 2 }, { id: 3 }]);
+
+    await write([4]);
+    const [current] = journals(d.file);
+    appendFileSync(current.file, '[5,"key_j","key_j","day:2026-'); // the process died inside a write
+    // a crash here: a new start recovers rows 2 and 3 (table) and 4 (journal), not the torn 5
+    const r = recover(d.sqlite);
+    expect(r.rows).toBe(3);
+    expect(r.generation).toBe(current.gen);
+    expect(r.admissions.get("key_j")).toEqual([NOW + 2, NOW + 3, NOW + 4]);
+    expect(d.sqlite.prepare(`SELECT requestId FROM "AuditEntry" WHERE status = 'interrupted' ORDER BY requestId`).all()).toEqual([
+      { requestId: "req_2" }, { requestId: "req_3" }, { requestId: "req_4" },
+    ]);
+    expect(d.sqlite.prepare(`SELECT spendMicros, requests FROM "UsageCounter" WHERE keyId = 'key_j' AND period = 'total'`).get()).toEqual({ spendMicros: 9000, requests: 3 });
+    expect(existsSync(current.file)).toBe(false);
+    expect(recover(d.sqlite).rows).toBe(0); // nothing twice
+    wal.close();
   });
 });

@@ -167,16 +167,17 @@ describe.each(stores)("$name repositories", (s) => {
 });
 
 describe("SQLite's synchronous side", () => {
-  it("a limits save, the Reservation deletes and the step after them commit or roll back together", async () => {
+  it("a limits save and the step after it (journal fold, audit drain) commit or roll back together", async () => {
     const db = await openStore(await tempDir("svc-repos-"), { env: {}, backgroundCheckpoints: false });
     try {
       const sync = db.repos.limits.sync!;
       sync.handle.prepare(`INSERT INTO "Reservation" (id, keyId, entities, day, month, spendMicros, promptTokens, tokens, at, requestId, action) VALUES (1,'k','k','d','m',1,1,1,1,'r','a')`).run();
       const save = { counters: [{ keyId: "k", period: "total", spendMicros: 5, tokens: 1, requests: 1 }], rates: [], gone: [] };
-      expect(() => sync.save(save, [1], () => { throw new Error("audit drain failed"); })).toThrow(/audit drain/);
+      const fold = () => sync.handle.prepare(`DELETE FROM "Reservation"`).run();
+      expect(() => sync.save(save, () => { fold(); throw new Error("audit drain failed"); })).toThrow(/audit drain/);
       expect(await db.prisma.usageCounter.count()).toBe(0);
       expect(await db.prisma.reservation.count()).toBe(1);
-      sync.save(save, [1], () => db.repos.audit.sync!.insert([audit(1)]));
+      sync.save(save, () => { fold(); db.repos.audit.sync!.insert([audit(1)]); });
       expect(await db.prisma.usageCounter.count()).toBe(1);
       expect(await db.prisma.reservation.count()).toBe(0);
       expect(await db.prisma.auditEntry.count()).toBe(1);

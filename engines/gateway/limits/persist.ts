@@ -2,13 +2,14 @@
 // windows (snapshot JSON), saved through the store's limits repository (OpenedDb.repos.limits,
 // prisma/repos) once a second and at close, and loaded at start.
 // On SQLite's direct handle (the repository's `sync` side) one synchronous transaction also
-// drains the queued audit rows and deletes the Reservation rows of settled requests
-// (limits/wal.ts), so the counters, the audit log and the write-ahead log always agree on disk.
+// drains the queued audit rows and folds the write-ahead journal (limits/wal.ts), so the
+// counters, the audit log and the write-ahead log always agree on disk.
 // Without it (PostgreSQL) the repository saves asynchronously and there is no write-ahead log.
 import type { LimitsLoaded, LimitsRepo, UsageRow } from "../../../prisma/repos/types";
 import type { KeyRates } from "./key-rates";
 import type { PeriodCounter } from "./usage";
-import { WriteAhead, recover } from "./wal";
+import { WriteAhead } from "./wal";
+import { recover } from "./wal-recover";
 
 /** The parts of the audit log (audit/log.ts) a flush needs. */
 export interface AuditDrain {
@@ -30,8 +31,6 @@ export const usageRow = (c: PeriodCounter): UsageRow => ({
 export class LimitsPersistence {
   /** counters changed since the last flush */
   readonly dirty = new Set<PeriodCounter>();
-  /** Reservation rows of settled requests, deleted by the next flush */
-  private settledRows: number[] = [];
   /** the write-ahead log, on SQLite's direct handle */
   readonly wal?: WriteAhead;
 
@@ -55,6 +54,7 @@ export class LimitsPersistence {
     if (sync) {
       const r = recover(sync.handle);
       recovered = r.rows;
+      this.wal?.start(r.generation);
       this.rates.replay = r.admissions;
     }
     const state = sync ? sync.load(periods) : await this.repo.load(periods);
@@ -63,12 +63,12 @@ export class LimitsPersistence {
   }
 
   settled(rowId: number): void {
-    this.settledRows.push(rowId);
+    this.wal?.settle(rowId);
   }
 
-  /** Save changed counters and rate windows; drop the write-ahead rows of settled requests. */
+  /** Save changed counters and rate windows; fold the write-ahead journal. */
   async write(): Promise<void> {
-    if (this.dirty.size === 0 && !this.rates.changed() && this.settledRows.length === 0) return;
+    if (this.dirty.size === 0 && !this.rates.changed() && !this.wal?.changed) return;
     const paused = this.opts.writesPaused?.();
     if (paused) await paused;
     // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
@@ -78,19 +78,22 @@ export class LimitsPersistence {
     // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
     const counters = [...this.dirty];
     this.dirty.clear();
-    const settled = this.settledRows;
-    this.settledRows = [];
     const { rates, gone, ids: rateIds } = this.rates.takeChanged(this.opts.now());
     const save = { counters: counters.map(usageRow), rates, gone };
     try {
       const sync = this.repo.sync;
       if (!sync) await this.repo.save(save);
-      else if (sync.handle.open) sync.save(save, settled, audit && (() => audit.drainSync()));
-      else throw new Error("database closed");
+      else if (sync.handle.open) {
+        const wal = this.wal;
+        sync.save(save, () => {
+          wal?.fold();
+          audit?.drainSync();
+        });
+        wal?.folded();
+      } else throw new Error("database closed");
     } catch (e) {
       for (const r of counters) this.dirty.add(r); // retry at the next flush
       this.rates.markChanged(rateIds);
-      this.settledRows = settled.concat(this.settledRows);
       throw e;
     }
   }

@@ -1,20 +1,22 @@
 // Write-ahead reservations: what makes the committed limits survive kill -9.
 //
 // A request of a key with budget, token, max_requests or rate limits (its own or a team or
-// organization key's above it) is admitted in memory, then its reservation is written as one
-// Reservation row; the request is forwarded only once that row is committed. Rows admitted in
-// the same event-loop turn share one transaction (group commit, one setImmediate later), on the
-// direct SQLite handle in WAL mode with synchronous=NORMAL: a commit survives a process crash
-// (not a power loss) and costs no fsync. The row is deleted by the counters flush
-// (limits/persist.ts) that writes the request's settled usage and drains its audit row, in the
-// same transaction. So after a crash each remaining row is a request whose usage and/or audit
-// row is not on disk, and recover() folds it in: spent at its reserved amount (never a fresh
-// allowance), counted toward max_requests, its admission replayed into the rate windows, and an
-// audit row with status "interrupted" written unless the request's own row made it.
-import { randomBytes } from "node:crypto";
+// organization key's above it) is admitted in memory, then its reservation is appended as one
+// JSON line to a journal file next to the store (`svc.db.reservations-<generation>`). Rows
+// admitted in the same event-loop turn share one write(2) (group commit, one setImmediate later);
+// a written line is in the page cache, so it survives a process crash (not a power loss), as a
+// SQLite commit with synchronous=NORMAL does, for ~8 µs instead of ~40-100 µs of a commit.
+// The request goes upstream meanwhile; its answer waits for the write (engines/gateway/pipeline).
+//
+// Each counters flush (limits/persist.ts) folds the journal in the same SQLite transaction that
+// writes the settled usage and drains the audit rows: the Reservation table is replaced by the
+// rows still in flight and Meta "reservations.folded" is set to the journal's generation; after
+// the commit the journal starts a new generation and the folded file is removed. So after a
+// crash the requests whose usage and/or audit row is not on disk are exactly the table's rows
+// plus the lines of unfolded journals, and recover() (wal-recover.ts) folds them in.
+import { closeSync, openSync, readdirSync, unlinkSync, writeSync } from "node:fs";
+import path from "node:path";
 import type Database from "better-sqlite3";
-import { auditRow } from "../audit/rows";
-import { auditInsertSql as insertSql } from "../../../prisma/repos/sqlite";
 
 export interface ReservationRow {
   id: number;
@@ -36,31 +38,67 @@ export interface ReservationRow {
   ip: string | null;
 }
 
-const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
+/** Column order of a row, in the Reservation table and in a journal line (a JSON array). */
+export const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
+type Values = unknown[];
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
 const insertRes = (n: number) => `INSERT INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
+export const FOLDED_KEY = "reservations.folded";
+
+/** The journal files of a store file, by generation (ascending). */
+export function journals(dbFile: string): Array<{ gen: number; file: string }> {
+  const dir = path.dirname(dbFile);
+  const prefix = `${path.basename(dbFile)}.reservations-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(prefix) && /^\d+$/.test(n.slice(prefix.length)))
+    .map((n) => ({ gen: Number(n.slice(prefix.length)), file: path.join(dir, n) }))
+    .sort((a, b) => a.gen - b.gen);
+}
 
 /** Raised to the waiting requests when a group commit fails (the request is refused, 503). */
 export class ReservationStoreError extends Error {}
 
 export class WriteAhead {
-  private pending: unknown[][] = [];
+  /** queued for the next group commit */
+  private pending = new Map<number, Values>();
+  /** written and not settled: what a fold keeps in the Reservation table */
+  private readonly live = new Map<number, Values>();
   private batch: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null = null;
   private seq = 0;
+  private fd = -1;
+  /** the generation appends go to; set by start() after recovery */
+  private gen = 0;
   private readonly stmts = new Map<number, Database.Statement>();
   /** group commits made (tests, reports) */
   commits = 0;
+  /** rows were written or settled since the last fold */
+  changed = false;
 
   constructor(private readonly db: Database.Database) {}
 
-  /** Row ids only need to be unique within a process life: recover() empties the table at start. */
+  private journal(gen: number): string {
+    return `${this.db.name}.reservations-${gen}`;
+  }
+
+  /** After recovery: append to a generation above every folded or leftover one. */
+  start(after: number): void {
+    this.gen = after + 1;
+  }
+
+  /** Row ids only need to be unique within a process life: recovery folds every row at start. */
   nextId(): number {
     return ++this.seq;
   }
 
-  /** Queue a row; the promise settles when the group commit that holds it is durable. */
+  /** Queue a row; the promise settles when the group commit that holds it is written. */
   add(r: ReservationRow): Promise<void> {
-    this.pending.push([r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]);
+    this.pending.set(r.id, [r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]);
     if (!this.batch) {
       let resolve!: () => void;
       let reject!: (e: unknown) => void;
@@ -72,30 +110,81 @@ export class WriteAhead {
     return this.batch.promise;
   }
 
-  /** Commit everything queued now (also used at close). */
+  /** The request settled: its usage is in the counters, so the next fold drops its row (one not
+   * written yet is never written). */
+  settle(id: number): void {
+    if (!this.pending.delete(id) && this.live.delete(id)) this.changed = true;
+  }
+
+  /** Write everything queued now (also used at close). */
   commit(): void {
     const b = this.batch;
     const rows = this.pending;
     this.batch = null;
-    this.pending = [];
+    this.pending = new Map();
     if (!b) return;
     try {
-      if (!this.db.open) throw new Error("database closed");
-      // one statement is atomic on its own; more need a transaction around them
-      if (rows.length <= PER_STMT) this.insert(rows);
-      else {
-        this.db.transaction(() => {
-          for (let i = 0; i < rows.length; i += PER_STMT) this.insert(rows.slice(i, i + PER_STMT));
-        })();
+      if (rows.size > 0) {
+        if (this.fd < 0) this.fd = openSync(this.journal(this.gen), "a");
+        let text = "";
+        for (const v of rows.values()) text += JSON.stringify(v) + "\n";
+        const buf = Buffer.from(text, "utf8");
+        const n = writeSync(this.fd, buf);
+        if (n !== buf.length) throw new Error(`short write to the reservation journal (${n} of ${buf.length} bytes)`);
+        for (const [id, v] of rows) this.live.set(id, v);
+        this.changed = true;
       }
       this.commits++;
       b.resolve();
     } catch (e) {
+      // a torn line must not run into the next one: later rows go to a fresh generation
+      this.closeJournal();
+      this.gen++;
       b.reject(new ReservationStoreError(`usage limits could not be recorded: ${String((e as Error)?.message ?? e)}`));
     }
   }
 
-  private insert(rows: unknown[][]) {
+  /** Inside the flush transaction: the table becomes the rows in flight, and the journals up to
+   * this generation count as folded. Changes nothing in memory (the transaction may roll back). */
+  fold(): void {
+    this.db.prepare(`DELETE FROM "Reservation"`).run();
+    const rows = [...this.live.values()];
+    for (let i = 0; i < rows.length; i += PER_STMT) this.insert(rows.slice(i, i + PER_STMT));
+    this.db.prepare(`INSERT INTO "Meta" (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(FOLDED_KEY, String(this.gen));
+  }
+
+  /** After the flush committed: appends go to a new generation, the folded ones are removed. */
+  folded(): void {
+    const done = this.gen;
+    this.changed = false;
+    this.closeJournal();
+    this.gen++;
+    for (const j of journals(this.db.name)) {
+      if (j.gen > done) continue;
+      try {
+        unlinkSync(j.file);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+
+  close(): void {
+    this.closeJournal();
+  }
+
+  private closeJournal(): void {
+    if (this.fd >= 0) {
+      try {
+        closeSync(this.fd);
+      } catch {
+        /* closed */
+      }
+    }
+    this.fd = -1;
+  }
+
+  private insert(rows: Values[]) {
     let st = this.stmts.get(rows.length);
     if (!st) {
       if (this.stmts.size > 64) this.stmts.clear();
@@ -103,80 +192,4 @@ export class WriteAhead {
     }
     st.run(rows.flat());
   }
-}
-
-interface StoredRow {
-  id: number;
-  keyId: string;
-  entities: string;
-  day: string;
-  month: string;
-  spendMicros: number;
-  promptTokens: number;
-  tokens: number;
-  at: number;
-  requestId: string;
-  action: string;
-  model: string | null;
-  keyName: string | null;
-  organizationId: string | null;
-  ipAddress: string | null;
-}
-
-/**
- * Fold the rows a crash left into UsageCounter and AuditEntry, in one transaction, and return
- * their admissions per key (for the rate windows). Run at start, before counters are loaded.
- */
-export function recover(db: Database.Database): { rows: number; admissions: Map<string, number[]> } {
-  const rows = db.prepare(`SELECT * FROM "Reservation" ORDER BY "at"`).all() as StoredRow[];
-  const admissions = new Map<string, number[]>();
-  if (rows.length === 0) return { rows: 0, admissions };
-  const now = new Date().toISOString();
-  const upsert = db.prepare(`INSERT INTO "UsageCounter" (keyId, period, spendMicros, tokens, requests, updatedAt) VALUES (?,?,?,?,1,?)
-    ON CONFLICT(keyId, period) DO UPDATE SET spendMicros=spendMicros+excluded.spendMicros, tokens=tokens+excluded.tokens, requests=requests+1, updatedAt=excluded.updatedAt`);
-  const audited = db.prepare(`SELECT 1 FROM "AuditEntry" WHERE apiKeyId = ? AND requestId = ? AND timestamp >= ? LIMIT 1`);
-  const writeAudit = db.prepare(insertSql(1));
-  const tail = randomBytes(4).toString("hex");
-  db.transaction(() => {
-    let i = 0;
-    for (const r of rows) {
-      const at = Number(r.at);
-      for (const ent of r.entities.split("\n")) {
-        for (const period of [r.day, r.month, "total"]) upsert.run(ent, period, Number(r.spendMicros), Number(r.tokens), now);
-      }
-      let list = admissions.get(r.keyId);
-      if (!list) admissions.set(r.keyId, (list = []));
-      list.push(at);
-      const since = new Date(at - 1000).toISOString().replace("Z", "+00:00");
-      if (!audited.get(r.keyId, r.requestId, since)) {
-        const ts = new Date(at);
-        const id = `aud_${at.toString(36).padStart(9, "0")}${(i++).toString(36).padStart(6, "0")}${tail}`;
-        writeAudit.run(
-          auditRow(
-            {
-              timestamp: ts,
-              apiKeyId: r.keyId,
-              apiKeyName: r.keyName ?? undefined,
-              organizationId: r.organizationId ?? undefined,
-              requestId: r.requestId,
-              action: r.action,
-              model: r.model ?? undefined,
-              status: "interrupted",
-              errorCode: "interrupted",
-              latencyMs: 0,
-              promptTokens: Number(r.promptTokens),
-              completionTokens: Math.max(0, Number(r.tokens) - Number(r.promptTokens)),
-              costMicros: BigInt(Math.round(Number(r.spendMicros))),
-              metadata: { recovered: true, note: "svc stopped before this request settled; counted at its reservation" },
-              ipAddress: r.ipAddress ?? undefined,
-            },
-            id,
-            ts,
-          ),
-        );
-      }
-    }
-    db.prepare(`DELETE FROM "Reservation"`).run();
-  })();
-  return { rows: rows.length, admissions };
 }
