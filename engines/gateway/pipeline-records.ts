@@ -63,9 +63,9 @@ export function storeUnavailable(e: unknown): never {
   throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
 }
 
-/** Wait for a write-ahead reservation (limits/wal.ts) to be written before the answer leaves. If it could
- * not be written, the upstream's answer is dropped (a stream is opened and closed, which releases
- * its body) and the request is refused with 503. */
+/** Wait for a write-ahead reservation (limits/wal.ts) to be written before the answer leaves.
+ * If it could not be written, the upstream's answer is dropped (a stream is opened and closed,
+ * which releases its body) and the request is refused with 503. */
 export async function reservationWritten(written: Promise<void>, events?: AsyncIterable<unknown>): Promise<void> {
   try {
     await written;

@@ -243,8 +243,8 @@ export class GatewayPipeline implements InferencePipeline {
         }
       }
       if (!events) throw lastErr;
-      // The reservation row commits at the end of this event-loop turn, while the upstream works;
-      // no answer leaves before it is on disk (a crash loses at most requests in flight).
+      // The reservation is written at the end of this event-loop turn, while the upstream works;
+      // no answer leaves before it is (a crash loses at most requests in flight).
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
       return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
     } catch (e) {
@@ -357,7 +357,7 @@ export class GatewayPipeline implements InferencePipeline {
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
-      if (written) await reservationWritten(written); // on disk before the answer, as for chat
+      if (written) await reservationWritten(written); // written before the answer, as for chat
       const cost = costMicros(target, r.promptTokens, 0);
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
       this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, cost, performance.now() - t0);

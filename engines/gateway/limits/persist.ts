@@ -19,7 +19,7 @@ export interface AuditDrain {
 }
 
 /** A counter's saved values: requests in flight through the write-ahead log are left out (their
- * Reservation rows stand for them until they settle). */
+ * write-ahead reservations stand for them until they settle). */
 export const usageRow = (c: PeriodCounter): UsageRow => ({
   keyId: c.entity,
   period: c.period,
