@@ -155,9 +155,9 @@ export class AuditLog {
   }
 
   /** Write every queued row now, synchronously on the direct handle (no-op without one). The
-   * limits flush calls it inside its own transaction before it drops the write-ahead rows of
-   * settled requests, so an answered request always has its audit row or its Reservation row
-   * on disk (limits/wal.ts). A failure puts the rows back and throws (the caller rolls back). */
+   * limits flush calls it inside its own transaction, with the fold of the write-ahead journal,
+   * so an answered request always has its audit row or its reservation on disk
+   * (limits/wal.ts). A failure puts the rows back and throws (the caller rolls back). */
   drainSync(): void {
     const sync = this.direct();
     // rows taken by a batch that is still being written are neither queued nor on disk yet

@@ -59,7 +59,7 @@ export class PeriodCounter {
   /** admitted requests (in flight included; a request that fails before output is given back) */
   requests = 0;
   /** requests admitted through the write-ahead log and not settled yet: persist.ts writes
-   * `requests - inflight`, their Reservation rows stand for them until they settle */
+   * `requests - inflight`, their write-ahead reservations stand for them until they settle */
   inflight = 0;
   constructor(readonly entity: string, readonly period: string) {}
 }
