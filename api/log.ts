@@ -128,9 +128,11 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
     formatters: { level: (label: string) => ({ level: label }) },
   };
   const p = pino({ ...common, redact: { paths: PINO_REDACT_PATHS, censor: REDACTED } }, dest);
-  // Access records hold only fields built from known values (AccessRecord): the same lines
-  // without pino's redaction pass, which walks its wildcard paths on every line.
-  const accessLog = pino(common, dest);
+  // Access records hold only fields built from known values (AccessRecord), so their line is
+  // built here, in pino's shape, and written to the same destination: pino's per-call work
+  // (serializers, redaction paths, formatters) cost ~20 µs a request at one connection.
+  const out = dest ?? pino.destination(1);
+  const base = opts.base && Object.keys(opts.base).length ? JSON.stringify(opts.base).slice(1, -1) + "," : "";
   const emit = (level: "debug" | "info" | "warn" | "error") => (msg: string, fields?: Record<string, unknown>) => {
     if (!p.isLevelEnabled(level)) return;
     if (fields) p[level](redact(fields) as object, redactString(msg));
@@ -144,7 +146,10 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
     warn: emit("warn"),
     error: emit("error"),
     enabled: (level) => p.isLevelEnabled(level),
-    access: (r) => accessLog.info(r, "request"),
+    access: (r) => {
+      if (!p.isLevelEnabled("info")) return;
+      out.write(`{"level":"info","time":"${new Date().toISOString()}",${base}${JSON.stringify(r).slice(1, -1)},"msg":"request"}\n`);
+    },
     flush,
   };
 }
