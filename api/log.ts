@@ -3,8 +3,9 @@
 // Secrets never reach a line: values under secret-looking field names are replaced at any
 // depth, anything shaped like an svc key or an Authorization credential is cut out of strings,
 // and pino's own redaction covers the usual header paths as a second net.
-// The per-request access line (api/request-id.ts) goes straight to pino with fields it builds
-// itself (request id, key id, never the key), so the hot path skips the deep redaction walk.
+// The per-request access line (api/request-id.ts) holds only fields built from known values
+// (request id, key id, never the key): it is written in pino's line shape without pino's
+// per-call work, and on stdout access lines are written in batches (bufferedStdout).
 import pino, { type DestinationStream, type Logger as Pino } from "pino";
 import type { Logger } from "../engines/svc";
 
