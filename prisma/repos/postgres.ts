@@ -5,9 +5,10 @@
 // Parameters go untyped: PostgreSQL takes each one's type from the column it lands in (ISO text
 // into TIMESTAMP(3), numbers into BIGINT).
 import type { PrismaClient } from "../generated-pg/client";
+import { resourceRepo, type RawClient } from "./resources";
 import {
   AUDIT_COLUMNS, BATCH, chunks,
-  type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos, type ResourceRepo, type ResourceRow,
+  type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos,
 } from "./types";
 
 /** `n` rows of `width` placeholders, numbered from $1: ($1,$2),($3,$4)… */
@@ -72,32 +73,7 @@ class PgLimits implements LimitsRepo {
   }
 }
 
-class PgResources implements ResourceRepo {
-  constructor(private readonly prisma: PrismaClient) {}
-
-  async write(first: number, make: (revision: number) => ResourceRow[]): Promise<number> {
-    // a generous timeout: a large apply is thousands of rows
-    return this.prisma.$transaction(async (p: Tx) => {
-      const got: Array<{ value: string }> = await p.$queryRawUnsafe(REVISION, String(first));
-      const revision = Number(got[0].value);
-      for (const c of chunks(make(revision), BATCH.resources)) {
-        await p.$executeRawUnsafe(RESOURCES(c.length), ...c.flatMap((o) => [
-          o.kind, o.name, o.uid, o.owner, o.labels, o.spec, o.generation, o.status, o.revision, o.deletedAt, o.createdAt, o.updatedAt,
-        ]));
-      }
-      return revision;
-    }, { timeout: 120_000, maxWait: 30_000 });
-  }
-
-  async writeStatus(rows: Array<{ kind: string; name: string; status: string }>): Promise<void> {
-    // a generous timeout: on a busy PostgreSQL the default 5 s interactive-transaction limit can expire
-    await this.prisma.$transaction(async (p: Tx) => {
-      for (const c of chunks(rows, BATCH.resources)) await p.$executeRawUnsafe(STATUS(c.length), ...c.flatMap((o) => [o.kind, o.name, o.status]));
-    }, { timeout: 60_000, maxWait: 30_000 });
-  }
-}
-
 /** The PostgreSQL store's repositories, on its Prisma client. */
 export function postgresRepos(prisma: PrismaClient): Repos {
-  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: new PgResources(prisma) };
+  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }) };
 }

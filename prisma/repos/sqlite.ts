@@ -5,9 +5,10 @@
 // the Prisma client's interactive transaction like the model reads around them.
 import type Database from "better-sqlite3";
 import type { PrismaClient } from "../generated/client";
+import { resourceRepo, type RawClient } from "./resources";
 import {
   AUDIT_COLUMNS, BATCH, chunks,
-  type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos, type ResourceRepo, type ResourceRow,
+  type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos,
   type SyncAudit, type SyncLimits,
 } from "./types";
 
@@ -102,36 +103,11 @@ function limitsRepo(sync: SqliteLimits): LimitsRepo & { sync: SyncLimits } {
   return { sync, save: (s) => later(() => sync.save(s)), load: (periods) => later(() => sync.load(periods)) };
 }
 
-type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
-
-export class SqliteResources implements ResourceRepo {
-  constructor(private readonly prisma: PrismaClient) {}
-
-  async write(first: number, make: (revision: number) => ResourceRow[]): Promise<number> {
-    // a generous timeout: a large apply is thousands of rows
-    return this.prisma.$transaction(async (p: Tx) => {
-      const got: Array<{ value: string }> = await p.$queryRawUnsafe(REVISION, String(first));
-      const revision = Number(got[0].value);
-      for (const c of chunks(make(revision), BATCH.resources)) {
-        await p.$executeRawUnsafe(RESOURCES(c.length), ...c.flatMap((o) => [
-          o.kind, o.name, o.uid, o.owner, o.labels, o.spec, o.generation, o.status, o.revision, o.deletedAt, o.createdAt, o.updatedAt,
-        ]));
-      }
-      return revision;
-    }, { timeout: 120_000, maxWait: 30_000 });
-  }
-
-  async writeStatus(rows: Array<{ kind: string; name: string; status: string }>): Promise<void> {
-    await this.prisma.$transaction(async (p: Tx) => {
-      for (const c of chunks(rows, BATCH.resources)) await p.$executeRawUnsafe(STATUS(c.length), ...c.flatMap((o) => [o.kind, o.name, o.status]));
-    }, { timeout: 60_000, maxWait: 30_000 });
-  }
-}
 
 /** The SQLite store's repositories: `handle` is the direct connection to the Prisma client's file. */
 export function sqliteRepos(prisma: PrismaClient, handle: Database.Database): SqliteRepos {
   const st = new Statements(handle);
-  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: new SqliteResources(prisma) };
+  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }) };
 }
 
 /** SQLite's repositories always have their synchronous side. */
