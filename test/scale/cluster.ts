@@ -6,6 +6,7 @@ import { startPostgres, startRedis, type Service, type RedisService } from "../h
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { startServeChild, type ServeChild } from "../helpers/serve-child";
+import { provider, standIn, type StandIn } from "../gateway/fixtures";
 
 export const ADMIN = "sk-svc-scaleTestAdminKey0000000000000000000000000";
 
@@ -111,4 +112,36 @@ export type ChildReplica = ServeChild;
 export async function startChildReplica(env: Record<string, string>): Promise<ChildReplica> {
   const home = await tempDir("svc-child-");
   return startServeChild(["--port", "0", "--no-quickstart"], { ...env, SVC_HOME: home });
+}
+
+/** `n` replicas on a fresh PostgreSQL + Redis, routing "gpt-x" ($1 per million tokens) and
+ * "dollar" ($1 a token: max_tokens 5 reserves $13 and spends $7) to a stand-in upstream that
+ * bills 2 prompt and 5 completion tokens; Ready on every replica. `stop` tears it all down. */
+export async function startCluster(n: number): Promise<{ shared: Shared; up: StandIn; rs: Replica[]; stop(): Promise<void> }> {
+  const shared = await startShared();
+  const up = await standIn({ promptTokens: 2, completionTokens: 5 });
+  const rs: Replica[] = [];
+  const stop = async () => {
+    for (const r of rs) await r.svc.stop().catch(() => undefined);
+    await up.close();
+    await shared.stop();
+  };
+  try {
+    for (let i = 0; i < n; i++) rs.push(await startReplica());
+    const spec = provider("up", up, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 1 }, { name: "dollar", inputPerMillion: 1e6, outputPerMillion: 1e6 }]).spec;
+    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Provider", name: "up", owner: "config:test", spec }]);
+    await everywhere(rs, "Provider", "up");
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { shared, up, rs, stop };
+}
+
+/** A key created on replica `on`, once every replica has it. */
+export async function clusterKey(rs: Replica[], body: Record<string, unknown>, on = 0): Promise<{ id: string; secret: string }> {
+  const r = await rs[on].api("POST", "/v1/api-keys", body);
+  if (r.status !== 201) throw new Error(`key creation failed: ${r.status} ${JSON.stringify(r.json)}`);
+  await everywhere(rs, "ApiKey", r.json.id);
+  return { id: r.json.id as string, secret: r.json.api_key as string };
 }

@@ -6,8 +6,8 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { missingServices } from "../helpers/services";
-import { standIn, provider, expectError, type StandIn } from "../gateway/fixtures";
-import { startShared, startReplica, everywhere, type Shared, type Replica } from "./cluster";
+import { expectError } from "../gateway/fixtures";
+import { startCluster, clusterKey, everywhere, type Replica } from "./cluster";
 import { until } from "../helpers/http";
 
 const missing = missingServices();
@@ -15,9 +15,8 @@ if (missing) console.warn(`test/scale skipped: ${missing}`);
 const msg = [{ role: "user" as const, content: "hi" }];
 
 describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replicas", () => {
-  let shared: Shared;
-  let up: StandIn;
-  const rs: Replica[] = [];
+  let rs: Replica[] = [];
+  let stop: (() => Promise<void>) | undefined;
   const hooks: any[] = [];
   let hookUrl = "";
   let closeHooks: () => Promise<void>;
@@ -34,27 +33,16 @@ describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replic
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
     closeHooks = () => new Promise<void>((r) => server.close(() => r()));
-    shared = await startShared();
-    up = await standIn({ promptTokens: 2, completionTokens: 5 });
-    for (let i = 0; i < 2; i++) rs.push(await startReplica());
     // "dollar" costs $1 a token: a request with max_tokens 5 reserves $13 and spends $7
-    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Provider", name: "up", owner: "config:test", spec: provider("up", up, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 1 }, { name: "dollar", inputPerMillion: 1e6, outputPerMillion: 1e6 }]).spec }]);
-    await everywhere(rs, "Provider", "up");
+    ({ rs, stop } = await startCluster(2));
   }, 120_000);
 
   afterAll(async () => {
-    for (const r of rs) await r.svc.stop().catch(() => undefined);
-    await up?.close();
-    await shared?.stop();
+    await stop?.();
     await closeHooks?.();
   });
 
-  async function key(body: Record<string, unknown>) {
-    const r = await rs[0].api("POST", "/v1/api-keys", { name: "headers", ...body });
-    expect(r.status).toBe(201);
-    await everywhere(rs, "ApiKey", r.json.id);
-    return { id: r.json.id as string, secret: r.json.api_key as string };
-  }
+  const key = (body: Record<string, unknown>) => clusterKey(rs, { name: "headers", ...body });
 
   const rateOf = (h: Headers) => ({
     limit: h.get("x-ratelimit-limit-requests"),

@@ -4,8 +4,8 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { Redis } from "ioredis";
 import { missingServices } from "../helpers/services";
-import { standIn, provider, expectError, type StandIn } from "../gateway/fixtures";
-import { startShared, startReplica, everywhere, tally, listen, type Shared, type Replica } from "./cluster";
+import { expectError } from "../gateway/fixtures";
+import { startCluster, clusterKey, everywhere, tally, listen, type Shared, type Replica } from "./cluster";
 import { until } from "../helpers/http";
 import pg from "pg";
 import { LEASE_LOCK } from "../../engines/cluster/lease";
@@ -17,30 +17,18 @@ const msg = [{ role: "user" as const, content: "hi" }];
 
 describe.skipIf(!!missing)("3 replicas sharing PostgreSQL and Redis", () => {
   let shared: Shared;
-  let up: StandIn;
   let rs: Replica[] = [];
+  let stop: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    shared = await startShared();
-    up = await standIn({ promptTokens: 2, completionTokens: 5 });
-    for (let i = 0; i < 3; i++) rs.push(await startReplica());
-    // "dollar" costs $1 a token: a request with max_tokens 5 reserves (prompt estimate 8 + 5) = $13 and spends $7
-    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Provider", name: "up", owner: "config:test", spec: provider("up", up, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 1 }, { name: "dollar", inputPerMillion: 1e6, outputPerMillion: 1e6 }]).spec }]);
-    await everywhere(rs, "Provider", "up");
+    ({ shared, rs, stop } = await startCluster(3));
   }, 120_000);
 
   afterAll(async () => {
-    for (const r of rs) await r.svc.stop().catch(() => undefined);
-    await up?.close();
-    await shared?.stop();
+    await stop?.();
   });
 
-  async function key(body: Record<string, unknown>, on = 0) {
-    const r = await rs[on].api("POST", "/v1/api-keys", { name: "scale", ...body });
-    expect(r.status).toBe(201);
-    await everywhere(rs, "ApiKey", r.json.id);
-    return { id: r.json.id as string, secret: r.json.api_key as string };
-  }
+  const key = (body: Record<string, unknown>, on = 0) => clusterKey(rs, { name: "scale", ...body }, on);
 
   it("exactly one replica holds the reconciler lease", async () => {
     expect(await leaseHolders(shared.pg.url)).toBe(1);
