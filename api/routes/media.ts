@@ -124,23 +124,13 @@ export default function media(svc: Svc): Router {
   });
 
   r.post("/v1/videos/quote", async (ctx) => {
-    const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
-    const b = await readJson(ctx);
-    const model = typeof b.model === "string" ? b.model : undefined;
-    allowModel(c, model);
-    const t = m.target("video", model);
+    const { m, c, b, model, t } = await videoCall(svc, ctx);
     const up = await audited(svc, c, "media.videos.quote", { provider: t.provider, model }, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(b), contentType: "application/json" }));
     ctx.body = { ...(up.json ?? {}), provider: t.provider };
   });
 
   r.post("/v1/videos/generations", async (ctx) => {
-    const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
-    const b = await readJson(ctx);
-    const model = typeof b.model === "string" ? b.model : undefined;
-    allowModel(c, model);
-    const t = m.target("video", model);
+    const { m, c, b, model, t } = await videoCall(svc, ctx);
     const id = newJobId("vid_");
     const up = await audited(svc, c, "media.videos.generations", { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(b), contentType: "application/json" }));
     const upstreamId = up.json?.id;
@@ -195,4 +185,14 @@ export default function media(svc: Svc): Router {
   });
 
   return r;
+}
+
+/** A video request admitted: its key checked, its JSON body read, its model allowed and routed. */
+async function videoCall(svc: Svc, ctx: Context) {
+  const m = mediaOf(svc);
+  const c = admitMedia(svc, ctx);
+  const b = await readJson(ctx);
+  const model = typeof b.model === "string" ? b.model : undefined;
+  allowModel(c, model);
+  return { m, c, b, model, t: m.target("video", model) };
 }
