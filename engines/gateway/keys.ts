@@ -261,14 +261,44 @@ export class KeyCache {
     return this.orgKeys.get(orgId) ?? [];
   }
 
-  /** Active team keys of a team. */
-  teamKeysOf(orgId: string | undefined, teamId: string): KeyEntry[] {
+  /** Active team keys of a member key's team (none without a team): the lookup string is made
+   * once per key entry, not on every request. */
+  teamKeysOfMember(k: KeyEntry): KeyEntry[] {
+    if (!k.spec.team_id) return [];
     if (this.indexDirty) this.rebuildIndex();
-    return this.teamKeys.get(teamKey(orgId, teamId)) ?? [];
+    return this.teamKeys.get(usageIdsOf(k).teamKey!) ?? [];
   }
 }
 
 export const teamKey = (org: string | undefined, team: string) => `${org ?? ""}/${team}`;
+
+/** The usage entities a key counts toward, by id (limits/rollup.ts): made once per key entry
+ * (an entry is replaced, never changed, when its ApiKey changes), so the per-request lookups
+ * reuse strings whose hash is already computed. */
+export interface UsageIds {
+  /** "team:<org>/<team>" for a team or user key in a team */
+  team?: string;
+  /** "org:<org>" for a key in an organization */
+  org?: string;
+  /** teamKey(org, team) when the key has a team */
+  teamKey?: string;
+}
+const usageIds = new WeakMap<KeyEntry, UsageIds>();
+
+export function usageIdsOf(k: KeyEntry): UsageIds {
+  let ids = usageIds.get(k);
+  if (!ids) {
+    const s = k.spec;
+    const tk = s.team_id ? teamKey(s.organization_id, s.team_id) : undefined;
+    ids = {
+      team: tk !== undefined && (s.key_type === "team" || s.key_type === "user") ? "team:" + tk : undefined,
+      org: s.organization_id ? "org:" + s.organization_id : undefined,
+      teamKey: tk,
+    };
+    usageIds.set(k, ids);
+  }
+  return ids;
+}
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V) {
   const a = m.get(k);

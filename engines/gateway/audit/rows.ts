@@ -3,6 +3,7 @@
 // that writes rows for interrupted requests.
 import type { AuditRecord } from "../key-types";
 import type { AuditRow } from "../../../prisma/repos/types";
+import { dbIsoAt } from "../../iso-time";
 
 /** Caller metadata larger than this is replaced by a marker (an audit row is not a blob store). */
 const MAX_METADATA_CHARS = 16_384;
@@ -27,7 +28,7 @@ export function auditRow(e: AuditRecord, id: string, ts: Date): Row {
   // AUDIT_COLUMNS order; DateTime as the Prisma adapter stores it (ISO text with +00:00)
   return [
     id,
-    ts.toISOString().replace("Z", "+00:00"),
+    dbIsoAt(ts.getTime()),
     e.apiKeyId ?? null,
     e.apiKeyName ?? null,
     e.organizationId ?? null,

@@ -26,7 +26,7 @@ export function checksOf(k: KeyEntry, ents: Entities, now: number, keys: KeyCach
   const checks: Check[] = [];
   if (lim.hasUsageLimits) checks.push({ lim, usage: ownUsage, whose: "" });
   if (ents.team && s.key_type === "user") {
-    for (const t of keys.teamKeysOf(s.organization_id, s.team_id!)) {
+    for (const t of keys.teamKeysOfMember(k)) {
       const tl = limitsOf(t);
       if (tl.hasUsageLimits && keyState(t, now) === "active") checks.push({ lim: tl, usage: ents.team, whose: `team key "${t.name}" ` });
     }

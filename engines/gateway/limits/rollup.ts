@@ -3,7 +3,7 @@
 // changes, and what reads them: which entities a key's requests count toward, which team and
 // organization budgets cover a key, settled spend and the usage report. Limits (../limits.ts)
 // extends it with admission, settlement and persistence.
-import { keyState, type KeyCache, type KeyEntry, teamKey } from "../keys";
+import { keyState, type KeyCache, type KeyEntry, usageIdsOf } from "../keys";
 import { checksOf } from "./checks";
 import { EntityUsage, PeriodCounter, effectiveLimits, type EffectiveLimits } from "./usage";
 
@@ -65,10 +65,10 @@ export class UsageRollup {
 
   /** Usage entities a key's requests count toward: key, team, organization. */
   entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage } {
-    const s = k.spec;
+    const ids = usageIdsOf(k);
     const own = this.entity(k.id);
-    const team = s.team_id && (s.key_type === "team" || s.key_type === "user") ? this.entity("team:" + teamKey(s.organization_id, s.team_id)) : undefined;
-    const org = s.organization_id ? this.entity("org:" + s.organization_id) : undefined;
+    const team = ids.team !== undefined ? this.entity(ids.team) : undefined;
+    const org = ids.org !== undefined ? this.entity(ids.org) : undefined;
     return { own, team, org };
   }
 
@@ -78,7 +78,7 @@ export class UsageRollup {
     const s = k.spec;
     const out: KeyEntry[] = [];
     if (s.key_type === "user" && s.team_id) {
-      for (const t of this.keys.teamKeysOf(s.organization_id, s.team_id)) if (this.limitsOf(t).budgeted && keyState(t, now) === "active") out.push(t);
+      for (const t of this.keys.teamKeysOfMember(k)) if (this.limitsOf(t).budgeted && keyState(t, now) === "active") out.push(t);
     }
     if (s.organization_id && s.key_type !== "organization") {
       for (const o of this.keys.orgKeysOf(s.organization_id)) if (this.limitsOf(o).budgeted && keyState(o, now) === "active") out.push(o);

@@ -41,6 +41,9 @@ export interface ReservationRow {
 /** Column order of a row, in the Reservation table and in a journal line (a JSON array). */
 export const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
 type Values = unknown[];
+/** A row as its journal line (JSON array in COLS order, with its newline): the one form kept in
+ * memory until the row settles, parsed back only by a fold. */
+type Line = string;
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
 const insertRes = (n: number) => `INSERT INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
 export const FOLDED_KEY = "reservations.folded";
@@ -66,9 +69,9 @@ export class ReservationStoreError extends Error {}
 
 export class WriteAhead {
   /** queued for the next group commit */
-  private pending = new Map<number, Values>();
+  private pending = new Map<number, Line>();
   /** written and not settled: what a fold keeps in the Reservation table */
-  private readonly live = new Map<number, Values>();
+  private readonly live = new Map<number, Line>();
   private batch: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null = null;
   private seq = 0;
   private fd = -1;
@@ -98,7 +101,7 @@ export class WriteAhead {
 
   /** Queue a row; the promise settles when the group commit that holds it is written. */
   add(r: ReservationRow): Promise<void> {
-    this.pending.set(r.id, [r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]);
+    this.pending.set(r.id, JSON.stringify([r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]) + "\n");
     if (!this.batch) {
       let resolve!: () => void;
       let reject!: (e: unknown) => void;
@@ -127,10 +130,10 @@ export class WriteAhead {
       if (rows.size > 0) {
         if (this.fd < 0) this.fd = openSync(this.journal(this.gen), "a");
         let text = "";
-        for (const v of rows.values()) text += JSON.stringify(v) + "\n";
-        const buf = Buffer.from(text, "utf8");
-        const n = writeSync(this.fd, buf);
-        if (n !== buf.length) throw new Error(`short write to the reservation journal (${n} of ${buf.length} bytes)`);
+        for (const line of rows.values()) text += line;
+        const n = writeSync(this.fd, text);
+        const want = Buffer.byteLength(text);
+        if (n !== want) throw new Error(`short write to the reservation journal (${n} of ${want} bytes)`);
         for (const [id, v] of rows) this.live.set(id, v);
         this.changed = true;
       }
@@ -148,7 +151,7 @@ export class WriteAhead {
    * this generation count as folded. Changes nothing in memory (the transaction may roll back). */
   fold(): void {
     this.db.prepare(`DELETE FROM "Reservation"`).run();
-    const rows = [...this.live.values()];
+    const rows = [...this.live.values()].map((line) => JSON.parse(line) as Values);
     for (let i = 0; i < rows.length; i += PER_STMT) this.insert(rows.slice(i, i + PER_STMT));
     this.db.prepare(`INSERT INTO "Meta" (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(FOLDED_KEY, String(this.gen));
   }
