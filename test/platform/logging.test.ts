@@ -23,6 +23,20 @@ describe("logger", () => {
     expect(() => parseLogLevel("verbose", "--log-level")).toThrow(/must be one of fatal, error, warn, info, debug, trace, silent/);
   });
 
+  it("writes access lines as JSON whatever the path text, with the base fields", () => {
+    const lines: string[] = [];
+    const log = jsonLogger({ base: { replica: "r1" }, write: (l) => lines.push(l) });
+    const route = 'unmatched/"quoted"\\back\nline\u0001 é 😀';
+    log.access({ requestId: "req_1", method: "GET", route, status: 404, latencyMs: 0.125, aborted: true });
+    log.access({ requestId: "req_2", keyId: "key_1", method: "POST", route: "/v1/chat/completions", status: 200, latencyMs: 3 });
+    const [a, b] = lines.map((l) => JSON.parse(l));
+    expect(a).toMatchObject({ level: "info", replica: "r1", requestId: "req_1", method: "GET", route, status: 404, latencyMs: 0.125, aborted: true, msg: "request" });
+    expect(a).not.toHaveProperty("keyId");
+    expect(b).toMatchObject({ requestId: "req_2", keyId: "key_1", status: 200, latencyMs: 3 });
+    expect(b).not.toHaveProperty("aborted");
+    expect(Number.isNaN(Date.parse(a.time))).toBe(false);
+  });
+
   it("redacts secret fields at any depth and credentials inside strings", () => {
     const lines: string[] = [];
     const log = jsonLogger({ write: (l) => lines.push(l) });
