@@ -4,8 +4,9 @@
 // Reads (polls of finished tasks, start-up, pruning) stay on Prisma. Datetimes are written in
 // the text form Prisma itself writes, so its comparisons and parsing agree.
 import type Database from "better-sqlite3";
+import { dbIsoAt } from "../iso-time";
 
-export const dbTime = (d: Date | null) => (d ? d.toISOString().replace("Z", "+00:00") : null);
+export const dbTime = (d: Date | null) => (d ? dbIsoAt(d.getTime()) : null);
 
 export interface TaskRow {
   id: string;

@@ -11,7 +11,7 @@ import type { Prisma } from "../../../prisma/generated/client";
 import type { AuditRecord } from "../key-types";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { toEntryJson, type AuditEntryJson } from "./entry-json";
-import { auditRow, type Row } from "./rows";
+import { auditId, auditRow, type Row } from "./rows";
 
 export type { AuditEntryJson } from "./entry-json";
 
@@ -240,7 +240,7 @@ export class AuditLog {
   /** Ids sort by creation within this process, so equal timestamps keep recording order. */
   private nextId(ms: number): string {
     this.seq = (this.seq + 1) % 2_176_782_336; // 36^6
-    return `aud_${ms.toString(36).padStart(9, "0")}${this.seq.toString(36).padStart(6, "0")}${this.idTail}`;
+    return auditId(ms, this.seq, this.idTail);
   }
 
   private toRow(e: AuditRecord): Row {

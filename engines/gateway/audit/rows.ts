@@ -11,6 +11,12 @@ const MAX_METADATA_CHARS = 16_384;
 /** One row's INSERT parameters, in AUDIT_COLUMNS order. */
 export type Row = AuditRow;
 
+/** An audit entry id: creation time and a per-process sequence in base 36, then the process's
+ * random tail, so ids sort by creation within a process and never collide across processes. */
+export function auditId(ms: number, seq: number, tail: string): string {
+  return `aud_${ms.toString(36).padStart(9, "0")}${seq.toString(36).padStart(6, "0")}${tail}`;
+}
+
 function toInt(n: number | undefined): number {
   return Number.isFinite(n) ? Math.max(0, Math.round(n as number)) : 0;
 }

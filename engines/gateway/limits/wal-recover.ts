@@ -8,27 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, unlinkSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { auditRow } from "../audit/rows";
+import { auditId, auditRow } from "../audit/rows";
+import { dbIsoAt } from "../../iso-time";
 import { auditInsertSql as insertSql } from "../../../prisma/repos/sqlite";
-import { COLS, FOLDED_KEY, journals } from "./wal";
-
-interface StoredRow {
-  id: number;
-  keyId: string;
-  entities: string;
-  day: string;
-  month: string;
-  spendMicros: number;
-  promptTokens: number;
-  tokens: number;
-  at: number;
-  requestId: string;
-  action: string;
-  model: string | null;
-  keyName: string | null;
-  organizationId: string | null;
-  ipAddress: string | null;
-}
+import { COLS, FOLDED_KEY, journals, markFolded, type StoredRow } from "./wal";
 
 /**
  * Fold the rows a crash left into UsageCounter and AuditEntry, in one transaction, and return
@@ -70,10 +53,10 @@ export function recover(db: Database.Database): { rows: number; admissions: Map<
       let list = admissions.get(r.keyId);
       if (!list) admissions.set(r.keyId, (list = []));
       list.push(at);
-      const since = new Date(at - 1000).toISOString().replace("Z", "+00:00");
+      const since = dbIsoAt(at - 1000);
       if (!audited.get(r.keyId, r.requestId, since)) {
         const ts = new Date(at);
-        const id = `aud_${at.toString(36).padStart(9, "0")}${(i++).toString(36).padStart(6, "0")}${tail}`;
+        const id = auditId(at, i++, tail);
         writeAudit.run(
           auditRow(
             {
@@ -100,7 +83,7 @@ export function recover(db: Database.Database): { rows: number; admissions: Map<
       }
     }
     db.prepare(`DELETE FROM "Reservation"`).run();
-    db.prepare(`INSERT INTO "Meta" (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(FOLDED_KEY, String(generation));
+    markFolded(db, generation);
   })();
   return done();
 }

@@ -38,6 +38,14 @@ export interface ReservationRow {
   ip: string | null;
 }
 
+/** A row as the Reservation table and a journal line hold it (named by COLS). */
+export type StoredRow = Omit<ReservationRow, "entities" | "spend" | "ip"> & {
+  /** the entity ids, one per line */
+  entities: string;
+  spendMicros: number;
+  ipAddress: string | null;
+};
+
 /** Column order of a row, in the Reservation table and in a journal line (a JSON array). */
 export const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
 type Values = unknown[];
@@ -47,6 +55,11 @@ type Line = string;
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
 const insertRes = (n: number) => `INSERT INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
 export const FOLDED_KEY = "reservations.folded";
+
+/** Record, inside the caller's transaction, that the journals up to `gen` are folded. */
+export function markFolded(db: Database.Database, gen: number): void {
+  db.prepare(`INSERT INTO "Meta" (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(FOLDED_KEY, String(gen));
+}
 
 /** The journal files of a store file, by generation (ascending). */
 export function journals(dbFile: string): Array<{ gen: number; file: string }> {
@@ -153,7 +166,7 @@ export class WriteAhead {
     this.db.prepare(`DELETE FROM "Reservation"`).run();
     const rows = [...this.live.values()].map((line) => JSON.parse(line) as Values);
     for (let i = 0; i < rows.length; i += PER_STMT) this.insert(rows.slice(i, i + PER_STMT));
-    this.db.prepare(`INSERT INTO "Meta" (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(FOLDED_KEY, String(this.gen));
+    markFolded(this.db, this.gen);
   }
 
   /** After the flush committed: appends go to a new generation, the folded ones are removed. */
