@@ -122,14 +122,17 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
   } else if (!dest) {
     ({ dest, flush, now } = bufferedStdout());
   }
-  const common = {
-    level: opts.level ?? "info",
-    base: opts.base ?? undefined,
-    messageKey: "msg",
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label: string) => ({ level: label }) },
-  };
-  const p = pino({ ...common, redact: { paths: PINO_REDACT_PATHS, censor: REDACTED } }, dest);
+  const p = pino(
+    {
+      level: opts.level ?? "info",
+      base: opts.base ?? undefined,
+      messageKey: "msg",
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label: string) => ({ level: label }) },
+      redact: { paths: PINO_REDACT_PATHS, censor: REDACTED },
+    },
+    dest,
+  );
   // Access records hold only fields built from known values (AccessRecord), so their line is
   // built here, in pino's shape, and written to the same destination: pino's per-call work
   // (serializers, redaction paths, formatters) cost ~20 µs a request at one connection.
