@@ -49,7 +49,7 @@ export type StoredRow = Omit<ReservationRow, "entities" | "spend" | "ip"> & {
 /** Column order of a row, in the Reservation table and in a journal line (a JSON array). */
 export const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
 type Values = unknown[];
-/** A row as its journal line (JSON array in COLS order, with its newline): the one form kept in
+/** A row as its journal line (JSON array in COLS order, with its newline): the form a written row is kept in
  * memory until the row settles, parsed back only by a fold. */
 type Line = string;
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
@@ -77,12 +77,17 @@ export function journals(dbFile: string): Array<{ gen: number; file: string }> {
     .sort((a, b) => a.gen - b.gen);
 }
 
+/** A row as its journal line. */
+function lineOf(r: ReservationRow): Line {
+  return JSON.stringify([r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]) + "\n";
+}
+
 /** Raised to the waiting requests when a group commit fails (the request is refused, 503). */
 export class ReservationStoreError extends Error {}
 
 export class WriteAhead {
-  /** queued for the next group commit */
-  private pending = new Map<number, Line>();
+  /** queued for the next group commit; made into lines there, off the request's path */
+  private pending = new Map<number, ReservationRow>();
   /** written and not settled: what a fold keeps in the Reservation table */
   private readonly live = new Map<number, Line>();
   private batch: { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null = null;
@@ -114,7 +119,7 @@ export class WriteAhead {
 
   /** Queue a row; the promise settles when the group commit that holds it is written. */
   add(r: ReservationRow): Promise<void> {
-    this.pending.set(r.id, JSON.stringify([r.id, r.keyId, r.entities.join("\n"), r.day, r.month, r.spend, r.promptTokens, r.tokens, r.at, r.requestId, r.action, r.model, r.keyName, r.organizationId, r.ip]) + "\n");
+    this.pending.set(r.id, r);
     if (!this.batch) {
       let resolve!: () => void;
       let reject!: (e: unknown) => void;
@@ -142,12 +147,13 @@ export class WriteAhead {
     try {
       if (rows.size > 0) {
         if (this.fd < 0) this.fd = openSync(this.journal(this.gen), "a");
-        let text = "";
-        for (const line of rows.values()) text += line;
+        const lines = [...rows.values()].map(lineOf);
+        const text = lines.join("");
         const n = writeSync(this.fd, text);
         const want = Buffer.byteLength(text);
         if (n !== want) throw new Error(`short write to the reservation journal (${n} of ${want} bytes)`);
-        for (const [id, v] of rows) this.live.set(id, v);
+        let i = 0;
+        for (const id of rows.keys()) this.live.set(id, lines[i++]);
         this.changed = true;
       }
       this.commits++;
