@@ -1,7 +1,5 @@
 // Composition root: open the store, apply start-up manifests (or the quickstart on an empty
 // store), build engines and controllers, listen, and stop gracefully in the reverse order.
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
 import { existsSync } from "node:fs";
 import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -13,7 +11,8 @@ import { createHandler } from "./app";
 import { ControllerManager } from "../controllers/runtime";
 import { buildControllers } from "../controllers/registry";
 import type { Controller } from "../controllers/types";
-import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type Listener } from "../controllers/kinds/server";
+import { desiredAddress, effectiveServer, urlOf } from "../controllers/kinds/server";
+import { httpListener } from "./http-listener";
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
 import { ManifestWatcher } from "../controllers/watch";
 import { applyPaths } from "../controllers/apply-paths";
@@ -56,121 +55,6 @@ export const quickstartDir = fileURLToPath(new URL("../examples/quickstart/", im
 
 // Logging lives in api/log.ts; jsonLogger stays importable from here for tests and benches.
 export { jsonLogger } from "./log";
-
-const kOpen = Symbol("open");
-type OpenRes = http.ServerResponse & { [kOpen]?: Set<http.ServerResponse> };
-
-function leaveOpen(this: OpenRes): void {
-  this[kOpen]?.delete(this);
-}
-
-interface HttpListener extends Listener {
-  close(graceMs: number): Promise<void>;
-}
-
-/** Close a connection that has sent no byte within `ms` (bytesRead reads the handle's counter,
- * so the parser keeps consuming the socket directly; no data listener is added). */
-function dropIfSilent(sock: Socket, ms: number): void {
-  const t = setTimeout(() => {
-    if (sock.bytesRead === 0) sock.destroy();
-  }, ms);
-  t.unref();
-  sock.once("close", () => clearTimeout(t));
-}
-
-/** How often Node looks for requests past their time limits. */
-const TIMEOUT_CHECK_MS = 500;
-/** Headers get at most 60 s (Node's default), never more than the whole request. */
-const headersLimit = (requestMs: number) => Math.min(requestMs, 60_000);
-
-function httpListener(handler: http.RequestListener, log: Logger, onBound: (a: BoundAddress) => void, requestTimeoutMs: () => number): HttpListener {
-  let server: http.Server | null = null;
-  let addr: BoundAddress | null = null;
-
-  // Responses in flight per server, so a retired listener can end its keep-alive connections.
-  const inflight = new WeakMap<http.Server, Set<http.ServerResponse>>();
-
-  const listen = (host: string, port: number) =>
-    new Promise<http.Server>((resolve, reject) => {
-      const open = new Set<http.ServerResponse>();
-      // requestTimeout bounds the whole request (headers and body: a request stays "active" until
-      // its body ends), headersTimeout the headers; Node checks both only every
-      // connectionsCheckingInterval (30 s by default), so a short check makes trickling sockets
-      // (slowloris, slow bodies) close within the configured time. Responses may stream longer.
-      const first = requestTimeoutMs();
-      const s = http.createServer({ requestTimeout: first, headersTimeout: headersLimit(first), connectionsCheckingInterval: TIMEOUT_CHECK_MS }, (req, res) => {
-        // Read per request so a Server manifest change applies without rebinding.
-        const limit = requestTimeoutMs();
-        if (s.requestTimeout !== limit) {
-          s.requestTimeout = limit;
-          s.headersTimeout = headersLimit(limit);
-        }
-        open.add(res);
-        (res as OpenRes)[kOpen] = open;
-        res.on("close", leaveOpen); // shared listener: no per-request closure
-        handler(req, res);
-      });
-      // Node starts those clocks at a connection's first byte: one that sends nothing would stay.
-      s.on("connection", (sock: Socket) => dropIfSilent(sock, headersLimit(requestTimeoutMs())));
-      inflight.set(s, open);
-      s.once("error", reject);
-      s.listen(port, host, () => {
-        s.off("error", reject);
-        resolve(s);
-      });
-    });
-
-  // Stop accepting at once; let in-flight requests finish within graceMs, then cut them.
-  // Their responses say "Connection: close" so clients do not keep talking to the old address.
-  const retire = (s: http.Server, graceMs: number) =>
-    new Promise<void>((resolve) => {
-      for (const res of inflight.get(s) ?? []) if (!res.headersSent) res.setHeader("connection", "close");
-      const sweep = setInterval(() => s.closeIdleConnections(), 50);
-      const cut = setTimeout(() => s.closeAllConnections(), graceMs);
-      sweep.unref();
-      cut.unref();
-      s.close(() => {
-        clearTimeout(cut);
-        clearInterval(sweep);
-        resolve();
-      });
-      s.closeIdleConnections();
-    });
-
-  return {
-    address: () => addr,
-    async bind(host, port) {
-      const old = server;
-      let next: http.Server;
-      if (old && addr && port !== 0 && port === addr.port) {
-        // Same port on another address: free it first (0.0.0.0 and 127.0.0.1 collide), and
-        // go back to the old address if the new one cannot be had.
-        const prev = addr;
-        void retire(old, 5000);
-        try {
-          next = await listen(host, port);
-        } catch (e) {
-          server = await listen(prev.host, prev.port).catch(() => null);
-          if (!server) addr = null;
-          throw e;
-        }
-      } else {
-        next = await listen(host, port);
-        if (old) void retire(old, 5000);
-      }
-      server = next;
-      addr = { host, port: (next.address() as AddressInfo).port };
-      log.info("listening", { url: urlOf(addr) });
-      onBound(addr);
-      return addr;
-    },
-    async close(graceMs) {
-      const s = server;
-      server = null;
-      if (s) await retire(s, graceMs);
-    },
-  };
-}
 
 /** Start svc. Resolves once the HTTP listener is bound and controllers are running. */
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
