@@ -7,6 +7,7 @@
 // keys, never cookies.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Svc } from "../engines/svc";
+import { GatewayError } from "../engines/gateway/errors";
 
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const EXPOSE = "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, idempotent-replayed, location, x-svc-token-count";
@@ -18,9 +19,11 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
   return i > 0 && origin.slice(i + 3) === host;
 }
 
+/** Refused before any route: the API's error body (GatewayError), written straight to the socket. */
 function refuse(res: ServerResponse, origin: string): void {
-  const body = JSON.stringify({ error: { message: `origin ${origin} is not allowed: list it in the Server manifest's spec.cors.allowedOrigins`, type: "permission_error", code: "permission_denied", param: "origin" } });
-  res.writeHead(403, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  const err = new GatewayError(403, "permission_denied", `origin ${origin} is not allowed: list it in the Server manifest's spec.cors.allowedOrigins`, "origin");
+  const body = JSON.stringify(err.toOpenAI());
+  res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
