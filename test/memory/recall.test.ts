@@ -49,6 +49,21 @@ describe("recall into agent runs", () => {
     expect(systems(sent)[1]).toContain("Rex");
   });
 
+  it("a detached task's answer uses a recalled fact too", async () => {
+    const before = env.up.requests.length;
+    const d = await env.api("POST", "/agents/alice/dispatch", { prompt: "What is my dog called?" });
+    expect(d.status).toBe(202);
+    let t: any;
+    for (const t0 = Date.now(); Date.now() - t0 < 15_000; await new Promise((r) => setTimeout(r, 50))) {
+      t = (await env.api("GET", `/tasks/${d.json.id}`)).json;
+      if (t.status !== "queued" && t.status !== "running") break;
+    }
+    expect(t.status).toBe("completed");
+    expect(t.result.output).toBe("Your dog is called Rex.");
+    const sent = env.up.requests.slice(before).find((x) => x.model === "alice")!;
+    expect(systems(sent)[1]).toContain("Rex");
+  });
+
   it("agent scoping: alice never recalls bob's memory, and bob's search never returns alice's", async () => {
     const before = env.up.requests.length;
     await env.api("POST", "/agents/alice/run", { prompt: "what is the secret code? and the dog?" });
