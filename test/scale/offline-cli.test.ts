@@ -84,7 +84,9 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
   });
 
   it("an unreachable or malformed SVC_DATABASE_URL is one clear line, without the password", async () => {
-    const port = await freePort();
+    // Port 1 (tcpmux) has no listener: a port found free a moment ago could be taken by another
+    // test's server meanwhile, which turns "refused" into "terminated".
+    const port = 1;
     const bad = { ...env, SVC_DATABASE_URL: `postgresql://svc:hunter2@127.0.0.1:${port}/svc` };
     for (const args of [["status"], ["config", "export"]]) {
       const r = await runCli(args, bad);
