@@ -3,13 +3,13 @@
 // NOAUDIT=1 replaces audit.record with a no-op (to see what the audit write path costs).
 import { spawn } from "node:child_process";
 import { startEnv } from "../../test/gateway/fixtures";
+import { startStandin } from "../processes";
 const conns = process.argv[2] ?? "50";
 const secs = process.argv[3] ?? "5";
-const up = spawn(process.execPath, ["--import", "tsx", "bench/upstream.ts"], { stdio: ["ignore", "pipe", "inherit"] });
-const port: number = await new Promise((r) => up.stdout!.once("data", (d) => r(Number(String(d).trim()))));
+const up = await startStandin();
 const env = await startEnv();
 await env.apply([
-  { kind: "Provider", name: "standin", spec: { type: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, models: [{ name: "bench-model", inputPerMillion: 0.5, outputPerMillion: 1.5 }] } },
+  { kind: "Provider", name: "standin", spec: { type: "openai", baseUrl: up.url, models: [{ name: "bench-model", inputPerMillion: 0.5, outputPerMillion: 1.5 }] } },
   { kind: "AccessPolicy", name: "p", spec: { version: "2024-01-01", statements: [{ effect: "Allow", actions: ["*"], resources: ["model:bench-model"] }, { effect: "Deny", actions: ["*"], resources: ["provider:forbidden"] }] } },
 ]);
 const k = await env.key({
@@ -23,5 +23,5 @@ const body = JSON.stringify({ model: "bench-model", messages: [{ role: "user", c
 const ac = spawn(process.execPath, ["node_modules/autocannon/autocannon.js", "-c", conns, "-d", secs, "-m", "POST", "-H", `authorization=Bearer ${k.secret}`, "-H", "content-type=application/json", "-b", body, `${env.url}/v1/chat/completions`], { stdio: "inherit" });
 await new Promise((r) => ac.on("exit", r));
 await env.stop();
-up.kill();
+up.proc.kill();
 process.exit(0);
