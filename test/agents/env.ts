@@ -2,6 +2,7 @@
 // the tool catalog (an McpServer manifest through svc's MCP engine), a scripted stand-in provider, and helpers for agents and tasks.
 import { startEnv, type Env } from "../gateway/fixtures";
 import { until } from "../helpers/http";
+import { pollTask } from "../helpers/tasks";
 import { everythingTools, type SpiedTools } from "./mcp-tools";
 import { scriptedProvider, type ScriptedProvider } from "./scripted";
 
@@ -33,17 +34,7 @@ export async function startAgentEnv(opts: { home?: string; models?: string[] } =
     });
     return last;
   };
-  const poll = async (id: string, cond: (t: any) => boolean, timeoutMs = 20_000, key = env.adminKey) => {
-    const end = Date.now() + timeoutMs;
-    let last: any;
-    for (;;) {
-      const r = await env.api("GET", `/tasks/${id}`, undefined, key);
-      last = r.json;
-      if (r.status === 200 && cond(last)) return last;
-      if (Date.now() > end) throw new Error(`task ${id} never reached the condition; last: ${JSON.stringify(last)}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
+  const poll = (id: string, cond: (t: any) => boolean, timeoutMs?: number, key?: string) => pollTask(env, id, cond, timeoutMs, key);
   return Object.assign(env, {
     tools,
     up,

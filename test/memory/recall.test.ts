@@ -6,6 +6,7 @@ import { startMemEnv, type MemEnv } from "./env";
 import { lastTool, turnOf, type ChatBody } from "../agents/scripted";
 import { estimateTextTokens } from "../../engines/providers/estimate";
 import { hitLine, RECALL_HEADER } from "../../engines/memory/recall";
+import { pollTask } from "../helpers/tasks";
 
 let env: MemEnv;
 const systems = (b: ChatBody) => b.messages.filter((m) => m.role === "system").map((m) => m.content ?? "");
@@ -53,11 +54,7 @@ describe("recall into agent runs", () => {
     const before = env.up.requests.length;
     const d = await env.api("POST", "/agents/alice/dispatch", { prompt: "What is my dog called?" });
     expect(d.status).toBe(202);
-    let t: any;
-    for (const t0 = Date.now(); Date.now() - t0 < 15_000; await new Promise((r) => setTimeout(r, 50))) {
-      t = (await env.api("GET", `/tasks/${d.json.id}`)).json;
-      if (t.status !== "queued" && t.status !== "running") break;
-    }
+    const t = await pollTask(env, d.json.id, (t) => t.status !== "queued" && t.status !== "running");
     expect(t.status).toBe("completed");
     expect(t.result.output).toBe("Your dog is called Rex.");
     const sent = env.up.requests.slice(before).find((x) => x.model === "alice")!;
