@@ -1,7 +1,7 @@
 // Composition root: open the store, apply start-up manifests (or the quickstart on an empty
 // store), build engines and controllers, listen, and stop gracefully in the reverse order.
-import { existsSync } from "node:fs";
-import { mkdir, rm, writeFile, readFile } from "node:fs/promises";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { mkdir, rm, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type OpenedDb } from "../prisma/client";
 import { openStore, postgresUrlOf } from "../engines/store/open"; // scale-out: SQLite, or PostgreSQL by SVC_DATABASE_URL
@@ -175,8 +175,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     const infoFile = serverInfoFile(home);
     const listener = httpListener(handler, log, (a) => {
       info = { pid: process.pid, url: urlOf(a), port: a.port, startedAt: info?.startedAt ?? new Date().toISOString() };
-      // the CLI finds a running server through this file
-      void writeFile(infoFile, JSON.stringify(info, null, 2) + "\n").catch((e) => log.warn("cannot write server.json", { err: String(e) }));
+      writeInfoFile(infoFile, info, log);
     }, () => (svc.server.limits?.requestTimeoutSeconds ?? 600) * 1000);
     const overrides = { host: opts.host, port: opts.port };
     const want = desiredAddress(eff, overrides);
@@ -275,6 +274,19 @@ function countPending(file: string): number {
     return pendingMigrations(file).length;
   } catch {
     return 0;
+  }
+}
+
+/**
+ * The CLI finds a running server through server.json. Written synchronously and renamed into
+ * place, so a reader right after a bind or move never sees the old address or half a file.
+ */
+function writeInfoFile(file: string, info: ServerInfo, log: Logger): void {
+  try {
+    writeFileSync(`${file}.tmp`, JSON.stringify(info, null, 2) + "\n");
+    renameSync(`${file}.tmp`, file);
+  } catch (e) {
+    log.warn("cannot write server.json", { err: String(e) });
   }
 }
 
