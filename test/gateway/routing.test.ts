@@ -2,28 +2,19 @@
 // usage counted, upstream errors mapped to clear gateway errors, timeouts, credentials by
 // reference, the Anthropic upstream type, and the audit entry of each request.
 import { describe, it, expect, afterAll, beforeAll } from "vitest";
-import { createServer } from "node:net";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 import { until } from "../helpers/http";
 
 let env: Env;
 let a: StandIn;
 let b: StandIn;
-let deadPort: number;
+// Port 1: nothing listens there, and no other test server can take it meanwhile.
+const deadPort = 1;
 const msg = (content = "hi") => [{ role: "user" as const, content }];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const p = (s.address() as any).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 beforeAll(async () => {
   a = await standIn();
   b = await standIn();
-  deadPort = await freePort();
   process.env.STANDIN_CREDENTIAL = "upstream-secret-123";
   env = await startEnv();
   await env.apply([

@@ -64,16 +64,4 @@ export function startChild(args: string[], env: Record<string, string> = {}, por
   });
 }
 
-export function freePort(): Promise<number> {
-  return import("node:net").then(
-    ({ createServer }) =>
-      new Promise((resolve, reject) => {
-        const srv = createServer();
-        srv.listen(0, "127.0.0.1", () => {
-          const p = (srv.address() as any).port;
-          srv.close(() => resolve(p));
-        });
-        srv.on("error", reject);
-      }),
-  );
-}
+export { freePort } from "../helpers/services";

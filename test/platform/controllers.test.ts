@@ -1,11 +1,11 @@
 // Controllers inside a running server: truthful conditions at the current generation, cleanup
 // on delete, and the Server controller moving the listener.
-import net from "node:net";
 import path from "node:path";
 import { readFile, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { postJson, until } from "../helpers/http";
+import { freePort } from "../helpers/services";
 import { writeTinyGguf } from "../../engines/inference/gguf";
 
 const ready = (s: TestSvc, kind: string, name: string) => s.svc.store.get(kind, name)?.status?.conditions?.find((c) => c.type === "Ready");
@@ -61,15 +61,6 @@ describe("object conditions", () => {
     expect(rows).toHaveLength(0);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-}
 
 describe("Server controller", () => {
   it("binds where the Server manifest says and moves when it changes; server.json follows", async () => {
