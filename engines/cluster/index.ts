@@ -60,6 +60,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       await lease.start();
     },
     async close() {
+      svc.engines.gateway?.alerts.shareThrottle(undefined);
       await cluster.lease?.close();
       await cluster.bus?.close();
       await cluster.limits?.close();
@@ -84,6 +85,8 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
       await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
       gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
+      // once-a-minute (near-limit, limit exceeded) and once-an-hour alerts: once across replicas
+      gw.alerts.shareThrottle(async (id, ttlMs) => (await cmd.set(`${prefix}alert:${id}`, replicaId, "PX", ttlMs, "NX")) === "OK");
     }
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);

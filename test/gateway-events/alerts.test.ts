@@ -114,6 +114,36 @@ describe("Alerts", () => {
     expect(events().every((e) => e.type === "key.limit_exceeded")).toBe(true);
   });
 
+  it("a shared throttle (replicas): only the first claim sends; a claim that cannot be checked sends anyway", async () => {
+    const claimed = new Map<string, number>(); // what another replica's Redis would hold
+    const claim = async (id: string, ttl: number) => {
+      const at = claimed.get(id);
+      if (at !== undefined && c.now().getTime() - at < ttl) return false;
+      claimed.set(id, c.now().getTime());
+      return true;
+    };
+    const [a, b] = [make(), make()];
+    a.shareThrottle(claim);
+    b.shareThrottle(claim);
+    a.limitExceeded(key, "per_minute", { from: "a" });
+    await a.idle();
+    b.limitExceeded(key, "per_minute", { from: "b" }); // the other replica, same minute
+    c.advance(61_000);
+    await drain(b);
+    b.limitExceeded(key, "per_minute", { from: "b" }); // the next minute
+    await drain(b);
+    expect(events().map((e) => e.data.from)).toEqual(["a", "b"]);
+    expect(claimed.get(`limit:${key.id}:per_minute`)).toBeDefined();
+
+    const logs: string[] = [];
+    const down = make({ log: (m) => logs.push(m) });
+    down.shareThrottle(() => Promise.reject(new Error("Redis unreachable")));
+    down.limitExceeded(key, "budget.daily", { from: "down" });
+    await drain(down);
+    expect(events().map((e) => e.data.from)).toEqual(["a", "b", "down"]);
+    expect(logs.join("\n")).toContain("Redis unreachable");
+  });
+
   it("failed-auth threshold from one IP triggers suspicious_activity for the known key", async () => {
     const a = make({ keyForToken: (p) => (p === "sk-svc-AbCd…" ? key : undefined) });
     for (let i = 0; i < 4; i++) a.failedAuth("sk-svc-AbCd…", "203.0.113.9");

@@ -1,7 +1,7 @@
 // With limits shared in Redis, answers carry the same x-ratelimit-* headers as in embedded mode
 // (the per_minute bucket, else the hour window), counted on the one shared bucket whatever
 // replica serves; refusals (429, 402) carry them too, and the near-limit alert
-// (AlertSettings.rate_limit_percentage) reads them.
+// (AlertSettings.rate_limit_percentage) reads them and is sent once a minute across replicas.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -100,7 +100,7 @@ describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replic
     expect(rateOf(response.headers)).toMatchObject({ limit: "10", remaining: "9" });
   });
 
-  it("AlertSettings.rate_limit_percentage: the near-limit warning is sent from the shared bucket", async () => {
+  it("AlertSettings.rate_limit_percentage: the near-limit warning is sent from the shared bucket, once a minute across replicas", async () => {
     await rs[0].svc.svc.store.write([{ op: "upsert", kind: "AlertSettings", name: "default", owner: "config:test", spec: { rate_limit_percentage: 50 } }]);
     await everywhere(rs, "AlertSettings", "default");
     try {
@@ -111,6 +111,16 @@ describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replic
       const ev = hooks.find((h) => h.data?.key_id === k.id);
       expect(ev.type).toBe("key.limit_exceeded");
       expect(ev.data).toMatchObject({ kind: "rate_limit_warning", used_percentage: 50, threshold_percentage: 50, requests_limit: 4, requests_remaining: 2 });
+      // 75% on the replica that has not warned yet, 100% on the one that has: no second warning
+      await rs[0].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg });
+      await rs[1].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg });
+      for (const r of rs) {
+        const gw = r.svc.svc.engines.gateway!;
+        await gw.alerts.idle();
+        await gw.outbox.deliverDue(); // waits for every enqueue of this replica
+      }
+      const rows = await rs[0].svc.svc.db.prisma.webhookDelivery.findMany({ where: { keyId: k.id, event: "key.limit_exceeded" } });
+      expect(rows).toHaveLength(1);
     } finally {
       await rs[0].svc.svc.store.write([{ op: "delete", kind: "AlertSettings", name: "default" }]);
     }

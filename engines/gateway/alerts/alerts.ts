@@ -1,7 +1,8 @@
 // Alerts: turn what the pipeline sees into key.* webhook events, without flooding receivers.
 // Every method is synchronous and cheap for the request path; the only database work is one
 // AlertMark insert per newly crossed budget threshold (the insert is the once-only check, so a
-// restart, or a second process, does not fire the same threshold again).
+// restart, or a second process, does not fire the same threshold again). With replicas, the
+// once-a-minute/hour throttles also claim each alert in Redis before sending (shareThrottle).
 import type { PrismaClient } from "../../../prisma/client";
 import type { AlertSettingsSpec } from "../../../schemas/kinds/alert-settings";
 import type { KeyRef } from "../key-types";
@@ -24,6 +25,12 @@ export interface AlertsOptions {
   keyForToken?: (tokenPrefix: string) => KeyRef | undefined;
 }
 
+/**
+ * Claims the right to send one throttled alert, across replicas (engines/cluster): true for
+ * the first claim of `id` within `ttlMs`. Rejects when the shared store cannot answer.
+ */
+export type AlertClaim = (id: string, ttlMs: number) => Promise<boolean>;
+
 export class Alerts {
   private readonly now: () => Date;
   private readonly log: (m: string) => void;
@@ -36,21 +43,25 @@ export class Alerts {
   private readonly failedByToken = new SlidingCount(FAILED_AUTH_WINDOW_MS);
   private readonly patterns = new UsagePatterns();
   private readonly pending = new Set<Promise<unknown>>();
+  private claim: AlertClaim | undefined;
 
   constructor(private readonly opts: AlertsOptions) {
     this.now = opts.now ?? (() => new Date());
     this.log = opts.log ?? ((m) => console.error(m));
   }
 
+  /**
+   * Make the once-a-minute and once-an-hour throttles hold across replicas: each replica still
+   * skips what it sent itself, and asks `claim` before sending the rest.
+   */
+  shareThrottle(claim: AlertClaim | undefined): void {
+    this.claim = claim;
+  }
+
   /** key.limit_exceeded, at most once per key and limit per minute. */
   limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void {
-    const now = this.now().getTime();
-    const id = `${key.id}\u0000${limit}`;
-    const last = this.lastLimitEvent.get(id);
-    if (last !== undefined && now - last < LIMIT_EVENT_INTERVAL_MS) return;
-    if (this.lastLimitEvent.size > 10_000) prune(this.lastLimitEvent, now - LIMIT_EVENT_INTERVAL_MS);
-    this.lastLimitEvent.set(id, now);
-    this.opts.outbox.emit(key, "key.limit_exceeded", { ...detail, limit });
+    if (!this.firstIn(this.lastLimitEvent, `${key.id}\u0000${limit}`, LIMIT_EVENT_INTERVAL_MS)) return;
+    this.throttled(`limit:${key.id}:${limit}`, LIMIT_EVENT_INTERVAL_MS, () => this.opts.outbox.emit(key, "key.limit_exceeded", { ...detail, limit }));
   }
 
   /**
@@ -159,14 +170,37 @@ export class Alerts {
 
   /** key.suspicious_activity at most once per hour per key and kind. */
   private suspicious(key: KeyRef, kind: string, detail: Record<string, unknown>): void {
+    if (!this.firstIn(this.lastSuspicious, `${key.id}\u0000${kind}`, SUSPICIOUS_INTERVAL_MS)) return;
+    this.throttled(`suspicious:${key.id}:${kind}`, SUSPICIOUS_INTERVAL_MS, () => {
+      this.log(`alerts: suspicious activity on key ${key.id}: ${String(detail.reason)}`);
+      this.opts.outbox.emit(key, "key.suspicious_activity", detail);
+    });
+  }
+
+  /** True (and noted) when this process sent nothing under `id` within the last `ms`. */
+  private firstIn(last: Map<string, number>, id: string, ms: number): boolean {
     const now = this.now().getTime();
-    const id = `${key.id}\u0000${kind}`;
-    const last = this.lastSuspicious.get(id);
-    if (last !== undefined && now - last < SUSPICIOUS_INTERVAL_MS) return;
-    if (this.lastSuspicious.size > 10_000) prune(this.lastSuspicious, now - SUSPICIOUS_INTERVAL_MS);
-    this.lastSuspicious.set(id, now);
-    this.log(`alerts: suspicious activity on key ${key.id}: ${String(detail.reason)}`);
-    this.opts.outbox.emit(key, "key.suspicious_activity", detail);
+    const at = last.get(id);
+    if (at !== undefined && now - at < ms) return false;
+    if (last.size > 10_000) prune(last, now - ms);
+    last.set(id, now);
+    return true;
+  }
+
+  /** Send now, or once another replica has not claimed `id` within `ms`. If the shared store
+   * cannot answer, send anyway: a repeated alert is better than a lost one. */
+  private throttled(id: string, ms: number, send: () => void): void {
+    const claim = this.claim;
+    if (!claim) return send();
+    this.track(
+      claim(id, ms).then(
+        (won) => won && send(),
+        (e) => {
+          this.log(`alerts: cannot check other replicas' alerts (${String(e?.message ?? e)}); sending`);
+          send();
+        },
+      ),
+    );
   }
 
   /** Insert the AlertMark; only the inserter emits. A unique violation means it already fired. */
