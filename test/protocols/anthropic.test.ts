@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Anthropic from "@anthropic-ai/sdk";
 import Ajv from "ajv";
-import { MODEL, startProtocolSvc, type ProtocolSvc } from "./harness";
+import { MODEL, startProtocolSvc, type ProtocolSvc, user } from "./harness";
 
 let t: ProtocolSvc;
 let client: Anthropic;
@@ -16,7 +16,6 @@ afterAll(async () => {
   await t?.stop();
 });
 
-const user = (content: string) => [{ role: "user" as const, content }];
 // this SDK version's types no longer list sampling fields (temperature, top_p, top_k); the API
 // still accepts them, so requests are typed through this
 type Params = Anthropic.MessageCreateParamsNonStreaming & { temperature?: number; top_k?: number };

@@ -3,6 +3,7 @@
 // at start-up (so the Model controller registers them in the pool). One thread per model.
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
+import OpenAI from "openai";
 import { ensureTinyModel } from "../../engines/inference/gguf";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 
@@ -12,6 +13,14 @@ export const MODEL = "tiny";
 export const IDLE_MODEL = "tiny-idle";
 
 export type ProtocolSvc = TestSvc;
+
+/** The official OpenAI client on unauthenticated loopback, sending no key at all. */
+export function openaiClient(t: ProtocolSvc): OpenAI {
+  return new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } });
+}
+
+/** One user message, for the OpenAI and Anthropic clients. */
+export const user = (content: string) => [{ role: "user" as const, content }];
 
 /** `extra`: more YAML documents (Providers, …) applied at start-up with the Models. */
 export async function startProtocolSvc(extra: string[] = []): Promise<ProtocolSvc> {

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { Ollama } from "ollama";
-import { MODEL, startProtocolSvc, waitFor, type ProtocolSvc } from "./harness";
+import { MODEL, startProtocolSvc, waitFor, type ProtocolSvc, openaiClient } from "./harness";
 import { standIn, type StandIn } from "./standins";
 
 let t: ProtocolSvc;
@@ -31,7 +31,7 @@ beforeAll(async () => {
     provider("keyless", `{type: openai, baseUrl: "${atV1.baseUrl}", credential: "env:${VAR}", models: [{name: gpt-keyless}]}`),
     `apiVersion: svc/v1\nkind: Model\nmetadata: {name: ghost}\nspec: {file: missing.gguf, threads: 1}\n`,
   ]);
-  openai = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } });
+  openai = openaiClient(t);
   ollama = new Ollama({ host: t.url });
 });
 afterAll(async () => {

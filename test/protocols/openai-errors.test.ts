@@ -1,20 +1,19 @@
 // The official `openai` client's errors from svc: OpenAI-shaped 4xx bodies, never a stack trace.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
-import { MODEL, startProtocolSvc, type ProtocolSvc } from "./harness";
+import { MODEL, startProtocolSvc, type ProtocolSvc, openaiClient, user } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
 
 beforeAll(async () => {
   t = await startProtocolSvc();
-  client = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", defaultHeaders: { Authorization: null }, maxRetries: 0 });
+  client = openaiClient(t);
 });
 afterAll(async () => {
   await t?.stop();
 });
 
-const user = (content: string) => [{ role: "user" as const, content }];
 const otherTool = { type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: {} } } };
 
 describe("invalid requests get OpenAI-shaped 4xx errors", () => {

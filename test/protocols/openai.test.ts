@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import Ajv from "ajv";
-import { cacheStats, IDLE_MODEL, MODEL, startProtocolSvc, waitFor, type ProtocolSvc } from "./harness";
+import { cacheStats, IDLE_MODEL, MODEL, startProtocolSvc, waitFor, type ProtocolSvc, openaiClient, user } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
@@ -10,13 +10,12 @@ let client: OpenAI;
 beforeAll(async () => {
   t = await startProtocolSvc();
   // unauthenticated loopback: no key at all (placeholder keys have their own tests)
-  client = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", defaultHeaders: { Authorization: null }, maxRetries: 0 });
+  client = openaiClient(t);
 });
 afterAll(async () => {
   await t?.stop();
 });
 
-const user = (content: string) => [{ role: "user" as const, content }];
 
 // constraints the grammar enforces (types, enum, maxLength, required, no extra properties);
 // numeric bounds have their own tests in tool-grammar.test.ts

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import Ajv from "ajv";
-import { MODEL, startProtocolSvc, type ProtocolSvc } from "./harness";
+import { MODEL, startProtocolSvc, type ProtocolSvc, openaiClient } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
@@ -13,7 +13,7 @@ const ajv = new Ajv({ strict: false });
 
 beforeAll(async () => {
   t = await startProtocolSvc();
-  client = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } });
+  client = openaiClient(t);
 });
 afterAll(async () => {
   await t?.stop();
