@@ -19,6 +19,12 @@ export function openaiClient(t: ProtocolSvc): OpenAI {
   return new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } });
 }
 
+/** startProtocolSvc with the OpenAI client on it (the suites' beforeAll). */
+export async function startWithOpenAI(extra: string[] = []): Promise<{ t: ProtocolSvc; client: OpenAI }> {
+  const t = await startProtocolSvc(extra);
+  return { t, client: openaiClient(t) };
+}
+
 /** One user message, for the OpenAI and Anthropic clients. */
 export const user = (content: string) => [{ role: "user" as const, content }];
 

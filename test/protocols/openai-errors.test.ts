@@ -1,18 +1,13 @@
 // The official `openai` client's errors from svc: OpenAI-shaped 4xx bodies, never a stack trace.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
-import { MODEL, startProtocolSvc, type ProtocolSvc, openaiClient, user } from "./harness";
+import { MODEL, type ProtocolSvc, user, startWithOpenAI } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
 
-beforeAll(async () => {
-  t = await startProtocolSvc();
-  client = openaiClient(t);
-});
-afterAll(async () => {
-  await t?.stop();
-});
+beforeAll(async () => ({ t, client } = await startWithOpenAI()));
+afterAll(() => t?.stop());
 
 const otherTool = { type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: {} } } };
 

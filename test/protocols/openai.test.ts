@@ -2,19 +2,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import Ajv from "ajv";
-import { cacheStats, IDLE_MODEL, MODEL, startProtocolSvc, waitFor, type ProtocolSvc, openaiClient, user } from "./harness";
+import { cacheStats, IDLE_MODEL, MODEL, waitFor, type ProtocolSvc, user, startWithOpenAI } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
 
-beforeAll(async () => {
-  t = await startProtocolSvc();
-  // unauthenticated loopback: no key at all (placeholder keys have their own tests)
-  client = openaiClient(t);
-});
-afterAll(async () => {
-  await t?.stop();
-});
+// unauthenticated loopback: no key at all (placeholder keys have their own tests)
+beforeAll(async () => ({ t, client } = await startWithOpenAI()));
+afterAll(() => t?.stop());
 
 
 // constraints the grammar enforces (types, enum, maxLength, required, no extra properties);

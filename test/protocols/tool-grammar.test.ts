@@ -5,19 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import Ajv from "ajv";
-import { MODEL, startProtocolSvc, type ProtocolSvc, openaiClient } from "./harness";
+import { MODEL, type ProtocolSvc, startWithOpenAI } from "./harness";
 
 let t: ProtocolSvc;
 let client: OpenAI;
 const ajv = new Ajv({ strict: false });
 
-beforeAll(async () => {
-  t = await startProtocolSvc();
-  client = openaiClient(t);
-});
-afterAll(async () => {
-  await t?.stop();
-});
+beforeAll(async () => ({ t, client } = await startWithOpenAI()));
+afterAll(() => t?.stop());
 
 const closed = (properties: Record<string, unknown>) => ({ type: "object", properties, required: Object.keys(properties), additionalProperties: false });
 
