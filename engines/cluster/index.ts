@@ -14,6 +14,7 @@ import type { ResourceStore } from "../../prisma/resource-store";
 import type { StoreDb } from "../store/open";
 import { connectRedis, waitReady } from "./redis";
 import { RedisLimits } from "./shared-limits";
+import { redisAlerts } from "./shared-alerts";
 import { ClusterBus } from "./bus";
 import { Lease } from "./lease";
 
@@ -60,7 +61,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       await lease.start();
     },
     async close() {
-      svc.engines.gateway?.alerts.shareThrottle(undefined);
+      svc.engines.gateway?.alerts.share(undefined);
       await cluster.lease?.close();
       await cluster.bus?.close();
       await cluster.limits?.close();
@@ -85,8 +86,8 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
       await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
       gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
-      // once-a-minute (near-limit, limit exceeded) and once-an-hour alerts: once across replicas
-      gw.alerts.shareThrottle(async (id, ttlMs) => (await cmd.set(`${prefix}alert:${id}`, replicaId, "PX", ttlMs, "NX")) === "OK");
+      // throttled alerts sent once across replicas; failed authentications counted together
+      gw.alerts.share(redisAlerts(cmd, { prefix, replicaId }));
     }
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);

@@ -123,8 +123,9 @@ describe("Alerts", () => {
       return true;
     };
     const [a, b] = [make(), make()];
-    a.shareThrottle(claim);
-    b.shareThrottle(claim);
+    const countFailure = () => Promise.reject(new Error("not in this test"));
+    a.share({ claim, countFailure });
+    b.share({ claim, countFailure });
     a.limitExceeded(key, "per_minute", { from: "a" });
     await a.idle();
     b.limitExceeded(key, "per_minute", { from: "b" }); // the other replica, same minute
@@ -137,11 +138,42 @@ describe("Alerts", () => {
 
     const logs: string[] = [];
     const down = make({ log: (m) => logs.push(m) });
-    down.shareThrottle(() => Promise.reject(new Error("Redis unreachable")));
+    const unreachable = () => Promise.reject(new Error("Redis unreachable"));
+    down.share({ claim: unreachable, countFailure: unreachable });
     down.limitExceeded(key, "budget.daily", { from: "down" });
     await drain(down);
     expect(events().map((e) => e.data.from)).toEqual(["a", "b", "down"]);
     expect(logs.join("\n")).toContain("Redis unreachable");
+  });
+
+  it("shared failure counts (replicas) add up; when they cannot be reached, each counts alone", async () => {
+    const counts = new Map<string, number>(); // what Redis would hold (failures.lua)
+    const countFailure = async (subject: string, _ms: number, threshold: number) => {
+      const n = (counts.get(subject) ?? 0) + 1;
+      counts.set(subject, n >= threshold ? 0 : n);
+      return n;
+    };
+    const claim = async () => true;
+    const [a, b] = [make(), make()];
+    a.share({ claim, countFailure });
+    b.share({ claim, countFailure });
+    for (const x of [a, b, a, b]) x.failedAuth("sk-svc-AbCd…", "203.0.113.9", key);
+    await drain(a);
+    await drain(b);
+    expect(events()).toHaveLength(0);
+    b.failedAuth("sk-svc-AbCd…", "203.0.113.9", key); // the 5th, on either replica
+    await drain(b);
+    expect(events().map((e) => e.data.failures)).toEqual([5]);
+    expect([...counts.values()]).toEqual([0, 0]); // both counts start afresh
+
+    const logs: string[] = [];
+    const alone = make({ log: (m) => logs.push(m) });
+    alone.share({ claim, countFailure: () => Promise.reject(new Error("Redis unreachable")) });
+    const other = { ...key, id: "key_b" };
+    for (let i = 0; i < 5; i++) alone.failedAuth("sk-svc-EfGh…", "203.0.113.10", other);
+    await drain(alone);
+    expect(events().map((e) => e.data.key_id)).toEqual(["key_a", "key_b"]);
+    expect(logs.join("\n")).toContain("counting here");
   });
 
   it("failed-auth threshold from one IP triggers suspicious_activity for the known key", async () => {

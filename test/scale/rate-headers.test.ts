@@ -1,14 +1,11 @@
 // With limits shared in Redis, answers carry the same x-ratelimit-* headers as in embedded mode
 // (the per_minute bucket, else the hour window), counted on the one shared bucket whatever
-// replica serves; refusals (429, 402) carry them too, and the near-limit alert
-// (AlertSettings.rate_limit_percentage) reads them and is sent once a minute across replicas.
+// replica serves; refusals (429, 402) carry them too (the near-limit alert that reads them:
+// alerts.test.ts).
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { missingServices } from "../helpers/services";
 import { expectError } from "../gateway/fixtures";
-import { startCluster, clusterKey, everywhere, type Replica } from "./cluster";
-import { until } from "../helpers/http";
+import { startCluster, clusterKey, type Replica } from "./cluster";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -17,29 +14,14 @@ const msg = [{ role: "user" as const, content: "hi" }];
 describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replicas", () => {
   let rs: Replica[] = [];
   let stop: (() => Promise<void>) | undefined;
-  const hooks: any[] = [];
-  let hookUrl = "";
-  let closeHooks: () => Promise<void>;
 
   beforeAll(async () => {
-    const server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c) => chunks.push(c));
-      req.on("end", () => {
-        hooks.push(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-        res.end("ok");
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    hookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-    closeHooks = () => new Promise<void>((r) => server.close(() => r()));
     // "dollar" costs $1 a token: a request with max_tokens 5 reserves $13 and spends $7
     ({ rs, stop } = await startCluster(2));
   }, 120_000);
 
   afterAll(async () => {
     await stop?.();
-    await closeHooks?.();
   });
 
   const key = (body: Record<string, unknown>) => clusterKey(rs, { name: "headers", ...body });
@@ -98,31 +80,5 @@ describe.skipIf(!!missing)("x-ratelimit-* headers with limits shared by 2 replic
     expect(rateOf(over.headers)).toMatchObject({ limit: "10", remaining: "10" });
     const { response } = await rs[0].client(p.secret).chat.completions.create({ model: "gpt-x", messages: msg, max_tokens: 10 }).withResponse();
     expect(rateOf(response.headers)).toMatchObject({ limit: "10", remaining: "9" });
-  });
-
-  it("AlertSettings.rate_limit_percentage: the near-limit warning is sent from the shared bucket, once a minute across replicas", async () => {
-    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "AlertSettings", name: "default", owner: "config:test", spec: { rate_limit_percentage: 50 } }]);
-    await everywhere(rs, "AlertSettings", "default");
-    try {
-      const k = await key({ rate_limits: { per_minute: 4 }, webhook: { url: hookUrl, events: ["key.limit_exceeded"], secret: "warning-secret-value" } });
-      await rs[0].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg }); // 25% used
-      await rs[1].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg }); // 50% of the shared bucket
-      await until(() => hooks.some((h) => h.data?.key_id === k.id), 15_000, 100);
-      const ev = hooks.find((h) => h.data?.key_id === k.id);
-      expect(ev.type).toBe("key.limit_exceeded");
-      expect(ev.data).toMatchObject({ kind: "rate_limit_warning", used_percentage: 50, threshold_percentage: 50, requests_limit: 4, requests_remaining: 2 });
-      // 75% on the replica that has not warned yet, 100% on the one that has: no second warning
-      await rs[0].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg });
-      await rs[1].client(k.secret).chat.completions.create({ model: "gpt-x", messages: msg });
-      for (const r of rs) {
-        const gw = r.svc.svc.engines.gateway!;
-        await gw.alerts.idle();
-        await gw.outbox.deliverDue(); // waits for every enqueue of this replica
-      }
-      const rows = await rs[0].svc.svc.db.prisma.webhookDelivery.findMany({ where: { keyId: k.id, event: "key.limit_exceeded" } });
-      expect(rows).toHaveLength(1);
-    } finally {
-      await rs[0].svc.svc.store.write([{ op: "delete", kind: "AlertSettings", name: "default" }]);
-    }
   });
 });

@@ -2,7 +2,8 @@
 // Every method is synchronous and cheap for the request path; the only database work is one
 // AlertMark insert per newly crossed budget threshold (the insert is the once-only check, so a
 // restart, or a second process, does not fire the same threshold again). With replicas, the
-// once-a-minute/hour throttles also claim each alert in Redis before sending (shareThrottle).
+// once-a-minute/hour throttles claim each alert in Redis before sending, and failed
+// authentications are counted there, so they add up across replicas (share()).
 import type { PrismaClient } from "../../../prisma/client";
 import type { AlertSettingsSpec } from "../../../schemas/kinds/alert-settings";
 import type { KeyRef } from "../key-types";
@@ -25,11 +26,15 @@ export interface AlertsOptions {
   keyForToken?: (tokenPrefix: string) => KeyRef | undefined;
 }
 
-/**
- * Claims the right to send one throttled alert, across replicas (engines/cluster): true for
- * the first claim of `id` within `ttlMs`. Rejects when the shared store cannot answer.
- */
-export type AlertClaim = (id: string, ttlMs: number) => Promise<boolean>;
+/** What replicas share (engines/cluster/shared-alerts.ts). Both reject when the shared store
+ * cannot answer; Alerts then goes on alone. */
+export interface SharedAlerts {
+  /** The right to send one throttled alert: true for the first claim of `id` within `ttlMs`. */
+  claim(id: string, ttlMs: number): Promise<boolean>;
+  /** Count one failure of `subject` and return the count within the window (at `threshold` the
+   * count starts afresh, as SlidingCount's reset does here). */
+  countFailure(subject: string, windowMs: number, threshold: number): Promise<number>;
+}
 
 export class Alerts {
   private readonly now: () => Date;
@@ -43,7 +48,7 @@ export class Alerts {
   private readonly failedByToken = new SlidingCount(FAILED_AUTH_WINDOW_MS);
   private readonly patterns = new UsagePatterns();
   private readonly pending = new Set<Promise<unknown>>();
-  private claim: AlertClaim | undefined;
+  private shared: SharedAlerts | undefined;
 
   constructor(private readonly opts: AlertsOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -51,11 +56,12 @@ export class Alerts {
   }
 
   /**
-   * Make the once-a-minute and once-an-hour throttles hold across replicas: each replica still
-   * skips what it sent itself, and asks `claim` before sending the rest.
+   * Work across replicas: the once-a-minute and once-an-hour throttles hold for all of them (each
+   * replica still skips what it sent itself, and claims the rest before sending), and failed
+   * authentications are counted together.
    */
-  shareThrottle(claim: AlertClaim | undefined): void {
-    this.claim = claim;
+  share(shared: SharedAlerts | undefined): void {
+    this.shared = shared;
   }
 
   /** key.limit_exceeded, at most once per key and limit per minute. */
@@ -122,13 +128,33 @@ export class Alerts {
    */
   failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void {
     const threshold = Math.max(1, this.opts.settings().failed_auth_threshold);
+    const shared = this.shared;
+    if (!shared) return this.failuresCounted(this.countLocally(tokenPrefix, ip, threshold), threshold, tokenPrefix, ip, key);
+    const count = (subject: string) => shared.countFailure(subject, FAILED_AUTH_WINDOW_MS, threshold);
+    this.track(
+      Promise.all([tokenPrefix ? count(`token:${tokenPrefix}`) : 0, ip ? count(`ip:${ip}`) : 0]).then(
+        (counts) => this.failuresCounted(counts, threshold, tokenPrefix, ip, key),
+        (e) => {
+          this.log(`alerts: cannot count failed authentications with other replicas (${String(e?.message ?? e)}); counting here`);
+          this.failuresCounted(this.countLocally(tokenPrefix, ip, threshold), threshold, tokenPrefix, ip, key);
+        },
+      ),
+    );
+  }
+
+  /** [by token, by IP] within the window; at the threshold a count starts afresh, so the next
+   * report needs another `threshold` failures. */
+  private countLocally(tokenPrefix: string, ip: string, threshold: number): [number, number] {
     const now = this.now().getTime();
     const byToken = tokenPrefix ? this.failedByToken.add(tokenPrefix, now, threshold) : 0;
     const byIp = ip ? this.failedByIp.add(ip, now, threshold) : 0;
-    if (byToken < threshold && byIp < threshold) return;
-    // Start counting afresh, so the next report needs another `threshold` failures.
     if (byToken >= threshold) this.failedByToken.reset(tokenPrefix);
     if (byIp >= threshold) this.failedByIp.reset(ip);
+    return [byToken, byIp];
+  }
+
+  private failuresCounted([byToken, byIp]: [number, number], threshold: number, tokenPrefix: string, ip: string, key?: KeyRef): void {
+    if (byToken < threshold && byIp < threshold) return;
     const known = key ?? (tokenPrefix ? this.opts.keyForToken?.(tokenPrefix) : undefined);
     const detail = {
       reason: "failed_auth",
@@ -190,10 +216,10 @@ export class Alerts {
   /** Send now, or once another replica has not claimed `id` within `ms`. If the shared store
    * cannot answer, send anyway: a repeated alert is better than a lost one. */
   private throttled(id: string, ms: number, send: () => void): void {
-    const claim = this.claim;
-    if (!claim) return send();
+    const shared = this.shared;
+    if (!shared) return send();
     this.track(
-      claim(id, ms).then(
+      shared.claim(id, ms).then(
         (won) => won && send(),
         (e) => {
           this.log(`alerts: cannot check other replicas' alerts (${String(e?.message ?? e)}); sending`);
