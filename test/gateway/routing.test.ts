@@ -4,12 +4,11 @@
 import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 import { until } from "../helpers/http";
+import { DEAD_PORT } from "../helpers/services";
 
 let env: Env;
 let a: StandIn;
 let b: StandIn;
-// Port 1: nothing listens there, and no other test server can take it meanwhile.
-const deadPort = 1;
 const msg = (content = "hi") => [{ role: "user" as const, content }];
 
 beforeAll(async () => {
@@ -32,7 +31,7 @@ beforeAll(async () => {
       { name: "midstream", upstreamName: "mode:midstream" },
     ], { timeoutSeconds: 1 }),
     provider("patient", a, [{ name: "hang-long", upstreamName: "mode:hang" }], { timeoutSeconds: 60 }),
-    { kind: "Provider", name: "dead", spec: { type: "openai", baseUrl: `http://127.0.0.1:${deadPort}/v1`, models: [{ name: "dead-model" }, { name: "shared2", inputPerMillion: 1, outputPerMillion: 1 }] } },
+    { kind: "Provider", name: "dead", spec: { type: "openai", baseUrl: `http://127.0.0.1:${DEAD_PORT}/v1`, models: [{ name: "dead-model" }, { name: "shared2", inputPerMillion: 1, outputPerMillion: 1 }] } },
     provider("z-backup", a, [{ name: "shared2", inputPerMillion: 9, outputPerMillion: 9 }]),
     { kind: "Provider", name: "needs-cred", spec: { type: "openai", baseUrl: a.baseUrl, credential: "env:SVC_TEST_UNSET_VARIABLE", models: [{ name: "cred-model" }] } },
     { kind: "Provider", name: "claude", spec: { type: "anthropic", baseUrl: `http://127.0.0.1:${a.port}`, credential: "env:STANDIN_CREDENTIAL", models: [{ name: "claude-x", upstreamName: "claude-3-test", inputPerMillion: 3, outputPerMillion: 15 }] } },

@@ -29,6 +29,10 @@ function hasBinary(name: string): boolean {
   }
 }
 
+/** A loopback port nothing listens on (1, tcpmux), for "unreachable" cases: a port found free a
+ * moment ago could be taken by another test's server meanwhile, turning "refused" into an answer. */
+export const DEAD_PORT = 1;
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();

@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import path from "node:path";
 import { writeFile } from "node:fs/promises";
-import { missingServices, freePort } from "../helpers/services";
+import { missingServices, freePort, DEAD_PORT } from "../helpers/services";
 import { runCli } from "../helpers/cli";
 import { tempDir } from "../helpers/svc";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
@@ -84,14 +84,11 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
   });
 
   it("an unreachable or malformed SVC_DATABASE_URL is one clear line, without the password", async () => {
-    // Port 1 (tcpmux) has no listener: a port found free a moment ago could be taken by another
-    // test's server meanwhile, which turns "refused" into "terminated".
-    const port = 1;
-    const bad = { ...env, SVC_DATABASE_URL: `postgresql://svc:hunter2@127.0.0.1:${port}/svc` };
+    const bad = { ...env, SVC_DATABASE_URL: `postgresql://svc:hunter2@127.0.0.1:${DEAD_PORT}/svc` };
     for (const args of [["status"], ["config", "export"]]) {
       const r = await runCli(args, bad);
       expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`cannot use the PostgreSQL store postgresql://svc:***@127.0.0.1:${port}/svc (SVC_DATABASE_URL): `);
+      expect(r.stderr).toContain(`cannot use the PostgreSQL store postgresql://svc:***@127.0.0.1:${DEAD_PORT}/svc (SVC_DATABASE_URL): `);
       expect(r.stderr).toMatch(/ECONNREFUSED/);
       expect(r.stderr).not.toContain("hunter2");
       expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -102,7 +99,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
     expect(scheme.stderr).toMatch(/^svc: SVC_DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/m);
     const doctor = await runCli(["doctor"], bad);
     expect(doctor.code).toBe(1);
-    expect(doctor.stdout).toContain(`PostgreSQL store postgresql://svc:***@127.0.0.1:${port}/svc (SVC_DATABASE_URL) cannot be reached`);
+    expect(doctor.stdout).toContain(`PostgreSQL store postgresql://svc:***@127.0.0.1:${DEAD_PORT}/svc (SVC_DATABASE_URL) cannot be reached`);
     expect(doctor.stdout + doctor.stderr).not.toContain("hunter2");
   });
 });

@@ -49,8 +49,8 @@ export type StoredRow = Omit<ReservationRow, "entities" | "spend" | "ip"> & {
 /** Column order of a row, in the Reservation table and in a journal line (a JSON array). */
 export const COLS = ["id", "keyId", "entities", "day", "month", "spendMicros", "promptTokens", "tokens", "at", "requestId", "action", "model", "keyName", "organizationId", "ipAddress"];
 type Values = unknown[];
-/** A row as its journal line (JSON array in COLS order, with its newline): the form a written row is kept in
- * memory until the row settles, parsed back only by a fold. */
+/** A row as its journal line (JSON array in COLS order, with its newline): the form a written
+ * row is kept in memory until the row settles, parsed back only by a fold. */
 type Line = string;
 const PER_STMT = 60; // 15 parameters a row, under SQLite's 999 bound-parameter minimum
 const insertRes = (n: number) => `INSERT INTO "Reservation" (${COLS.map((c) => `"${c}"`).join(",")}) VALUES ${Array(n).fill(`(${COLS.map(() => "?").join(",")})`).join(",")}`;
