@@ -6,7 +6,17 @@ import { CliError, EXIT } from "./errors";
 
 export { buildProgram, VERSION } from "./program";
 
+/** A reader that went away (`svc … | head`) ends the command quietly, as Unix tools do, instead
+ * of an unhandled EPIPE stack trace. */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code === "EPIPE") process.exit(0);
+    throw e;
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
+  quietOnClosedPipe(process.stdout);
   const program = buildProgram();
   if (argv.length <= 2) {
     // `svc` alone: the help, as an answer rather than an error
