@@ -32,7 +32,7 @@ interface Session {
 export function exposedServer(registry: ToolRegistry, record?: (tool: string, status: string, startedMs: number) => void): Server {
   const server = new Server({ name: "svc", version: "0.1.0" }, { capabilities: { tools: { listChanged: true } } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: exposedTools(registry).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as any })),
+    tools: exposedTools(registry).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as any, ...(t.annotations ? { annotations: t.annotations } : {}) })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const name = req.params.name;

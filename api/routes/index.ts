@@ -19,7 +19,8 @@ import secure from "./secure";
 import media from "./media";
 
 import memory from "./memory";
+import openapi from "./openapi";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory, openapi];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

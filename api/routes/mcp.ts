@@ -33,7 +33,7 @@ export default function mcp(svc: Svc): Router {
     const reg = registryOf(svc);
     checkOrigin(ctx);
     toolCaller(svc, ctx);
-    ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema })) };
+    ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema, ...(t.annotations ? { annotations: t.annotations } : {}) })) };
   });
 
   r.post("/mcp/call", async (ctx) => {

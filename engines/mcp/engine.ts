@@ -283,6 +283,7 @@ export class McpEngine implements ToolRegistry {
           source: { kind: "mcp", server: p.service, tool: p.tool },
           exposable: exposable(p.t, p.spec.tools?.[p.tool], p.spec.exposeDefault),
           protected: false,
+          ...(p.t.annotations ? { annotations: p.t.annotations } : {}),
         },
         service: p.service,
         upstream: p.tool,

@@ -30,7 +30,7 @@ export interface BuiltinDeps {
 const text = (t: string, isError = false): ToolCallResult => ({ content: [{ type: "text", text: t }], isError });
 
 function info(name: string, description: string, inputSchema: Record<string, unknown>): ToolInfo {
-  return { name, description, inputSchema, source: { kind: "builtin" }, exposable: true, protected: true };
+  return { name, description, inputSchema, source: { kind: "builtin" }, exposable: true, protected: true, annotations: { readOnlyHint: true } };
 }
 
 export function builtinTools(d: BuiltinDeps): BuiltinTool[] {

@@ -19,6 +19,9 @@ export interface ToolInfo {
   exposable: boolean;
   /** built-ins are protected: no MCP tool can replace them */
   protected: boolean;
+  /** MCP tool annotations (readOnlyHint, destructiveHint, …), passed on to external callers so
+   * that another MCP client (another svc among them) can apply its own exposure policy */
+  annotations?: Record<string, unknown>;
 }
 
 export interface ToolContent {

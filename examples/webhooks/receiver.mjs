@@ -1,5 +1,6 @@
 // A minimal webhook receiver: `SVC_WEBHOOK_SECRET=… node examples/webhooks/receiver.mjs` listens
-// on 127.0.0.1:8787 (plain http is allowed only for loopback receivers; use https elsewhere).
+// on 127.0.0.1:8787, or on the port in PORT (plain http is allowed only for loopback receivers;
+// use https elsewhere). Give svc the same secret as the key's webhook.secret reference.
 import http from "node:http";
 import { verifySvcWebhook } from "./verify.mjs";
 
@@ -22,4 +23,6 @@ http
       res.writeHead(200).end(); // any 2xx marks it delivered; anything else is retried with backoff
     });
   })
-  .listen(8787, "127.0.0.1");
+  .listen(Number(process.env.PORT ?? 8787), "127.0.0.1", function () {
+    console.log(`webhook receiver listening on http://127.0.0.1:${this.address().port}/`);
+  });

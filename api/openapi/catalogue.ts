@@ -1,0 +1,116 @@
+// Every HTTP route svc serves, as the OpenAPI document lists it. A test compares this with the
+// routers' own tables, so a route added without a line here (or a line left after its route
+// went) fails the build. Paths are written as the routers write them (`:id`).
+import type { TSchema } from "@sinclair/typebox";
+import * as B from "../../schemas/api/bodies";
+import { CreateBody, PatchBody, TemporaryBody } from "../../engines/gateway/key-bodies";
+
+/** Who may call: a key (or anonymous loopback where the Server allows it), loopback only, anyone. */
+export type Access = "key" | "admin" | "loopback" | "public";
+
+export interface RouteDoc {
+  method: "get" | "post" | "patch" | "delete" | "all";
+  path: string;
+  tag: string;
+  summary: string;
+  access: Access;
+  body?: TSchema;
+  /** answers a stream (SSE or NDJSON) when the body asks for one */
+  streams?: boolean;
+}
+
+const r = (method: RouteDoc["method"], path: string, tag: string, summary: string, access: Access, more: Partial<RouteDoc> = {}): RouteDoc => ({ method, path, tag, summary, access, ...more });
+
+export const routeDocs: RouteDoc[] = [
+  r("get", "/health", "health", "Reachability", "public"),
+  r("get", "/", "health", "Liveness text (Ollama's probe)", "public"),
+  r("get", "/metrics", "operations", "Prometheus metrics (loopback, the admin key, or metrics.public)", "loopback"),
+
+  r("get", "/v1/models", "openai", "Model identifiers, OpenAI-style", "key"),
+  r("get", "/v1/models/:id", "openai", "One model", "key"),
+  r("post", "/v1/chat/completions", "openai", "Chat Completions", "key", { body: B.ChatCompletionBody, streams: true }),
+  r("post", "/v1/completions", "openai", "Text completions", "key", { body: B.CompletionBody, streams: true }),
+  r("post", "/v1/responses", "openai", "Responses", "key", { body: B.ResponsesBody, streams: true }),
+  r("post", "/v1/embeddings", "openai", "Embeddings", "key", { body: B.EmbeddingsBody }),
+  r("post", "/v1/messages", "anthropic", "Messages", "key", { body: B.MessagesBody, streams: true }),
+  r("post", "/v1/messages/count_tokens", "anthropic", "Count the tokens of a Messages request", "key", { body: B.CountTokensBody }),
+  r("post", "/api/chat", "ollama", "Ollama chat", "key", { body: B.OllamaChatBody, streams: true }),
+  r("post", "/api/generate", "ollama", "Ollama generation", "key", { body: B.OllamaGenerateBody, streams: true }),
+  r("post", "/api/embed", "ollama", "Ollama embeddings", "key", { body: B.OllamaEmbedBody }),
+  r("post", "/api/embeddings", "ollama", "Ollama embeddings (legacy shape)", "key", { body: B.OllamaEmbeddingsBody }),
+  r("post", "/api/show", "ollama", "Model metadata and capabilities", "key", { body: B.ShowBody }),
+  r("get", "/api/tags", "ollama", "Model list, Ollama-style", "key"),
+  r("get", "/v1/tags", "ollama", "Model list, Ollama-style", "key"),
+  r("get", "/api/ps", "ollama", "Loaded local models", "key"),
+  r("get", "/api/version", "ollama", "Version, Ollama-style", "public"),
+
+  r("post", "/v1/api-keys", "keys", "Create a key (its secret is returned once)", "key", { body: CreateBody }),
+  r("get", "/v1/api-keys", "keys", "List keys", "key"),
+  r("get", "/v1/api-keys/:id", "keys", "One key", "key"),
+  r("patch", "/v1/api-keys/:id", "keys", "Change a key (JSON merge patch)", "key", { body: PatchBody }),
+  r("delete", "/v1/api-keys/:id", "keys", "Revoke a key", "key"),
+  r("post", "/v1/api-keys/temporary", "keys", "Create a temporary key (master key)", "key", { body: TemporaryBody }),
+  r("get", "/v1/audit-logs", "audit", "Audit log entries, newest first (X-API-Key-ID selects the key)", "key"),
+
+  r("get", "/agents", "agents", "Custom agents with metadata and readiness", "key"),
+  r("post", "/agents/:id/run", "agents", "Run an agent loop within the request", "key", { body: B.AgentRunBody, streams: true }),
+  r("post", "/agents/:id/dispatch", "agents", "Start a detached task", "key", { body: B.DispatchBody }),
+  r("get", "/tasks/:id", "agents", "Inspect a task", "key"),
+  r("delete", "/tasks/:id", "agents", "Request a task's cancellation", "key"),
+  r("post", "/tasks/:id/clarify", "agents", "Answer a task's pending question or approval", "key", { body: B.ClarifyBody }),
+
+  r("get", "/mcp/health", "tools", "Availability of the MCP HTTP surface", "key"),
+  r("get", "/mcp/tools", "tools", "Enabled tools allowed for external callers", "key"),
+  r("post", "/mcp/call", "tools", "Call an exposed tool", "key", { body: B.ToolCallBody }),
+  r("all", "/mcp", "tools", "svc as an MCP server (Streamable HTTP)", "key"),
+
+  r("post", "/memory/ingest", "memory", "Ingest turns into an agent's memory", "key", { body: B.MemoryIngestBody }),
+  r("post", "/memory/flush", "memory", "Distill pending sessions now", "key", { body: B.MemoryFlushBody }),
+  r("get", "/memory/search", "memory", "Search one agent's memory", "key"),
+  r("get", "/memory/recall", "memory", "The recall an agent's run would get", "key"),
+  r("get", "/memory/status", "memory", "Memory counters", "key"),
+  r("get", "/memory/runs", "memory", "Recent distillation and maintenance runs", "key"),
+  r("get", "/memory/dead-letters", "memory", "Extractions that failed for good", "key"),
+  r("post", "/memory/dead-letters/:id/retry", "memory", "Retry a dead letter", "key"),
+  r("post", "/memory/consolidate", "memory", "Run maintenance now", "key", { body: B.AgentOnlyBody }),
+  r("delete", "/memory/agents/:id", "memory", "Purge an agent's memory", "key"),
+  r("delete", "/memory/agents/:id/index", "memory", "Remove an agent's search index", "key"),
+  r("post", "/memory/agents/:id/index/rebuild", "memory", "Rebuild an agent's search index", "key"),
+
+  r("post", "/v1/audio/transcriptions", "media", "Speech transcription", "key", { body: B.AnyObject }),
+  r("get", "/v1/images/models", "media", "Image-capable models", "key"),
+  r("post", "/v1/images/generations", "media", "Image generation", "key", { body: B.AnyObject }),
+  r("post", "/v1/images/edits", "media", "Image editing", "key", { body: B.AnyObject }),
+  r("post", "/v1/images/upscale", "media", "Image upscaling", "key", { body: B.AnyObject }),
+  r("post", "/v1/images/cancel", "media", "Cancel an image job", "key", { body: B.JobIdBody }),
+  r("post", "/v1/videos/quote", "media", "Cloud video quote", "key", { body: B.AnyObject }),
+  r("post", "/v1/videos/generations", "media", "Start a quoted video job", "key", { body: B.AnyObject }),
+  r("get", "/v1/videos/jobs/:id", "media", "Video-job state", "key"),
+  r("get", "/v1/videos/jobs/:id/content", "media", "Completed video", "key"),
+  r("get", "/credits/balance", "media", "Balance of the configured cloud service", "key"),
+
+  r("get", "/admin/config/export", "admin", "Desired state without secrets (?format=yaml|json)", "admin"),
+  r("get", "/admin/config/schema", "admin", "JSON Schema of every kind (?format=yaml|json)", "admin"),
+  r("get", "/admin/config/status", "admin", "Every object with its Ready condition", "admin"),
+  r("post", "/admin/config/plan", "admin", "Validate and preview a document", "admin", { body: B.ConfigBody }),
+  r("post", "/admin/config/apply", "admin", "Apply a document or a saved plan", "admin", { body: B.ConfigBody }),
+  r("get", "/admin/cache-stats", "admin", "Cache counters", "admin"),
+  r("get", "/admin/generation-settings", "admin", "Effective generation settings", "admin"),
+  r("get", "/admin/runtime-settings", "admin", "Effective runtime settings", "admin"),
+
+  r("get", "/pair/challenge", "pairing", "A single-use pairing challenge", "public"),
+  r("post", "/pair", "pairing", "Answer a challenge (a pending pairing request)", "public", { body: B.AnyObject }),
+  r("get", "/pair/hello", "pairing", "Poll a pairing request", "public"),
+  r("post", "/pair/hello", "pairing", "Poll a pairing request", "public", { body: B.AnyObject }),
+  r("post", "/pair/code", "pairing", "Pair with a 6-digit code", "public", { body: B.AnyObject }),
+  r("post", "/pair/unpair", "pairing", "Unpair a device", "key", { body: B.AnyObject }),
+  r("post", "/pair-invite", "pairing", "Accept a signed invite", "public", { body: B.AnyObject }),
+  r("get", "/pair/requests", "pairing", "Pending pairing requests (the host)", "loopback"),
+  r("post", "/pair/requests/:id/approve", "pairing", "Approve a pairing request (the host)", "loopback"),
+  r("post", "/pair/requests/:id/deny", "pairing", "Deny a pairing request (the host)", "loopback"),
+  r("get", "/pair/devices", "pairing", "Paired devices (the host)", "loopback"),
+  r("post", "/secure/session", "pairing", "Open a secure-channel session", "key", { body: B.AnyObject }),
+  r("post", "/secure/call", "pairing", "One encrypted inner request", "key", { body: B.AnyObject }),
+
+  r("get", "/openapi.json", "health", "This document", "public"),
+];
