@@ -9,6 +9,7 @@ import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
 import { describeMissing, resolveSecretRef } from "../providers/credentials";
 import { failure } from "./failures";
+import { outboundFetch } from "../net/outbound-guard";
 
 export interface BuiltTransport {
   transport: Transport;
@@ -82,6 +83,7 @@ export function buildTransport(s: McpServerSpec): BuiltTransport {
   }
   const transport = new StreamableHTTPClientTransport(new URL(s.url!), {
     requestInit: { headers },
+    fetch: outboundFetch(), // also carries the OAuth token requests
     authProvider,
     // reconnects are ours (with the service's backoff); the SDK's own SSE retries stay short
     reconnectionOptions: { maxReconnectionDelay: 30_000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },

@@ -5,6 +5,7 @@
 import type { Svc } from "../svc";
 import { GatewayError } from "../gateway/errors";
 import { redactSecrets } from "../providers/redact";
+import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
 import { targetFor, capableProviders, resolveTarget, unavailable, type MediaCapability, type MediaTarget } from "./providers";
 
@@ -40,7 +41,7 @@ export class Media {
     const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
     let res: Response;
     try {
-      res = await fetch(t.baseUrl + path, {
+      res = await outboundFetch()(t.baseUrl + path, {
         method,
         headers: { ...t.headers, ...(o.contentType ? { "content-type": o.contentType } : {}) },
         body: o.body,

@@ -15,13 +15,14 @@ import { createParser } from "eventsource-parser";
 import { GatewayError, type GatewayErrorCode } from "../gateway/errors";
 import type { Cancellation } from "../chat/cancel";
 import { redactSecrets } from "./redact";
+import { outboundConnect } from "../net/outbound-guard";
 
 const pools = new Map<string, Pool>();
 
 export function poolFor(origin: string): Pool {
   let p = pools.get(origin);
   if (!p) {
-    p = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
+    p = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, ...outboundConnect() });
     pools.set(origin, p);
   }
   return p;

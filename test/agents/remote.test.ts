@@ -1,20 +1,20 @@
 // Remote (non-loopback) run and dispatch go through the secure channel (426 in the clear) and need
 // a key allowed them: the agents:run / agents:dispatch scope, or for a key without scopes,
-// permissions.actions naming them.
+// permissions.actions naming them. The remote caller is a network namespace the test makes
+// (test/helpers/netns.ts).
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nonLoopbackAddress } from "../helpers/remote";
+import { openNetns } from "../helpers/netns";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { everythingTools, type SpiedTools } from "./mcp-tools";
 import { scriptedProvider, type ScriptedProvider } from "./scripted";
 import { until } from "../helpers/http";
 import { SecureSession } from "../../cli/pair-client";
 
-const addr = nonLoopbackAddress();
-if (!addr) console.log("skipping the remote agent test: this machine has no non-loopback IPv4 address");
+const { ns, skip } = await openNetns();
 
-describe.skipIf(!addr)("agents from a non-loopback address", () => {
+describe.skipIf(!!skip)("agents from a non-loopback address", () => {
   let s: TestSvc;
   let tools: SpiedTools;
   let up: ScriptedProvider;
@@ -28,8 +28,8 @@ describe.skipIf(!addr)("agents from a non-loopback address", () => {
 
   beforeAll(async () => {
     const home = await tempDir("svc-agents-remote-");
-    s = await startTestSvc({ host: addr!, home, resyncMs: 0 });
-    base = `http://${addr}:${s.port}`;
+    s = await startTestSvc({ host: ns!.hostAddr, home, resyncMs: 0 });
+    base = `http://${ns!.hostAddr}:${s.port}`;
     admin = readFileSync(path.join(home, "admin.key"), "utf8").trim();
     tools = await everythingTools(s);
     up = await scriptedProvider();
@@ -44,6 +44,7 @@ describe.skipIf(!addr)("agents from a non-loopback address", () => {
     await s?.stop();
     await tools?.close();
     await up?.close();
+    await ns?.close();
   });
 
   it("refuses plain-HTTP run and dispatch from afar with 426 secure_channel_required, whatever the key", async () => {

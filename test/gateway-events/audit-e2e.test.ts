@@ -1,22 +1,17 @@
 // End to end: the real server (api/server.ts) with the gateway engine, a loopback stand-in
 // OpenAI upstream, a key made over HTTP, chat requests, then GET /v1/audit-logs; a stop (the
 // SIGTERM path) and a restart on the same data dir still show every entry.
-// Skipped until the gateway core and the key routes exist in this tree.
-import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const built = (f: string, placeholder: string) => existsSync(path.join(root, f)) && !readFileSync(path.join(root, f), "utf8").includes(placeholder);
-const gatewayBuilt =
-  built("engines/gateway/pipeline.ts", "\u0000") && built("engines/gateway/index.ts", "gateway not built yet") && built("api/routes/keys.ts", "Placeholder");
 const ADMIN = "sk-svc-e2eAdminKeyForAuditTests0000000000";
 
-describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
+describe("GET /v1/audit-logs end to end", () => {
   let upstream: Server;
   let home: string;
   let manifest: string;
@@ -80,9 +75,9 @@ describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
     );
     await start();
     const made = await call("POST", "/v1/api-keys", ADMIN, { name: "audit e2e", permissions: { models: ["gpt-standin"] } });
-    expect(made.status).toBeLessThan(300);
+    expect(made.status).toBe(201);
     secret = made.body.api_key;
-    keyId = made.body.id ?? made.body.key_id;
+    keyId = made.body.id;
     expect(secret).toMatch(/^sk-svc-/);
     expect(keyId).toBeTruthy();
   }, 60_000);
@@ -104,7 +99,8 @@ describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
       expect(r.status).toBe(200);
     }
     const denied = await call("POST", "/v1/chat/completions", secret, { model: "not-allowed", messages: [{ role: "user", content: "x" }] });
-    expect(denied.status).toBeGreaterThanOrEqual(400);
+    expect(denied.status).toBe(404);
+    expect(denied.body.error.code).toBe("model_not_found");
 
     const page = await call("GET", "/v1/audit-logs?action=chat&limit=100", secret, undefined, { "x-api-key-id": keyId });
     expect(page.status).toBe(200);
@@ -141,7 +137,10 @@ describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
 
   it("webhooks: a key's listed events reach a loopback receiver, signed", async () => {
     const { receiver } = await import("./helpers");
-    const { verifySignature } = await import("../../engines/gateway/webhooks/outbox");
+    // verified by independent code: the README's examples/webhooks/verify.mjs, not the engine's
+    const { verifySvcWebhook } = (await import(pathToFileURL(path.join(root, "examples/webhooks/verify.mjs")).href)) as {
+      verifySvcWebhook: (secret: string, headers: Record<string, unknown>, body: string) => boolean;
+    };
     const { until } = await import("../helpers/http");
     const rx = await receiver();
     try {
@@ -151,17 +150,20 @@ describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
         rate_limits: { per_minute: 1 },
         webhook: { enabled: true, url: rx.url, events: ["key.limit_exceeded", "key.revoked"], secret: "whsec_e2e_secret" },
       });
-      expect(made.status).toBeLessThan(300);
-      const id = made.body.id ?? made.body.key_id;
+      expect(made.status).toBe(201);
+      const id = made.body.id;
       const chat = () => call("POST", "/v1/chat/completions", made.body.api_key, { model: "gpt-standin", messages: [{ role: "user", content: "x" }] });
       expect((await chat()).status).toBe(200);
       expect((await chat()).status).toBe(429);
-      expect((await call("DELETE", `/v1/api-keys/${id}`, ADMIN)).status).toBeLessThan(300);
+      const revoked = await call("DELETE", `/v1/api-keys/${id}`, ADMIN);
+      expect(revoked.status).toBe(200);
+      expect(revoked.body.status).toBe("revoked");
       await until(() => rx.got.length >= 2);
       const types = rx.got.map((r) => JSON.parse(r.body).type).sort();
       expect(types).toEqual(["key.limit_exceeded", "key.revoked"]); // key.created is not listed: not sent
       for (const r of rx.got) {
-        expect(verifySignature("whsec_e2e_secret", r.headers["svc-webhook-timestamp"] as string, r.body, r.headers["svc-webhook-signature"] as string)).toBe(true);
+        expect(verifySvcWebhook("whsec_e2e_secret", r.headers, r.body)).toBe(true);
+        expect(verifySvcWebhook("whsec_wrong", r.headers, r.body)).toBe(false);
         expect(JSON.parse(r.body).data.key_id).toBe(id);
       }
     } finally {
@@ -175,13 +177,14 @@ describe.skipIf(!gatewayBuilt)("GET /v1/audit-logs end to end", () => {
         call("POST", "/v1/chat/completions", secret, { model: "gpt-standin", messages: [{ role: "user", content: `burst ${i}` }] }),
       ),
     );
-    const okCount = sent.filter((r) => r.status === 200).length;
+    expect(sent.map((r) => r.status)).toEqual(Array(40).fill(200));
     await svc!.stop(); // the SIGTERM path
     svc = undefined;
     await start();
     const r = await call("GET", "/v1/audit-logs?action=chat&limit=1000", ADMIN, undefined, { "x-api-key-id": keyId });
     expect(r.status).toBe(200);
-    expect(r.body.data.filter((e: any) => e.status === "success")).toHaveLength(5 + okCount);
-    expect(r.body.data.length).toBeGreaterThanOrEqual(6 + 40);
+    // the five of the first test, its one refused request, and the forty
+    expect(r.body.data.filter((e: any) => e.status === "success")).toHaveLength(5 + 40);
+    expect(r.body.data).toHaveLength(6 + 40);
   }, 60_000);
 });

@@ -1,3 +1,4 @@
+import { until } from "../helpers/http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditLog } from "../../engines/gateway/audit/log";
 import type { AuditRecord } from "../../engines/gateway/key-types";
@@ -57,7 +58,8 @@ describe("AuditLog", () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(count()).toBe(0); // under a batch: waits for the timer (or close)
     log.record(rec(63));
-    await new Promise((r) => setTimeout(r, 50));
+    // written long before the 60 s timer: polled, not slept
+    await until(() => count() === 64, 10_000);
     expect(count()).toBe(64);
     for (let i = 64; i < 70; i++) log.record(rec(i));
     await log.close();

@@ -27,3 +27,13 @@ export function until(cond: () => boolean, timeoutMs = 10_000, stepMs = 20): Pro
     tick();
   });
 }
+
+/** Poll an async condition (a request, a query) until it holds; rejects after timeoutMs. */
+export async function eventually(cond: () => Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error("timed out waiting for condition");
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

@@ -5,6 +5,7 @@ import { collectChat } from "../../engines/chat/collect";
 import type { ChatEvent } from "../../engines/chat/types";
 import { InferenceError, ModelPool } from "../../engines/inference";
 import { chatReq, events, tinyModelsDir, tinySpec } from "./fixture";
+import { until } from "../helpers/http";
 
 let dir: string;
 let llama: Llama;
@@ -217,7 +218,8 @@ describe("ModelPool lifecycle", { timeout: 30_000 }, () => {
     await collectChat(pool.chat(chatReq({ model: "idle", maxTokens: 2 })));
     const loaded = pool.stats().models.find((m) => m.name === "idle");
     expect(loaded?.idleUnloadAt).toBeDefined();
-    await new Promise((r) => setTimeout(r, 1400));
+    // unloaded once the idle interval passes: polled, not slept
+    await until(() => pool.stats().models.find((m) => m.name === "idle") === undefined, 10_000);
     expect(pool.stats().models.find((m) => m.name === "idle")).toBeUndefined();
     expect(pool.list().find((m) => m.name === "idle")?.loaded).toBe(false);
     const r = await collectChat(pool.chat(chatReq({ model: "idle", maxTokens: 2 })));

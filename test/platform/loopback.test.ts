@@ -1,26 +1,43 @@
 // Admin routes are loopback-only, judged by the socket address: a valid key does not help and
-// X-Forwarded-For: 127.0.0.1 does not make a remote caller local.
+// X-Forwarded-For: 127.0.0.1 does not make a remote caller local. The remote caller is a network
+// namespace the test makes (test/helpers/netns.ts).
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nonLoopbackAddress } from "../helpers/remote";
+import { openNetns } from "../helpers/netns";
 import { startTestSvc, type TestSvc } from "../helpers/svc";
 
-const addr = nonLoopbackAddress({ ipv6: true });
-if (!addr) console.log("skipping the non-loopback admin test: this machine has no non-loopback interface address");
+const { ns, skip } = await openNetns();
 const ADMIN_KEY = "sk-svc-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v";
 
-describe.skipIf(!addr)("admin routes from a non-loopback address", () => {
+describe.skipIf(!!skip)("admin routes from a non-loopback address", () => {
   let s: TestSvc;
   let base: string;
   const saved = process.env.SVC_ADMIN_KEY;
   beforeAll(async () => {
     process.env.SVC_ADMIN_KEY = ADMIN_KEY; // a valid administrative key for this server
-    s = await startTestSvc({ host: addr! });
-    base = `http://${addr!.includes(":") ? `[${addr}]` : addr}:${s.port}`;
+    s = await startTestSvc({ host: ns!.hostAddr });
+    base = `http://${ns!.hostAddr}:${s.port}`;
   });
   afterAll(async () => {
     await s?.stop();
+    await ns?.close();
     if (saved === undefined) delete process.env.SVC_ADMIN_KEY;
     else process.env.SVC_ADMIN_KEY = saved;
+  });
+
+  it("the caller really is another address: a server on the host end sees the namespace's", async () => {
+    const seen: string[] = [];
+    const probe = createServer((req, res) => (seen.push(req.socket.remoteAddress ?? ""), res.end("ok")));
+    await new Promise<void>((r) => probe.listen(0, ns!.hostAddr, r));
+    try {
+      const r = await fetch(`http://${ns!.hostAddr}:${(probe.address() as AddressInfo).port}/`);
+      expect(await r.text()).toBe("ok");
+      expect(seen).toEqual([ns!.nsAddr]);
+      expect(ns!.nsAddr).not.toMatch(/^127\./);
+    } finally {
+      await new Promise((r) => probe.close(r));
+    }
   });
 
   it("serves /health to the remote address (the server is reachable)", async () => {

@@ -75,6 +75,8 @@ spec: {type: anthropic, baseUrl: "${up.origin}", models: [{name: claude-slow, up
 
       // every stream is under way (a few frames each) when the signal arrives
       await until(() => Object.values(got).every((n) => n >= 3), 20_000);
+      let exitAt = Infinity;
+      child.once("exit", () => (exitAt = performance.now()));
       child.kill("SIGTERM");
 
       const [sdkErr, raw, anthErr, ollErr] = await Promise.all([openaiSdk, openaiRaw, anthropicRun, ollamaRun]);
@@ -93,8 +95,13 @@ spec: {type: anthropic, baseUrl: "${up.origin}", models: [{name: claude-slow, up
 
       expect(ollErr).toBeInstanceOf(Error);
       expect(String(ollErr.message)).toContain("shutting down");
-      // the upstream streams were cancelled, not left running
-      await until(() => up!.requests.length >= 4, 5_000);
+      // the upstream streams were cancelled, not left running: each of the four slow upstream
+      // calls (60 s of words each) was closed by svc before it finished
+      const slow = up!.requests.filter((r) => r.body.model === "slow");
+      expect(slow).toHaveLength(4);
+      await until(() => slow.every((r) => r.closedEarly), 5_000);
+      // ... by svc while it shut down, before its process ended (not by the exit itself)
+      for (const r of slow) expect(r.closedAt!).toBeLessThan(exitAt);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }

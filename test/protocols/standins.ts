@@ -11,6 +11,10 @@ export interface SeenRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: any;
+  /** the connection closed before the answer was complete (the caller cancelled) */
+  closedEarly: boolean;
+  /** when the connection closed (performance.now()) */
+  closedAt?: number;
 }
 
 export const COUNT_TOKENS_ANSWER = 4242;
@@ -53,7 +57,13 @@ export async function standIn(opts: { prefix?: string } = {}) {
     } catch {
       /* not JSON */
     }
-    requests.push({ method, path: url, headers, body });
+    const seen: SeenRequest = { method, path: url, headers, body, closedEarly: false };
+    requests.push(seen);
+    // the client (svc) went away before the answer was finished: a cancelled upstream call
+    res.on("close", () => {
+      seen.closedEarly = !res.writableFinished;
+      seen.closedAt = performance.now();
+    });
     if (!url.startsWith(prefix + "/")) return json(res, 404, { error: { message: `no route ${url}` } });
     const route = url.slice(prefix.length);
     const slow = body.model === "slow";

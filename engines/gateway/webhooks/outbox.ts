@@ -9,6 +9,7 @@ import type { WebhookDelivery } from "../../../prisma/generated/client";
 import type { KeyRef, WebhookEventName } from "../key-types";
 import { sign } from "./signature";
 import { refuseReason } from "./url-policy";
+import { outboundConnect } from "../../net/outbound-guard";
 
 export { verifySignature, sign } from "./signature";
 
@@ -84,7 +85,7 @@ export class WebhookOutbox {
     this.concurrency = Math.max(1, opts.concurrency ?? 4);
     this.now = opts.now ?? (() => new Date());
     this.backoffMs = opts.backoffMs ?? defaultBackoffMs;
-    this.agent = new Agent({ connections: this.concurrency, connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
+    this.agent = new Agent({ connections: this.concurrency, connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, ...outboundConnect(this.timeoutMs) });
   }
 
   /** Enqueue durably when the key's webhook is enabled and lists the event; otherwise a no-op. */
