@@ -19,6 +19,8 @@ export interface ToolInfo {
   exposable: boolean;
   /** built-ins are protected: no MCP tool can replace them */
   protected: boolean;
+  /** agent capabilities an McpServer tags this tool with (engines/agents/capabilities.ts) */
+  capabilities?: string[];
 }
 
 export interface ToolContent {
