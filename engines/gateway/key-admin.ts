@@ -296,7 +296,7 @@ export class KeyAdmin {
     if (a.role !== "admin" && next.permissions?.manage_keys) throw denied("an organization key cannot grant manage_keys");
     // who named the webhook URL decides whether it may reach internal receivers
     if (!next.webhook || (a.role !== "admin" && next.webhook.url !== cur.webhook?.url)) delete next.webhook_internal;
-    else if (a.role === "admin" && "webhook" in body) next.webhook_internal = true;
+    else if (a.role === "admin" && typeof body.webhook?.url === "string") next.webhook_internal = true;
     this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined }, a);
     check(ApiKeySpec, JSON.parse(JSON.stringify(next)));
     const saved = await this.put(id, next);

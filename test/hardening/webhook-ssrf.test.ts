@@ -87,11 +87,19 @@ describe("webhook URLs named by an organization key", () => {
     expect(moved.json.error.param).toBe("webhook.url");
     const meta = await env.api("PATCH", `/v1/api-keys/${ok.json.id}`, { webhook: { url: "https://169.254.169.254/latest/meta-data/" } }, org);
     expect(meta.status).toBe(400);
+    // its deliveries are public-only, also after the administrator edits the webhook's events
+    expect(env.gw.keys.get(ok.json.id)?.ref.webhookPublicOnly).toBe(true);
+    const edited = await env.api("PATCH", `/v1/api-keys/${ok.json.id}`, { webhook: { events: ["key.budget_threshold", "key.limit_exceeded"] } });
+    expect(edited.status, JSON.stringify(edited.json)).toBe(200);
+    await until(() => env.gw.keys.get(ok.json.id)?.ref.webhook?.events?.length === 2);
+    expect(env.gw.keys.get(ok.json.id)?.ref.webhookPublicOnly).toBe(true);
+    expect(env.svc.svc.store.get("ApiKey", ok.json.id)?.spec.webhook_internal).toBeUndefined();
   });
 
   it("the administrator's keys still deliver to a loopback receiver; an org key's PATCH of that URL loses the right", async () => {
     const r = await env.createKey({ name: "admin hook", organization_id: "acme", webhook: { url: `${rx.url}/admin`, events: ["key.created", "key.revoked"] } });
     expect(r.status, JSON.stringify(r.json)).toBe(201);
+    expect(env.gw.keys.get(r.json.id)?.ref.webhookPublicOnly).toBeUndefined();
     await until(() => rx.got.some((g) => JSON.parse(g.body).data.key_id === r.json.id), 15_000);
     expect(JSON.parse(rx.got.find((g) => JSON.parse(g.body).data.key_id === r.json.id)!.body).type).toBe("key.created");
     // the org key may change other fields of that key without touching the URL...
