@@ -9,6 +9,7 @@
 import pino, { type DestinationStream, type Logger as Pino } from "pino";
 import type { Logger } from "../engines/svc";
 import { isoAt } from "../engines/iso-time";
+import { redactSecrets } from "../engines/secrets/redact";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -40,8 +41,8 @@ const AUTH_VALUE = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 export const REDACTED = "[redacted]";
 
 export function redactString(s: string): string {
-  if (!s.includes("sk-svc-") && !/bearer|basic|token/i.test(s)) return s;
-  return s.replace(SVC_KEY, "sk-svc-[redacted]").replace(AUTH_VALUE, `$1 ${REDACTED}`);
+  if (s.includes("sk-svc-") || /bearer|basic|token/i.test(s)) s = s.replace(SVC_KEY, "sk-svc-[redacted]").replace(AUTH_VALUE, `$1 ${REDACTED}`);
+  return redactSecrets(s); // every resolved secret value and other key-shaped text (engines/secrets)
 }
 
 /** A copy of `v` with secret-looking fields replaced and credentials cut out of strings. */

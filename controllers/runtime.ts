@@ -7,6 +7,7 @@ import type { ResourceStore, StoredObject, Ref, ObjectStatus, Condition } from "
 import type { Logger, WaitItem, WaitResult, WaitState } from "../engines/svc";
 import type { Controller, ReadyCondition, ReconcileContext } from "./types";
 import { NOT_IMPLEMENTED } from "./kinds/accepted";
+import { redactSecrets } from "../engines/secrets/redact";
 
 export interface ManagerOptions {
   store: ResourceStore;
@@ -220,7 +221,8 @@ export class ControllerManager extends EventEmitter {
       type: "Ready",
       status: cond.status,
       reason: cond.reason,
-      message: cond.message,
+      // the one place conditions are written: a service's echoed secret never reaches status
+      message: redactSecrets(cond.message),
       // changes only when the status flips, as in Kubernetes
       lastTransitionTime: prev && prev.status === cond.status ? prev.lastTransitionTime : new Date().toISOString(),
     };

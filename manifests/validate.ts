@@ -5,6 +5,7 @@ import addFormats from "ajv-formats";
 import { kindSchemas, type Kind } from "../schemas";
 import { SecretRef } from "../schemas/common";
 import { joinPointer, splitPointer } from "./pointer";
+import { URL_FIELDS, urlCredentialProblem } from "./url-credentials";
 
 let ajv: Ajv | undefined;
 const validators = new Map<Kind, ValidateFunction>();
@@ -36,8 +37,19 @@ export interface SchemaProblem {
  */
 export function validateDocument(kind: Kind, doc: unknown): SchemaProblem[] {
   const v = validatorFor(kind);
-  if (v(doc)) return [];
-  return describeErrors(v.errors ?? []);
+  if (!v(doc)) return describeErrors(v.errors ?? []);
+  return semanticProblems(kind, doc as Record<string, any>);
+}
+
+/** Checks a JSON Schema cannot say: credentials in URLs (url-credentials.ts). */
+function semanticProblems(kind: Kind, doc: Record<string, any>): SchemaProblem[] {
+  const out: SchemaProblem[] = [];
+  for (const f of URL_FIELDS[kind] ?? []) {
+    const value = f.path.reduce<any>((o, k) => (o && typeof o === "object" ? o[k] : undefined), doc);
+    const why = typeof value === "string" ? urlCredentialProblem(value, f.instead) : undefined;
+    if (why) out.push({ path: f.path.reduce((p, k) => joinPointer(p, k), ""), message: why });
+  }
+  return out;
 }
 
 const SECRET_PATTERN = SecretRef.pattern as string;

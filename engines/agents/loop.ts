@@ -12,6 +12,8 @@ import type { AgentSpec } from "../../schemas/kinds/agent";
 import { ToolError, type ToolCallResult, type ToolRegistry } from "../tools/types";
 import { CLARIFY_TOOL, offeredTools, toolMode } from "./policy";
 import { MEMORY_TOOL } from "../tools/builtins";
+import { redactSecrets } from "../secrets/redact";
+import { capabilityRefusal, missingCapabilities } from "./capabilities";
 import type { LoopEvent, LoopOutcome, LoopState, Pending, ToolOutcome } from "./types";
 
 /** Tool output kept in the conversation (and the step log) per call. */
@@ -88,7 +90,8 @@ function modeOf(d: LoopDeps, name: string) {
 }
 
 function toolDefs(d: LoopDeps): ToolDef[] {
-  const offered = offeredTools(d.spec.toolPolicy, d.tools);
+  // the model is offered only what the agent's capabilities allow (capabilities.ts)
+  const offered = offeredTools(d.spec.toolPolicy, d.tools).filter((t) => missingCapabilities(d.spec, t).length === 0);
   const mem = d.spec.memory === true && modeOf(d, MEMORY_TOOL) !== "deny" ? d.tools?.get(MEMORY_TOOL) : undefined;
   if (mem && !offered.some((t) => t.name === MEMORY_TOOL)) offered.push(mem);
   const defs: ToolDef[] = offered.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema }));
@@ -135,7 +138,9 @@ async function modelTurn(state: LoopState, d: LoopDeps): Promise<{ text: string;
 
 /** Run (or refuse, or pause on) one call. Returns a Pending to pause, "cancelled", or undefined when answered. */
 async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promise<Pending | "cancelled" | undefined> {
-  const reply = async (content: string, isError: boolean, outcome: ToolOutcome) => {
+  const reply = async (raw: string, isError: boolean, outcome: ToolOutcome) => {
+    // a tool's output joins the conversation (the task checkpoint) and the step log: no secrets
+    const content = redactSecrets(raw);
     const text = content.length > MAX_TOOL_OUTPUT ? content.slice(0, MAX_TOOL_OUTPUT) + `\n[truncated: ${content.length} characters]` : content;
     state.messages.push({ role: "tool", toolCallId: call.id, name: call.name, content: text });
     await d.emit({ type: "tool_result", id: call.id, name: call.name, isError, outcome, content: text });
@@ -149,8 +154,14 @@ async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promis
   }
   const mode = modeOf(d, call.name);
   if (!approved) await d.emit({ type: "tool_call", id: call.id, name: call.name, arguments: call.arguments, mode });
-  if (mode === null || !d.tools?.get(call.name)) {
+  const info = mode === null ? undefined : d.tools?.get(call.name);
+  if (!info || !d.tools) {
     await reply(`Error: tool ${call.name} is not available to this agent.`, true, "not_offered");
+    return;
+  }
+  const refusal = capabilityRefusal(d.agent, d.spec, info);
+  if (refusal) {
+    await reply(`Error: ${refusal}.`, true, "capability_missing");
     return;
   }
   if (mode === "deny") {

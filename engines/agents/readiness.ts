@@ -4,6 +4,7 @@
 import type { Svc } from "../svc";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import { missingTools, offeredTools } from "./policy";
+import { missingCapabilities } from "./capabilities";
 
 export interface Readiness {
   ready: boolean;
@@ -33,6 +34,10 @@ export function readiness(svc: Svc, spec: AgentSpec, modelOverride?: string): Re
     if (!tools) return { ready: false, reason: "ToolCatalogUnavailable", message: `the tool catalog is not running; tools needed: ${missing.join(", ")}`, model };
     return { ready: false, reason: "ToolNotFound", message: `tool${missing.length === 1 ? "" : "s"} not in the catalog: ${missing.join(", ")}`, model };
   }
-  const n = offeredTools(spec.toolPolicy, tools).length;
-  return { ready: true, reason: "Ready", message: `model ${model}; ${n} tool${n === 1 ? "" : "s"} offered (plus clarify)`, model, tools: n };
+  const listed = offeredTools(spec.toolPolicy, tools);
+  const n = listed.filter((t) => missingCapabilities(spec, t).length === 0).length;
+  // tools the policy lists but the capabilities withhold are named, so a missing grant is visible
+  const needs = [...new Set(listed.flatMap((t) => missingCapabilities(spec, t)))];
+  const withheld = listed.length - n ? `; ${listed.length - n} more withheld for lack of the capabilit${needs.length === 1 ? "y" : "ies"} ${needs.join(", ")} (see docs/agents-capabilities.md)` : "";
+  return { ready: true, reason: "Ready", message: `model ${model}; ${n} tool${n === 1 ? "" : "s"} offered (plus clarify)${withheld}`, model, tools: n };
 }

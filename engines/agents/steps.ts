@@ -1,5 +1,6 @@
 // Loop events as step-log entries and as a task's one-line "current step".
 import type { LoopEvent } from "./types";
+import { redactSecrets } from "../secrets/redact";
 
 /** The step-log entry of an event (deltas and progress are not logged one by one). */
 export function stepOf(ev: LoopEvent): Record<string, unknown> & { type: string } {
@@ -34,4 +35,8 @@ export function currentStepOf(ev: LoopEvent, prev: string | null): string | null
   }
 }
 
-const clip = (s: string, n = 2000) => (s.length > n ? s.slice(0, n) + "…" : s);
+// step logs are records: outside text (tool output, model text) passes the redactor first
+const clip = (s: string, n = 2000) => {
+  const r = redactSecrets(s);
+  return r.length > n ? r.slice(0, n) + "…" : r;
+};

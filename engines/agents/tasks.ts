@@ -27,6 +27,7 @@ import { stepOf, currentStepOf } from "./steps";
 import { TaskStore, type TaskRow } from "./task-store";
 import { failUnfinished, pruneFinished, storedView } from "./task-records";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
+import { redactSecrets } from "../secrets/redact";
 
 const RECENT = 10;
 export const DEFAULT_RETENTION_HOURS = 168;
@@ -252,7 +253,7 @@ export class TaskManager {
       } catch (e: any) {
         const code = typeof e?.code === "string" ? e.code : "internal_error";
         if (!(e instanceof GatewayError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e) });
-        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: String(e?.message ?? e), status: e?.status ?? 500 } });
+        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: redactSecrets(String(e?.message ?? e)), status: e?.status ?? 500 } });
       }
     })();
     t.runner = run;

@@ -23,7 +23,7 @@ export type Pending =
   | { kind: "clarify"; callId: string; question: string }
   | { kind: "approval"; callId: string; tool: string; arguments: string };
 
-export type ToolOutcome = "ok" | "error" | "denied" | "not_offered" | "rejected";
+export type ToolOutcome = "ok" | "error" | "denied" | "not_offered" | "rejected" | "capability_missing";
 
 export type LoopEvent =
   | { type: "step"; iteration: number; maxIterations: number }

@@ -127,7 +127,7 @@ export class KeyAdmin {
 
   // -- validation pieces --------------------------------------------------------------------
 
-  private validateSemantics(spec: Record<string, any>) {
+  private validateSemantics(spec: Record<string, any>, a: Actor) {
     for (const a of spec.ip_allowlist?.addresses ?? []) {
       try {
         checkRange(a);
@@ -136,7 +136,8 @@ export class KeyAdmin {
       }
     }
     if (spec.webhook) {
-      const why = refuseReason(spec.webhook.url);
+      // internal receivers only for the administrator (or a URL the administrator named)
+      const why = refuseReason(spec.webhook.url, { internal: a.role === "admin" || spec.webhook_internal === true });
       if (why) throw invalidRequest(`invalid webhook.url: ${why}`, "webhook.url");
     }
     for (const n of spec.policies ?? []) {
@@ -198,7 +199,7 @@ export class KeyAdmin {
     }
     if (keyType === "organization" && !body.organization_id) throw invalidRequest("invalid organization_id: is required for an organization key", "organization_id");
     if (keyType === "team" && !body.team_id) throw invalidRequest("invalid team_id: is required for a team key", "team_id");
-    this.validateSemantics(body);
+    this.validateSemantics(body, a);
 
     const id = newKeyId();
     const secret = generateSecret();
@@ -221,6 +222,7 @@ export class KeyAdmin {
       expires_at: body.expires_at ?? undefined,
       ip_allowlist: body.ip_allowlist,
       webhook: body.webhook ? { ...body.webhook, secret: this.secretRef(id, body.webhook.secret) } : undefined,
+      webhook_internal: body.webhook && a.role === "admin" ? true : undefined,
       metadata: body.metadata,
       secretHash: `sha256:${hashSecret(secret)}`,
     };
@@ -292,7 +294,10 @@ export class KeyAdmin {
       if (body.webhook && typeof body.webhook.secret === "string") next.webhook.secret = this.secretRef(id, body.webhook.secret);
     }
     if (a.role !== "admin" && next.permissions?.manage_keys) throw denied("an organization key cannot grant manage_keys");
-    this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined });
+    // who named the webhook URL decides whether it may reach internal receivers
+    if (!next.webhook || (a.role !== "admin" && next.webhook.url !== cur.webhook?.url)) delete next.webhook_internal;
+    else if (a.role === "admin" && typeof body.webhook?.url === "string") next.webhook_internal = true;
+    this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined }, a);
     check(ApiKeySpec, JSON.parse(JSON.stringify(next)));
     const saved = await this.put(id, next);
     return keyJson(saved, this.now(), this.d.keys.get(id));

@@ -22,10 +22,14 @@ export interface KeyRef {
   organizationId?: string;
   teamId?: string;
   webhook?: ApiKeySpec["webhook"];
+  /** the webhook URL may reach only public receivers: an API-made key whose URL the
+   * administrator did not name (webhooks/url-policy.ts) */
+  webhookPublicOnly?: boolean;
 }
 
 export function keyRefOf(k: KeyRecord): KeyRef {
-  return { id: k.id, name: k.name, organizationId: k.spec.organization_id, teamId: k.spec.team_id, webhook: k.spec.webhook };
+  const publicOnly = !!k.spec.webhook && k.owner === "api" && k.spec.webhook_internal !== true;
+  return { id: k.id, name: k.name, organizationId: k.spec.organization_id, teamId: k.spec.team_id, webhook: k.spec.webhook, ...(publicOnly ? { webhookPublicOnly: true } : {}) };
 }
 
 /** One audit entry as recorded by the pipeline (spec/gateway.md's audit fields). */

@@ -13,6 +13,7 @@ import { ToolError, type ToolCallOptions, type ToolCallResult, type ToolContent 
 import type { UpstreamTool } from "./exposure";
 import { buildTransport, endpointLabel, type BuiltTransport } from "./transports";
 import { classifyConnectError, failure, type ServiceFailure } from "./failures";
+import { redactSecrets } from "../secrets/redact";
 
 export type Phase = "idle" | "connecting" | "ready" | "failed" | "closed";
 
@@ -236,7 +237,7 @@ export class McpConnection {
   }
 
   private callError(tool: string, e: unknown, timeoutMs: number): ToolError {
-    const msg = (e as Error)?.message ?? String(e);
+    const msg = redactSecrets((e as Error)?.message ?? String(e));
     if (e instanceof McpError) {
       if (e.code === ErrorCode.RequestTimeout) return new ToolError("tool_timeout", `tool ${tool} of ${this.service} sent no result or progress within ${timeoutMs / 1000} s`);
       if (e.code === ErrorCode.ConnectionClosed) return new ToolError("service_unavailable", `tool service ${this.service} closed the connection during the call`);

@@ -42,6 +42,12 @@ interface Held {
 
 const MAX_GONE = 1000;
 
+/** The capability tags of one tool: the service's own plus the tool's (no field when none). */
+function tagsOf(spec: McpServerSpec, tool: string): { capabilities?: string[] } {
+  const tags = [...new Set([...(spec.capabilities ?? []), ...(spec.tools?.[tool]?.capabilities ?? [])])];
+  return tags.length ? { capabilities: tags } : {};
+}
+
 /** The connection-relevant part of a spec: a change here means a new connection. */
 function fingerprint(s: McpServerSpec): string {
   const { transport, url, command, args, cwd, env, envFrom, auth, discoveryTimeoutSeconds, autoConnect } = s;
@@ -284,6 +290,7 @@ export class McpEngine implements ToolRegistry {
           exposable: exposable(p.t, p.spec.tools?.[p.tool], p.spec.exposeDefault),
           protected: false,
           ...(p.t.annotations ? { annotations: p.t.annotations } : {}),
+          ...tagsOf(p.spec, p.tool),
         },
         service: p.service,
         upstream: p.tool,
@@ -312,7 +319,7 @@ export class McpEngine implements ToolRegistry {
 
     this.entries = next;
     this.listing = [...next.values()].map((e) => e.info);
-    const sig = JSON.stringify(this.listing.map((i) => [i.name, i.exposable, i.description, i.inputSchema]));
+    const sig = JSON.stringify(this.listing.map((i) => [i.name, i.exposable, i.description, i.inputSchema, i.capabilities]));
     for (const s of changedErrors) this.o.onStatus?.(s);
     if (sig !== this.signature) {
       this.signature = sig;

@@ -5,6 +5,7 @@ import { McpError, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { redactSecrets } from "../secrets/redact";
 
 export type FailureReason =
   | "InvalidSpec"
@@ -22,7 +23,8 @@ export class ServiceFailure extends Error {
     message: string,
     readonly hint: string,
   ) {
-    super(message);
+    // a service's own words (errors, stderr) end up in status and logs: never its secrets
+    super(redactSecrets(message));
   }
 }
 

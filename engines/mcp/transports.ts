@@ -7,9 +7,14 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
-import { describeMissing, resolveSecretRef } from "../providers/credentials";
+import { describeMissing, resolveSecretRef } from "../secrets/refs";
+import { redactTail } from "../secrets/redact";
+import { urlCredentialProblem } from "../../manifests/url-credentials";
 import { failure } from "./failures";
 import { outboundFetch } from "../net/outbound-guard";
+
+/** Characters of a stdio service's stderr kept for failure messages. */
+const STDERR_KEPT = 4096;
 
 export interface BuiltTransport {
   transport: Transport;
@@ -26,7 +31,8 @@ export function specProblem(s: McpServerSpec): string | null {
     try {
       const u = new URL(s.url);
       if (u.protocol !== "http:" && u.protocol !== "https:") return `url must be http or https, not ${u.protocol}`;
-      if (u.username || u.password) return "url must not carry credentials: use auth";
+      const cred = urlCredentialProblem(s.url, "auth.token (Authorization: Bearer) or auth.headers");
+      if (cred) return `url ${cred}`;
     } catch {
       return "url is not a valid URL";
     }
@@ -66,11 +72,13 @@ export function buildTransport(s: McpServerSpec): BuiltTransport {
     const env: Record<string, string> = { ...(s.env ?? {}) };
     for (const [k, ref] of Object.entries(s.envFrom ?? {})) env[k] = secret(ref, `envFrom.${k}`);
     const t = new StdioClientTransport({ command: s.command!, args: s.args ?? [], env, cwd: s.cwd, stderr: "pipe" });
+    // The raw tail stays in memory only; whatever is read from it goes through the redactor
+    // as a whole, so a secret the service echoes in several writes is masked all the same.
     let tail = "";
     t.stderr?.on("data", (chunk: Buffer) => {
-      tail = (tail + chunk.toString("utf8")).slice(-600);
+      tail = (tail + chunk.toString("utf8")).slice(-STDERR_KEPT);
     });
-    return { transport: t, where, stderrTail: () => tail.trim().split("\n").slice(-3).join(" | ").slice(-300) };
+    return { transport: t, where, stderrTail: () => redactTail(tail).trim().split("\n").slice(-3).join(" | ").slice(-300) };
   }
   const a = s.auth ?? { type: "none" };
   const headers: Record<string, string> = {};

@@ -49,8 +49,8 @@ export async function checkOutbound(host: string): Promise<void> {
 
 type Connector = buildConnector.connector;
 
-function guardedConnector(timeout?: number): Connector {
-  const base = buildConnector({ timeout });
+function guardedConnector(timeout?: number, socket: Record<string, unknown> = {}): Connector {
+  const base = buildConnector({ timeout, ...socket });
   return ((opts: buildConnector.Options, cb: buildConnector.Callback) => {
     checkOutbound(opts.hostname).then(
       () => base(opts, cb),
@@ -59,10 +59,12 @@ function guardedConnector(timeout?: number): Connector {
   }) as Connector;
 }
 
-/** Spread into an undici Pool/Agent's options: `{}` normally, a guarded connector under tests.
- * A connector replaces the connectTimeout option, so pass that here as `timeout`. */
-export function outboundConnect(timeout?: number): { connect?: Connector } {
-  return guardOn() ? { connect: guardedConnector(timeout) } : {};
+/** Spread into an undici Pool/Agent's options: `{}` (or the call site's own socket options, such
+ * as a checking `lookup`) normally, a guarded connector keeping those options under tests. A
+ * connector replaces the connectTimeout option, so pass that here as `timeout`. */
+export function outboundConnect(timeout?: number, socket?: Record<string, unknown>): { connect?: Connector | Record<string, unknown> } {
+  if (guardOn()) return { connect: guardedConnector(timeout, socket) };
+  return socket ? { connect: socket } : {};
 }
 
 let guardedAgent: Agent | undefined;

@@ -22,6 +22,8 @@ export interface ToolInfo {
   /** MCP tool annotations (readOnlyHint, destructiveHint, …), passed on to external callers so
    * that another MCP client (another svc among them) can apply its own exposure policy */
   annotations?: Record<string, unknown>;
+  /** agent capabilities an McpServer tags this tool with (engines/agents/capabilities.ts) */
+  capabilities?: string[];
 }
 
 export interface ToolContent {

@@ -1,15 +1,18 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope } from "../common";
 
-export const Capability = Type.Union([
-  Type.Literal("tools"),
-  Type.Literal("memory"),
-  Type.Literal("files"),
-  Type.Literal("web"),
-  Type.Literal("screen"),
-  Type.Literal("browser"),
-  Type.Literal("channel-write"),
-]);
+/** What an agent may do, enforced in its tool loop (docs/agents-capabilities.md): `tools` unlocks
+ * the MCP services' untagged tools; each other capability unlocks the tools tagged with it. */
+export const TOOL_TAGS = ["memory", "files", "web", "screen", "browser", "channel-write"] as const;
+export type ToolTag = (typeof TOOL_TAGS)[number];
+
+export const ToolTagSchema = Type.Union(TOOL_TAGS.map((t) => Type.Literal(t)), {
+  description: "An agent capability a tool needs: memory, files, web, screen, browser or channel-write.",
+});
+
+export const Capability = Type.Union([Type.Literal("tools"), ...TOOL_TAGS.map((t) => Type.Literal(t))], {
+  description: "tools: call the MCP services' untagged tools; memory, files, web, screen, browser, channel-write: call the tools an McpServer tags with it.",
+});
 
 export const ToolMode = Type.Union([Type.Literal("auto"), Type.Literal("ask"), Type.Literal("deny")], {
   description: "auto: run when the model calls it; ask: wait for an approval; deny: refuse (the model is told).",

@@ -95,6 +95,9 @@ export const ApiKeySpec = Type.Object(
     expires_at: Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.Null()])),
     ip_allowlist: Type.Optional(IpAllowlist),
     webhook: Type.Optional(Webhook),
+    webhook_internal: Type.Optional(
+      Type.Boolean({ description: "Set by svc, not by clients: the administrator named webhook.url, so it may reach loopback, private or link-local receivers. Manifest keys may always." }),
+    ),
     secretHash: Type.String({ pattern: "^sha256:[0-9a-f]{64}$", description: "Made by `svc keys generate`; the secret never appears here." }),
     revoked_at: Type.Optional(Type.String({ format: "date-time" })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),

@@ -1,5 +1,12 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, SecretRef } from "../common";
+import { ToolTagSchema } from "./agent";
+
+const Tags = (what: string) =>
+  Type.Array(ToolTagSchema, {
+    uniqueItems: true,
+    description: `Agent capabilities needed to call ${what}, instead of \`tools\` (an agent needs every one listed). See docs/agents-capabilities.md.`,
+  });
 
 /** Settings of one upstream tool, keyed by the tool's own (upstream) name. */
 export const McpToolSettings = Type.Object(
@@ -11,6 +18,7 @@ export const McpToolSettings = Type.Object(
           "Offer the tool to external callers (/mcp/tools, /mcp/call, /mcp, svc mcp). Default: the service's exposeDefault. App-only tools are never exposed.",
       }),
     ),
+    capabilities: Type.Optional(Tags("this tool (added to the service's own)")),
   },
   { additionalProperties: false },
 );
@@ -19,7 +27,7 @@ export type McpToolSettings = Static<typeof McpToolSettings>;
 export const McpServerSpec = Type.Object(
   {
     transport: Type.Union([Type.Literal("stdio"), Type.Literal("http")], { description: "stdio (a local command) or http (Streamable HTTP endpoint)." }),
-    url: Type.Optional(Type.String({ format: "uri", description: "Complete endpoint for http services, e.g. https://host/mcp. No credentials in it: use auth." })),
+    url: Type.Optional(Type.String({ format: "uri", description: "Complete endpoint for http services, e.g. https://host/mcp. No credentials in it (user:password@ or a query parameter such as token=, key=, sig=): use auth." })),
     command: Type.Optional(Type.String({ minLength: 1, description: "Executable for stdio services." })),
     args: Type.Array(Type.String(), { default: [] }),
     cwd: Type.Optional(Type.String({ minLength: 1, description: "Working directory of a stdio service." })),
@@ -50,6 +58,7 @@ export const McpServerSpec = Type.Object(
         "Exposure of tools without an explicit tools.<name>.expose: readOnly = tools annotated readOnlyHint: true; all = every tool; none = nothing. App-only tools are never exposed.",
     }),
     tools: Type.Record(Type.String({ minLength: 1 }), McpToolSettings, { default: {}, description: "Per-tool settings keyed by the upstream tool name." }),
+    capabilities: Type.Optional(Tags("every tool of this service")),
   },
   { additionalProperties: false },
 );

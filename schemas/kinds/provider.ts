@@ -14,7 +14,7 @@ export const ProviderModel = Type.Object(
 export const ProviderSpec = Type.Object(
   {
     type: Type.Union([Type.Literal("openai"), Type.Literal("anthropic"), Type.Literal("ollama"), Type.Literal("local")]),
-    baseUrl: Type.Optional(Type.String({ format: "uri", description: "Upstream base URL (…/v1 for openai)." })),
+    baseUrl: Type.Optional(Type.String({ format: "uri", description: "Upstream base URL (…/v1 for openai). No credentials in it (user:password@ or a query parameter such as key=, token=): use credential or headers." })),
     credential: Type.Optional(SecretRef),
     headers: Type.Optional(Type.Record(Type.String(), SecretRef, { description: "Extra headers, values by reference." })),
     timeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),

@@ -39,7 +39,7 @@ export async function startAgentEnv(opts: { home?: string; models?: string[] } =
     tools,
     up,
     async agent(name: string, spec: Record<string, unknown> = {}) {
-      await env.apply([{ kind: "Agent", name, spec: { instructions: `You are ${name}.`, defaultModel: name, toolPolicy: { allow: ["everything_*"] }, maxIterations: 6, ...spec } }]);
+      await env.apply([{ kind: "Agent", name, spec: { instructions: `You are ${name}.`, defaultModel: name, capabilities: ["tools"], toolPolicy: { allow: ["everything_*"] }, maxIterations: 6, ...spec } }]);
     },
     ready,
     poll,

@@ -164,7 +164,7 @@ describe("ownership", () => {
 });
 
 describe("high-risk changes", () => {
-  const mcp = (extra = "") => doc("McpServer", "research", "transport: http\nurl: https://user:pw@mcp.example.test/mcp?token=abc" + extra);
+  const mcp = (extra = "") => doc("McpServer", "research", "transport: http\nurl: https://mcp.example.test/mcp" + extra);
 
   it("adding an MCP endpoint needs confirmation; the reasons are listed", async () => {
     const p = plan("team", [mcp(), modelA]);
@@ -173,7 +173,6 @@ describe("high-risk changes", () => {
     const err = await applyPlan(store, p).catch((e) => e);
     expect(err).toBeInstanceOf(ConfirmationRequiredError);
     expect(err.reasons).toEqual(["create McpServer/research: adds an MCP endpoint: url https://mcp.example.test/mcp"]);
-    expect(err.message).not.toContain("pw@");
     expect(store.list()).toEqual([]); // nothing written
     const r = await applyPlan(store, p, { confirm: true });
     expect(r.applied).toBe(2);

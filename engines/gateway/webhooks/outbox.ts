@@ -3,12 +3,13 @@
 // Failures back off exponentially; rows still pending at close() are picked up by the next
 // start() on the same database, so deliveries survive a restart.
 import { randomUUID } from "node:crypto";
+import type dns from "node:dns";
 import { Agent, request } from "undici";
 import type { PrismaClient } from "../../../prisma/client";
 import type { WebhookDelivery } from "../../../prisma/generated/client";
 import type { KeyRef, WebhookEventName } from "../key-types";
 import { sign } from "./signature";
-import { refuseReason } from "./url-policy";
+import { guardedLookup, refuseReason } from "./url-policy";
 import { outboundConnect } from "../../net/outbound-guard";
 
 export { verifySignature, sign } from "./signature";
@@ -30,6 +31,8 @@ export interface WebhookPayload {
 interface StoredPayload {
   body: string;
   secret_ref?: string;
+  /** the URL was named by a key that may reach only public receivers (url-policy.ts) */
+  public_only?: boolean;
 }
 
 export interface WebhookOutboxOptions {
@@ -47,6 +50,8 @@ export interface WebhookOutboxOptions {
   now?: () => Date;
   /** delay after the n-th failed attempt (default 1 s doubling to 1 h, +0-20% jitter) */
   backoffMs?: (attempt: number) => number;
+  /** name resolution for public-only receivers (default dns.lookup; tests inject one) */
+  lookup?: typeof dns.lookup;
 }
 
 export function defaultBackoffMs(attempt: number): number {
@@ -72,6 +77,8 @@ export class WebhookOutbox {
   private abort = new AbortController();
   /** own connection pool, closed with the outbox so no keep-alive socket outlives it */
   private readonly agent: Agent;
+  /** the pool for public-only receivers: every new connection checks the resolved address */
+  private readonly publicAgent: Agent;
   private lastPrune = 0;
 
   constructor(
@@ -85,7 +92,9 @@ export class WebhookOutbox {
     this.concurrency = Math.max(1, opts.concurrency ?? 4);
     this.now = opts.now ?? (() => new Date());
     this.backoffMs = opts.backoffMs ?? defaultBackoffMs;
-    this.agent = new Agent({ connections: this.concurrency, connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, ...outboundConnect(this.timeoutMs) });
+    const pool = { connections: this.concurrency, connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs };
+    this.agent = new Agent({ ...pool, ...outboundConnect(this.timeoutMs) });
+    this.publicAgent = new Agent({ ...pool, ...outboundConnect(this.timeoutMs, { lookup: guardedLookup(opts.lookup) }) });
   }
 
   /** Enqueue durably when the key's webhook is enabled and lists the event; otherwise a no-op. */
@@ -105,8 +114,8 @@ export class WebhookOutbox {
         { key_id: key.id, key_name: key.name },
       ),
     };
-    const stored: StoredPayload = { body: JSON.stringify(payload), secret_ref: wh.secret };
-    const refused = refuseReason(wh.url);
+    const stored: StoredPayload = { body: JSON.stringify(payload), secret_ref: wh.secret, ...(key.webhookPublicOnly ? { public_only: true } : {}) };
+    const refused = refuseReason(wh.url, { internal: !key.webhookPublicOnly });
     if (refused) this.log(`webhook: ${event} for key ${key.id} will not be sent: ${refused}`);
     const w = this.prisma.webhookDelivery
       .create({
@@ -137,7 +146,7 @@ export class WebhookOutbox {
     await Promise.allSettled([...this.writes]);
     this.abort.abort();
     await this.passChain.catch(() => undefined);
-    await this.agent.destroy().catch(() => undefined);
+    await Promise.all([this.agent.destroy().catch(() => undefined), this.publicAgent.destroy().catch(() => undefined)]);
   }
 
   /** One delivery pass over due rows; resolves to the number delivered. Passes never overlap. */
@@ -184,18 +193,19 @@ export class WebhookOutbox {
   }
 
   private async deliverOne(row: WebhookDelivery): Promise<boolean> {
-    const refused = refuseReason(row.url);
-    if (refused) {
-      // Never called: parked as failed with the reason, attempts untouched.
-      await this.prisma.webhookDelivery.update({ where: { id: row.id }, data: { nextAttemptAt: FAILED_AT, lastError: refused } });
-      return false;
-    }
     let stored: StoredPayload;
     try {
       stored = JSON.parse(row.payload);
       if (typeof stored.body !== "string") throw new Error("no body");
     } catch {
       await this.prisma.webhookDelivery.update({ where: { id: row.id }, data: { nextAttemptAt: FAILED_AT, lastError: "stored payload is unreadable" } });
+      return false;
+    }
+    const publicOnly = stored.public_only === true;
+    const refused = refuseReason(row.url, { internal: !publicOnly });
+    if (refused) {
+      // Never called: parked as failed with the reason, attempts untouched.
+      await this.prisma.webhookDelivery.update({ where: { id: row.id }, data: { nextAttemptAt: FAILED_AT, lastError: refused } });
       return false;
     }
     const headers: Record<string, string> = {
@@ -214,7 +224,8 @@ export class WebhookOutbox {
     let error: string;
     try {
       const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.timeoutMs)]);
-      const res = await request(row.url, { method: "POST", headers, body: stored.body, signal, dispatcher: this.agent });
+      // redirects are not followed (undici's default): a 3xx is a failed attempt like any non-2xx
+      const res = await request(row.url, { method: "POST", headers, body: stored.body, signal, dispatcher: publicOnly ? this.publicAgent : this.agent });
       await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
       if (res.statusCode >= 200 && res.statusCode < 300) {
         await this.prisma.webhookDelivery.update({
@@ -223,10 +234,17 @@ export class WebhookOutbox {
         });
         return true;
       }
-      error = `receiver answered HTTP ${res.statusCode}`;
+      error = res.statusCode >= 300 && res.statusCode < 400 ? `receiver answered HTTP ${res.statusCode} (redirects are not followed)` : `receiver answered HTTP ${res.statusCode}`;
     } catch (e: any) {
       // Shutting down: leave the row exactly as it was for the next start.
       if (this.abort.signal.aborted) return false;
+      if (e?.code === "ERR_WEBHOOK_INTERNAL_ADDRESS") {
+        // the name now points inside: never retried into it, parked as failed with the reason
+        const why = `${e.message} (only the administrator may name an internal receiver)`;
+        await this.prisma.webhookDelivery.update({ where: { id: row.id }, data: { nextAttemptAt: FAILED_AT, attempts: { increment: 1 }, lastError: why } });
+        this.log(`webhook: ${row.event} ${row.id} for key ${row.keyId} not sent: ${why}`);
+        return false;
+      }
       error = e?.name === "TimeoutError" || e?.code === "UND_ERR_HEADERS_TIMEOUT" ? `timed out after ${this.timeoutMs} ms` : `request failed: ${e?.code ?? ""} ${e?.message ?? e}`.trim();
     }
     return this.failed(row, error);
