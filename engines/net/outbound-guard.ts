@@ -49,13 +49,28 @@ export async function checkOutbound(host: string): Promise<void> {
 
 type Connector = buildConnector.connector;
 
+/** A call site's own lookup (a stricter check, such as the webhooks' public-address rule) runs
+ * first, so its refusal is the one reported; the guard then checks what that lookup returned. */
+function siteLookup(lookup: unknown, host: string): Promise<string[] | null> {
+  if (typeof lookup !== "function") return Promise.resolve(null);
+  return new Promise((resolve, reject) =>
+    (lookup as typeof dns.lookup)(host, { all: true }, (err, found) => (err ? reject(err) : resolve((found as dns.LookupAddress[]).map((a) => a.address)))),
+  );
+}
+
 function guardedConnector(timeout?: number, socket: Record<string, unknown> = {}): Connector {
   const base = buildConnector({ timeout, ...socket });
   return ((opts: buildConnector.Options, cb: buildConnector.Callback) => {
-    checkOutbound(opts.hostname).then(
-      () => base(opts, cb),
-      (e) => cb(e, null),
-    );
+    siteLookup(socket.lookup, opts.hostname)
+      .then(async (found) => {
+        if (!found) return checkOutbound(opts.hostname);
+        const off = found.filter((a) => !allowedAddress(a));
+        if (off.length) throw new OutboundRefused(opts.hostname, `resolves to ${off.join(", ")}`);
+      })
+      .then(
+        () => base(opts, cb),
+        (e) => cb(e, null),
+      );
   }) as Connector;
 }
 
