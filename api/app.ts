@@ -10,6 +10,8 @@ import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
 import { registerHandler } from "./secure-dispatch";
 import { withCors } from "./cors";
+import { canonicalize } from "./canonical-path";
+import { hostRefusal, sendRefusal } from "./host-guard";
 import type { Svc } from "../engines/svc";
 
 export function createApp(svc: Svc): Koa {
@@ -36,10 +38,22 @@ export function createApp(svc: Svc): Koa {
   return app;
 }
 
-/** The server's request listener. */
+/** The server's request listener: the path made canonical and the Host rule (DNS rebinding,
+ * api/host-guard.ts) before anything else, then CORS, then the inference routes or the Koa app. */
 export function createHandler(svc: Svc): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
-  const handler = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
-  registerHandler(svc, handler); // the secure channel dispatches inner requests here
+  const routed = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
+  const handler: RequestListener = (req, res) => {
+    let refusal: GatewayError | undefined;
+    try {
+      refusal = hostRefusal(svc, req, canonicalize(req));
+    } catch (e) {
+      if (!(e instanceof GatewayError)) throw e;
+      refusal = e;
+    }
+    if (refusal) return sendRefusal(res, refusal);
+    routed(req, res);
+  };
+  registerHandler(svc, handler); // the secure channel dispatches inner requests here, through the same rule
   return handler;
 }

@@ -22,9 +22,10 @@ export async function readJson<T = any>(ctx: HttpContext, limit?: number): Promi
   if (cached !== undefined) return cached;
   const raw = await readRaw(ctx, limit ?? (ctx.state as any).bodyLimit);
   if (raw.length === 0) throw new GatewayError(400, "invalid_request", "request body is empty; expected a JSON object");
+  const text = raw.toString("utf8");
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString("utf8"));
+    body = JSON.parse(text);
   } catch (e: any) {
     throw new GatewayError(400, "invalid_request", `request body is not valid JSON: ${e.message}`);
   }
@@ -32,6 +33,28 @@ export async function readJson<T = any>(ctx: HttpContext, limit?: number): Promi
     throw new GatewayError(400, "invalid_request", "request body must be a JSON object");
   }
   checkJsonBounds(body as Record<string, unknown>);
+  // UTF-8 bytes decode to well-formed text; only a \uD800-style escape can make a lone surrogate
+  if (text.includes("\\u")) checkWellFormed(body as Record<string, unknown>);
   (ctx.state as any).jsonBody = body;
   return body as T;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Strings (and keys) holding a lone UTF-16 surrogate are no text: they cannot be stored, encoded
+ * as UTF-8 or put in a URL, so they are refused here, once, with the field they are in. */
+function checkWellFormed(body: Record<string, unknown>): void {
+  const walk = (v: unknown, where: string): void => {
+    if (typeof v === "string") {
+      if (LONE_SURROGATE.test(v)) throw new GatewayError(400, "invalid_request", `field ${where} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); send valid Unicode text`, where);
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) walk(v[i], `${where}/${i}`);
+    } else if (v !== null && typeof v === "object") {
+      for (const k in v as Record<string, unknown>) {
+        if (LONE_SURROGATE.test(k)) throw new GatewayError(400, "invalid_request", `a field name in ${where || "the body"} holds a lone UTF-16 surrogate; send valid Unicode text`, where || null);
+        walk((v as Record<string, unknown>)[k], `${where}/${k}`);
+      }
+    }
+  };
+  walk(body, "");
 }

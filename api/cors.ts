@@ -8,6 +8,8 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Svc } from "../engines/svc";
 import { GatewayError } from "../engines/gateway/errors";
+import { canonicalize, isAdminPath } from "./canonical-path";
+import { sendRefusal } from "./host-guard";
 
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const EXPOSE = "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, idempotent-replayed, location, x-svc-token-count";
@@ -20,11 +22,9 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
 }
 
 /** Refused before any route: the API's error body (GatewayError), written straight to the socket. */
-function refuse(res: ServerResponse, origin: string): void {
-  const err = new GatewayError(403, "permission_denied", `origin ${origin} is not allowed: list it in the Server manifest's spec.cors.allowedOrigins`, "origin");
-  const body = JSON.stringify(err.toOpenAI());
-  res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
-  res.end(body);
+function refuse(res: ServerResponse, origin: string, admin: boolean): void {
+  const why = admin ? "administration routes are never served cross-origin" : "list it in the Server manifest's spec.cors.allowedOrigins";
+  sendRefusal(res, new GatewayError(403, "permission_denied", `origin ${origin} is not allowed: ${why}`, "origin"));
 }
 
 export function withCors(svc: Svc, next: RequestListener): RequestListener {
@@ -32,9 +32,10 @@ export function withCors(svc: Svc, next: RequestListener): RequestListener {
     const origin = req.headers.origin;
     if (origin === undefined) return next(req, res); // the common case: no work
     if (sameOrigin(origin, req.headers.host)) return next(req, res);
-    const url = req.url ?? "/";
-    const allowed = !url.startsWith("/admin") && (svc.server.cors?.allowedOrigins ?? []).includes(origin);
-    if (!allowed) return refuse(res, origin);
+    // the canonical path (api/canonical-path.ts): /ADMIN, //admin and /v1/../admin are admin too
+    const admin = isAdminPath(canonicalize(req).lower);
+    const allowed = !admin && (svc.server.cors?.allowedOrigins ?? []).includes(origin);
+    if (!allowed) return refuse(res, origin, admin);
     res.setHeader("access-control-allow-origin", origin);
     res.setHeader("vary", "Origin");
     if (req.method === "OPTIONS" && req.headers["access-control-request-method"]) {

@@ -13,15 +13,14 @@ import { renderFailure } from "./errors";
 import { beginRequest } from "./request-id";
 import { GatewayError } from "../engines/gateway/errors";
 import { authenticateCaller } from "./caller";
+import { canonicalize } from "./canonical-path";
 
 export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
-  const byPath = new Map(routes.map((r) => [r.path, r]));
+  // matched on the canonical path (api/canonical-path.ts, made by the handler before this runs),
+  // lower-cased as the Koa router matches
+  const byPath = new Map(routes.map((r) => [r.path.toLowerCase(), r]));
   return (req: IncomingMessage, res: ServerResponse) => {
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    let path = q < 0 ? url : url.slice(0, q);
-    if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1); // as Koa's router allows
-    const route = byPath.get(path);
+    const route = byPath.get(canonicalize(req).lower);
     if (!route) return fallback(req, res);
     void serve(svc, route, new LeanContext(req, res, route.path));
   };

@@ -8,7 +8,7 @@ import { parsePort } from "./connect";
 import { CliError } from "./errors";
 import type { LogFormat, LogLevel } from "../api/log";
 import { startupSteps } from "../api/startup-progress";
-import { resolveHome } from "../controllers/paths";
+import { resolveHome, storeFile } from "../controllers/paths";
 
 export function registerServe(program: Command): void {
   program
@@ -45,7 +45,7 @@ export function registerServe(program: Command): void {
         running = await startSvc({ home: o.home, port, host: o.host, config: o.config, watch: o.watch, quickstart: o.quickstart, log, progress });
       } catch (e: any) {
         await log.flush();
-        throw new CliError(`svc did not start: ${e?.message ?? e}`);
+        throw new CliError(startupFailure(e, resolveHome(o.home)));
       }
       steps.say("Ctrl-C stops svc");
       process.stderr.write(`svc listening on ${running.url}\n`);
@@ -67,4 +67,53 @@ export function registerServe(program: Command): void {
         process.on("SIGINT", () => onSignal("SIGINT"));
       });
     });
+}
+
+
+/** What failed, where, and what to do, for a failure of startSvc; the raw message is kept. */
+export function startupFailure(e: any, home: string): string {
+  const msg = String(e?.message ?? e).trim();
+  const code = String(e?.code ?? "");
+  const has = (re: RegExp) => re.test(msg) || re.test(code);
+  const shared = !!process.env.SVC_DATABASE_URL?.trim();
+  const store = storeFile(home);
+  const doctor = `run \`svc doctor --home ${home}\` for a diagnosis`;
+  const say = (what: string, todo: string) => `did not start: ${what}\n  cause: ${msg.replace(/\n/g, "\n    ")}\n  to fix: ${todo}`;
+  if (has(/SQLITE_NOTADB|file is not a database/i)) {
+    return say(`the store ${store} is not a SQLite database (damaged, or another kind of file)`, `${doctor}; move the file aside to start with an empty store (keys and objects in it are then gone)`);
+  }
+  if (has(/SQLITE_CORRUPT|database disk image is malformed/i)) {
+    return say(`the store ${store} is damaged (SQLite reports a malformed database)`, `${doctor}; restore a backup, or move the file aside to start with an empty store`);
+  }
+  if (has(/SQLITE_BUSY|database is locked/i)) {
+    return say(`the store ${store} is locked by another process`, `is another svc serve running on this data dir? \`svc status --home ${home}\` shows it; stop it or pass another --home`);
+  }
+  if (has(/SQLITE_READONLY|readonly database/i)) {
+    return say(`the store ${store} cannot be written (read-only)`, `make the file and the data dir ${home} writable for this user, or pass another --home (SVC_HOME)`);
+  }
+  if (has(/SQLITE_CANTOPEN|unable to open database file/i)) {
+    return say(`the store ${store} cannot be opened`, `check that the data dir ${home} exists and is readable and writable by this user, or pass another --home (SVC_HOME)`);
+  }
+  const listen = /^cannot listen on (\S+): (\S+)/.exec(msg);
+  if (listen) {
+    const [, url, why] = listen;
+    if (why === "EADDRINUSE") return say(`${url} is in use by another process`, "stop that program, or pass --port N (or SVC_PORT); `svc doctor` tells whether it is an svc");
+    if (why === "EACCES" || why === "EPERM") return say(`no permission to listen on ${url}`, "ports below 1024 need privileges: pass --port with a port from 1024 up (or SVC_PORT)");
+    if (why === "EADDRNOTAVAIL" || why === "ENOTFOUND" || why === "EAI_AGAIN") return say(`${url} is not an address of this machine`, "pass --host 127.0.0.1 (or fix the Server manifest's spec.host)");
+    return say(`cannot listen on ${url}`, "pass another --host or --port, or fix the Server manifest's host and port");
+  }
+  if (/^(EACCES|EPERM|EROFS|ENOTDIR|ENOSPC|EEXIST)$/.test(code) && typeof e?.path === "string") {
+    const what = e.syscall === "mkdir" ? `cannot create the data dir ${e.path}` : `cannot write ${e.path}`;
+    return say(`${what} (${code})`, `pass --home (or set SVC_HOME) to a folder this user can write${code === "ENOSPC" ? ", or free disk space" : ""}`);
+  }
+  if (has(/SVC_DATABASE_URL/) || (shared && has(/ECONNREFUSED|ENOTFOUND|ETIMEDOUT|password authentication|does not exist|P1001|P1000/))) {
+    return say("the shared store (SVC_DATABASE_URL) cannot be used", `check SVC_DATABASE_URL and that PostgreSQL is running and reachable, or unset it for the embedded store; ${doctor}`);
+  }
+  if (has(/SVC_REDIS_URL|redis/i)) {
+    return say("the shared cache (SVC_REDIS_URL) cannot be used", `check SVC_REDIS_URL and that Redis is running and reachable, or unset it; ${doctor}`);
+  }
+  if (e?.name === "ManifestError" || has(/start-up config|manifest/i)) {
+    return say("the start-up config (--config) is not valid", "fix the manifests named in the cause (`svc config plan <paths>` shows the same errors), or start without --config");
+  }
+  return say("an unexpected error during start-up", `${doctor}; the logs on stdout say more`);
 }

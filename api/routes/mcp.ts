@@ -7,7 +7,7 @@ import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson, readRaw } from "../body";
-import { clientIp, isLoopback } from "../loopback";
+import { clientIp } from "../loopback";
 import { auditToolCall, callStatus, exposedTool, exposedTools, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
 
@@ -101,15 +101,11 @@ export default function mcp(svc: Svc): Router {
 }
 
 /**
- * DNS-rebinding and cross-origin protection. A request over loopback must name a loopback host
- * (a page at evil.example that resolves to 127.0.0.1 sends Host: evil.example, and on loopback
- * no key may be needed); an Origin, when sent, must be the host svc was reached at.
+ * Cross-origin protection: an Origin, when sent, must be the host svc was reached at (tools may
+ * write files). The Host rule against DNS rebinding is the handler's, for every route
+ * (api/host-guard.ts).
  */
 function checkOrigin(ctx: Context): void {
-  const host = ctx.get("host");
-  if (isLoopback(ctx) && !isLoopbackHost(hostnameOf(host))) {
-    throw new GatewayError(403, "permission_denied", `Host ${host || "(none)"} is not a loopback name; /mcp over loopback answers only localhost, 127.0.0.1 or [::1]`);
-  }
   const origin = ctx.get("origin");
   if (!origin) return;
   let oh: string;
@@ -118,15 +114,5 @@ function checkOrigin(ctx: Context): void {
   } catch {
     oh = "";
   }
-  if (oh !== host) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
-}
-
-function hostnameOf(host: string): string {
-  if (host.startsWith("[")) return host.slice(1, host.indexOf("]"));
-  const i = host.lastIndexOf(":");
-  return (i >= 0 ? host.slice(0, i) : host).toLowerCase();
-}
-
-function isLoopbackHost(h: string): boolean {
-  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+  if (oh !== ctx.get("host")) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
 }

@@ -12,6 +12,8 @@
 // outer caller's address. Administration stays loopback-only and is never served through the
 // channel (403), and a channel inside the channel is refused.
 import Router from "@koa/router";
+import { validateHeaderName, validateHeaderValue } from "node:http";
+import { canonicalTarget, isAdminPath } from "../canonical-path";
 import { once } from "node:events";
 import type { Svc } from "../../engines/svc";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
@@ -33,15 +35,18 @@ function innerOf(plain: Buffer) {
   }
   const method = typeof j?.method === "string" ? j.method.toUpperCase() : "";
   if (!/^(GET|POST|PUT|PATCH|DELETE|HEAD)$/.test(method)) throw invalidRequest("inner method must be GET, POST, PUT, PATCH, DELETE or HEAD", "method");
-  if (typeof j.path !== "string" || !j.path.startsWith("/") || j.path.startsWith("//") || /[\s]/.test(j.path)) throw invalidRequest("inner path must be an absolute path such as /v1/chat/completions", "path");
-  const bare = j.path.split("?")[0].toLowerCase();
-  if (bare === "/admin" || bare.startsWith("/admin/")) throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only, never through the secure channel");
-  if (bare.startsWith("/secure/")) throw invalidRequest("the secure channel cannot carry another secure-channel call", "path");
+  if (typeof j.path !== "string" || !j.path.startsWith("/") || j.path.startsWith("//") || !/^[\x21-\x7e]+$/.test(j.path)) throw invalidRequest("inner path must be an absolute path of printable ASCII (percent-encode the rest), such as /v1/chat/completions", "path");
+  // checked on the canonical path, the one the handler routes (api/canonical-path.ts)
+  const target = canonicalTarget(j.path);
+  const bare = target.path.toLowerCase();
+  if (isAdminPath(bare)) throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only, never through the secure channel");
+  if (bare === "/secure" || bare.startsWith("/secure/")) throw invalidRequest("the secure channel cannot carry another secure-channel call", "path");
   const headers: Record<string, string> = {};
   if (j.headers !== undefined) {
     if (typeof j.headers !== "object" || j.headers === null || Array.isArray(j.headers)) throw invalidRequest("inner headers must be an object of strings", "headers");
     for (const [k, v] of Object.entries(j.headers)) {
-      if (typeof v !== "string") throw invalidRequest(`inner header ${k} must be a string`, "headers");
+      if (typeof v !== "string") throw invalidRequest(`inner header ${JSON.stringify(k.slice(0, 100))} must be a string`, "headers");
+      checkHeader(k, v);
       if (!HOP.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
     }
   }
@@ -52,7 +57,18 @@ function innerOf(plain: Buffer) {
     body = Buffer.from(JSON.stringify(j.body), "utf8");
     headers["content-type"] ??= "application/json";
   }
-  return { method, path: j.path as string, headers, body };
+  return { method, path: target.path + target.query, headers, body };
+}
+
+/** An inner header must be one HTTP would carry: a token name and a value without CR, LF or NUL
+ * (Node's own checks, so what passes here is what the dispatch can send). */
+function checkHeader(name: string, value: string): void {
+  try {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
+  } catch {
+    throw invalidRequest(`inner header ${JSON.stringify(name.slice(0, 100))} is not a valid HTTP header: names are tokens (letters, digits, !#$%&'*+-.^_\`|~), values hold no CR, LF or other control characters`, "headers");
+  }
 }
 
 export default function secure(svc: Svc): Router {

@@ -29,7 +29,18 @@ export function parseInvite(invite: string): { payload: InvitePayload; body: str
   } catch {
     throw new GatewayError(400, "invalid_request", "invite payload is not readable", "invite");
   }
+  // the payload is read before its signature is checked: its shape is the sender's to get wrong
+  if (!isPayload(payload)) throw new GatewayError(400, "invalid_request", "invite payload is not an svc invite's {id, server_id, server_public_key, exp}", "invite");
   return { payload, body: m[1], sig: m[2] };
+}
+
+function isPayload(p: any): p is InvitePayload {
+  return (
+    typeof p === "object" && p !== null && !Array.isArray(p) &&
+    typeof p.id === "string" && typeof p.server_id === "string" && typeof p.server_public_key === "string" && typeof p.exp === "number" &&
+    (p.url === undefined || typeof p.url === "string") && (p.name === undefined || typeof p.name === "string") &&
+    (p.scopes === undefined || (Array.isArray(p.scopes) && p.scopes.every((x: unknown) => typeof x === "string")))
+  );
 }
 
 /** Does the invite carry a valid signature by the key it names? (the device's check) */
