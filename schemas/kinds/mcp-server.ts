@@ -31,11 +31,12 @@ export const McpServerSpec = Type.Object(
           default: "none",
           description: "http services: none, token (Authorization: Bearer), headers (custom headers), oauth (grant: client_credentials, or authorization_code with a user's login by `svc mcp login`).",
         }),
-        grant: Type.Union([Type.Literal("client_credentials"), Type.Literal("authorization_code")], {
-          default: "client_credentials",
-          description:
-            "oauth: client_credentials (clientId + clientSecret) or authorization_code (OAuth 2.1 with PKCE, discovery and dynamic client registration; a user runs `svc mcp login <name>` once, tokens are kept encrypted in the data dir and refreshed).",
-        }),
+        grant: Type.Optional(
+          Type.Union([Type.Literal("client_credentials"), Type.Literal("authorization_code")], {
+            description:
+              "oauth: client_credentials (the default: clientId + clientSecret) or authorization_code (OAuth 2.1 with PKCE, discovery and dynamic client registration; a user runs `svc mcp login <name>` once, tokens are kept encrypted in the data dir and refreshed).",
+          }),
+        ),
         callbackPort: Type.Optional(
           Type.Integer({ minimum: 1, maximum: 65535, description: "authorization_code: fixed loopback port of the login callback (http://127.0.0.1:<port>/callback), for a pre-registered clientId. Default: any free port, registered dynamically." }),
         ),
