@@ -12,11 +12,17 @@ import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificat
 import { addTargetOptions } from "./config";
 import { probe, resolveTarget, type TargetOptions } from "./connect";
 import { CliError } from "./errors";
+import { mcpLogin } from "./mcp-login";
 
 export function registerMcp(program: Command): void {
-  addTargetOptions(program.command("mcp").description("stdio MCP server bridging to the running svc's exposed tools (key: SVC_MCP_ACCESS_KEY)")).action(
+  const mcp = addTargetOptions(program.command("mcp").description("stdio MCP server bridging to the running svc's exposed tools (key: SVC_MCP_ACCESS_KEY)")).action(
     async (o: TargetOptions) => runBridge(o),
   );
+  addTargetOptions(
+    mcp
+      .command("login <server>")
+      .description("authorize svc for an McpServer using OAuth (auth.type oauth, grant authorization_code): prints the URL to open, waits for the redirect on a loopback callback, stores the tokens encrypted in the data dir"),
+  ).action(async (server: string, o: TargetOptions, cmd: Command) => mcpLogin(server, { ...(cmd.parent?.opts() as TargetOptions), ...o })); // --port/--home may land on `mcp`
 }
 
 async function runBridge(o: TargetOptions): Promise<void> {

@@ -5,7 +5,6 @@ import { isKind } from "../schemas";
 import type { ManifestIssue, Plan, PlannedChange } from "./types";
 import { ManifestError } from "./errors";
 import { validateDocument } from "./validate";
-import { normalizeSpec } from "./normalize";
 import { ownerFor } from "./owner";
 import { locateNode, nodePos } from "./yaml-locate";
 
@@ -61,7 +60,6 @@ export function readPlanFile(text: string): Plan {
         bad(`${base}${sub}`, prob.message);
       }
       if (issues.length > before) return;
-      normalizeSpec(c.kind, envelope.spec);
       c.spec = envelope.spec;
     } else if (typeof c.owner !== "string") {
       bad(`${base}/owner`, "owner must be a string");

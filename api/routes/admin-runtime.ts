@@ -1,5 +1,6 @@
 // Loopback-only runtime views: /admin/cache-stats (the model pool's counters),
-// /admin/generation-settings (effective sampling per model with the source of each value) and
+// /admin/generation-settings (effective sampling per model with the source of each value:
+// request, model, server (Server.spec.generation) or builtin) and
 // /admin/runtime-settings (the server's effective settings and versions).
 import Router from "@koa/router";
 import type { Context } from "koa";
@@ -11,14 +12,10 @@ import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
 import { DEFAULT_BODY_LIMIT } from "../body";
 import { existingPool, resolveModelFile } from "../../controllers/kinds/model";
-import { SERVER_SAMPLING_DEFAULTS } from "../../engines/inference/sampling";
+import { BUILTIN_SAMPLING_DEFAULTS, SAMPLING_KEYS as KEYS, SAMPLING_PRECEDENCE, samplingSources, type SamplingKey as Key } from "../../engines/inference/sampling";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { invalidRequest, notFound } from "../../engines/gateway/errors";
 
-type Source = "request" | "model" | "server" | "unset";
-
-const KEYS = ["temperature", "topP", "topK", "minP", "repeatPenalty", "seed", "maxTokens", "stop"] as const;
-type Key = (typeof KEYS)[number];
 
 /** Query parameter names of hypothetical request overrides (OpenAI / llama.cpp spelling). */
 const QUERY: Record<Key, string> = {
@@ -48,19 +45,6 @@ function overridesFrom(ctx: Context): Partial<Record<Key, unknown>> {
   return out;
 }
 
-/** request override -> Model manifest -> server default, with where each value came from. */
-export function effectiveSampling(spec: Partial<ModelSpec> | undefined, overrides: Partial<Record<Key, unknown>>) {
-  const m = (spec?.sampling ?? {}) as Record<string, unknown>;
-  const d = SERVER_SAMPLING_DEFAULTS as Record<string, unknown>;
-  const out: Record<string, { value: unknown; source: Source }> = {};
-  for (const k of KEYS) {
-    if (overrides[k] !== undefined) out[k] = { value: overrides[k], source: "request" };
-    else if (m[k] !== undefined) out[k] = { value: m[k], source: "model" };
-    else if (d[k] !== undefined) out[k] = { value: d[k], source: "server" };
-    else out[k] = { value: k === "stop" ? [] : null, source: "unset" };
-  }
-  return out;
-}
 
 let llamaVersion: string | null | undefined;
 function nodeLlamaCppVersion(): string | null {
@@ -121,8 +105,10 @@ export default function adminRuntime(svc: Svc): Router {
     const objects = svc.store.list({ kind: "Model" }).filter((o) => !only || o.name === only || pool?.resolveName(only) === o.name);
     if (only && objects.length === 0) throw notFound(`model '${only}' not found`);
     ctx.body = {
-      precedence: ["request", "model", "server"],
-      serverDefaults: SERVER_SAMPLING_DEFAULTS,
+      precedence: SAMPLING_PRECEDENCE,
+      /** Server.spec.generation (the user-settings layer) */
+      serverSettings: svc.server.generation ?? {},
+      builtinDefaults: BUILTIN_SAMPLING_DEFAULTS,
       ...(Object.keys(overrides).length ? { requestOverrides: overrides } : {}),
       models: objects.map((o) => {
         const spec = (registered.get(o.name)?.spec ?? o.spec) as Partial<ModelSpec>;
@@ -132,7 +118,7 @@ export default function adminRuntime(svc: Svc): Router {
           contextSize: spec.contextSize ?? null,
           threads: spec.threads ?? null,
           parallel: spec.parallel ?? null,
-          sampling: effectiveSampling(spec, overrides),
+          sampling: samplingSources(overrides, spec.sampling, svc.server.generation),
         };
       }),
     };

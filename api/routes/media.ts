@@ -7,8 +7,11 @@
 //   POST /v1/images/generations|edits|upscale  a tracked image job; X-Svc-Job-Id names it
 //                                           (sent by the client to cancel it later, or made up)
 //   POST /v1/images/cancel {id}             abort an image job in flight
-//   POST /v1/videos/quote                   the provider's quote                (video)
-//   POST /v1/videos/generations             start a job -> {id: vid_…, status, poll_url}
+//   POST /v1/videos/quote                   the provider's price as an svc quote {id: vq_…, price_usd,
+//                                           expires_at} bound to this key and request  (video)
+//   POST /v1/videos/generations             {…the quoted request, quote_id, consent: true}: start a job
+//                                           -> {id: vid_…, status, poll_url, charge}; refused (400)
+//                                           before anything goes upstream without a valid quote
 //   GET  /v1/videos/jobs/{id}               refresh and show the job
 //   GET  /v1/videos/jobs/{id}/content       the finished media, streamed
 //   GET  /credits/balance                   balance of a provider declaring "credits"
@@ -19,6 +22,7 @@ import type { Svc } from "../../engines/svc";
 import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { capableProviders, type MediaCapability } from "../../engines/media";
 import { newJobId } from "../../engines/media/jobs";
+import { paramsOf, quotedCharge } from "../../engines/media/quotes";
 import { readJson, readRaw } from "../body";
 import { admitMedia, allowModel, auditMedia, mayView, mediaOf, modelOf, type MediaCall } from "../media-access";
 
@@ -125,21 +129,34 @@ export default function media(svc: Svc): Router {
 
   r.post("/v1/videos/quote", async (ctx) => {
     const { m, c, b, model, t } = await videoCall(svc, ctx);
-    const up = await audited(svc, c, "media.videos.quote", { provider: t.provider, model }, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(b), contentType: "application/json" }));
-    ctx.body = { ...(up.json ?? {}), provider: t.provider };
+    const up = await audited(svc, c, "media.videos.quote", { provider: t.provider, model }, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }));
+    const quote = await m.quotes.issue({ provider: t.provider, model, ownerKeyId: c.key?.id ?? null, body: b, up: up.json });
+    ctx.body = { ...quote, upstream: up.json ?? null };
   });
 
   r.post("/v1/videos/generations", async (ctx) => {
     const { m, c, b, model, t } = await videoCall(svc, ctx);
+    // quote and consent checked (and the quote claimed) before anything is sent upstream
+    const quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
     const id = newJobId("vid_");
-    const up = await audited(svc, c, "media.videos.generations", { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(b), contentType: "application/json" }));
-    const upstreamId = up.json?.id;
-    if (typeof upstreamId !== "string" || !upstreamId) throw new GatewayError(502, "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+    const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
+    let up: Awaited<ReturnType<typeof m.forward>>;
+    let upstreamId: unknown;
+    try {
+      up = await audited(svc, c, "media.videos.generations", { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }));
+      upstreamId = up.json?.id;
+      if (typeof upstreamId !== "string" || !upstreamId) throw new GatewayError(502, "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+    } catch (e) {
+      await m.quotes.release(quote.id); // nothing started: the quote stays usable until it expires
+      throw e;
+    }
     const status = typeof up.json.status === "string" ? up.json.status : "queued";
-    await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId, status, ownerKeyId: c.key?.id ?? null, result: up.json });
+    const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
+    await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId: upstreamId as string, status, ownerKeyId: c.key?.id ?? null, result: up.json, quoteId: quote.id, priceMicros });
+    await m.quotes.usedBy(quote.id, id);
     ctx.status = 202;
     ctx.set("location", `/v1/videos/jobs/${id}`);
-    ctx.body = { ...up.json, id, object: "video.job", upstream_id: upstreamId, provider: t.provider, status, poll_url: `/v1/videos/jobs/${id}` };
+    ctx.body = { ...up.json, id, object: "video.job", upstream_id: upstreamId, provider: t.provider, status, poll_url: `/v1/videos/jobs/${id}`, charge: quotedCharge({ quoteId: quote.id, priceMicros }) };
   });
 
   const videoJob = async (ctx: Context) => {
@@ -155,7 +172,7 @@ export default function media(svc: Svc): Router {
     const up = await audited(svc, c, "media.videos.job", { provider: t.provider, model: job.model ?? undefined, jobId: job.id }, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}`));
     const status = typeof up.json?.status === "string" ? up.json.status : job.status;
     await m.jobs.update(job.id, { status, result: up.json });
-    ctx.body = { ...(up.json ?? {}), id: job.id, object: "video.job", upstream_id: job.upstreamId, provider: job.provider, status, created_at: job.createdAt.toISOString() };
+    ctx.body = { ...(up.json ?? {}), id: job.id, object: "video.job", upstream_id: job.upstreamId, provider: job.provider, status, created_at: job.createdAt.toISOString(), charge: quotedCharge(job) };
   });
 
   r.get("/v1/videos/jobs/:id/content", async (ctx) => {

@@ -14,7 +14,7 @@ export function memoryConfigController(memory: MemoryEngine): Controller {
       return {
         status: "True",
         reason: s.enabled ? "Active" : "Disabled",
-        message: s.enabled ? `${recall}; ${extraction}` : "memory is disabled (spec.enabled: false): turns are not buffered",
+        message: (s.enabled ? `${recall}; ${extraction}` : "memory is disabled (spec.enabled: false): turns are not buffered") + s.warnings.map((w) => `; warning: ${w}`).join(""),
         extra: {
           effective: {
             memoryBudgetTokens: s.memoryBudgetTokens,
@@ -24,6 +24,7 @@ export function memoryConfigController(memory: MemoryEngine): Controller {
             episodeRetentionDays: s.episodeRetentionDays,
           },
           recall: s.embeddingModel ? "hybrid" : "lexical",
+          warnings: s.warnings,
         },
       };
     },

@@ -21,7 +21,7 @@ export function existingPool(svc: Svc): ModelPool | undefined {
 export function modelPool(svc: Svc): ModelPool {
   let pool = existingPool(svc);
   if (!pool) {
-    pool = new ModelPool({ modelsDir: svc.modelsDir, log: (msg) => svc.log.info(msg) });
+    pool = new ModelPool({ modelsDir: svc.modelsDir, log: (msg) => svc.log.info(msg), serverSampling: () => svc.server.generation });
     svc.engines.pool = pool;
   }
   return pool;

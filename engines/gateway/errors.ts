@@ -34,7 +34,14 @@ export type GatewayErrorCode =
   | "not_configured"
   | "replay_refused"
   | "session_expired"
-  | "decryption_failed";
+  | "decryption_failed"
+  // quoted video jobs (engines/media/quotes.ts): all 400, refused before anything goes upstream
+  | "quote_required"
+  | "consent_required"
+  | "quote_not_found"
+  | "quote_expired"
+  | "quote_used"
+  | "quote_mismatch";
 
 const typeOf: Record<GatewayErrorCode, string> = {
   invalid_api_key: "authentication_error",
@@ -68,6 +75,12 @@ const typeOf: Record<GatewayErrorCode, string> = {
   replay_refused: "conflict_error",
   session_expired: "authentication_error",
   decryption_failed: "invalid_request_error",
+  quote_required: "invalid_request_error",
+  consent_required: "invalid_request_error",
+  quote_not_found: "invalid_request_error",
+  quote_expired: "invalid_request_error",
+  quote_used: "invalid_request_error",
+  quote_mismatch: "invalid_request_error",
 };
 
 export class GatewayError extends Error {

@@ -19,6 +19,7 @@ import { closePools } from "../providers/http";
 import { resolveSecretRef } from "../providers/credentials";
 import { AuditLog } from "./audit/log";
 import { WebhookOutbox } from "./webhooks/outbox";
+import { EmailOutbox } from "../notify/email-outbox";
 import { Alerts } from "./alerts/alerts";
 import { apiKeyController } from "../../controllers/kinds/api-key";
 import { accessPolicyController } from "../../controllers/kinds/access-policy";
@@ -36,6 +37,8 @@ export interface Gateway {
   admin: KeyAdmin;
   audit: AuditLog;
   outbox: WebhookOutbox;
+  /** alert e-mails to budget_alerts.notify_email */
+  email: EmailOutbox;
   alerts: Alerts;
   /** current AlertSettings (defaults when none is applied) */
   alertSettings(): AlertSettingsSpec;
@@ -104,8 +107,17 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
   const audit = new AuditLog(prisma, repos.audit, { flushMs: opts.auditFlushMs, log: logMsg, writesPaused: () => svc.db.writesPaused?.() });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
   outbox.start();
+  const email = new EmailOutbox(prisma, {
+    smtp: () => settings.smtp,
+    recipientOf: (id) => keys.get(id)?.spec.budget_alerts?.notify_email,
+    resolveSecret: (ref) => resolveSecretRef(ref, env),
+    log: logMsg,
+    pollMs: opts.webhookPollMs,
+  });
+  email.start();
   const alerts = new Alerts({
     outbox,
+    email,
     prisma,
     settings: () => settings,
     log: logMsg,
@@ -159,6 +171,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     admin,
     audit,
     outbox,
+    email,
     alerts,
     alertSettings: () => settings,
     authenticate: (token) => keys.authenticate(token),
@@ -181,6 +194,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
         await step(() => alerts.close());
         await step(() => audit.close());
         await step(() => outbox.close());
+        await step(() => email.close());
         await step(() => closePools());
         if (errors.length) svc.log.warn("gateway close: some data could not be flushed", { errors: errors.map((e) => String((e as Error)?.message ?? e)) });
       })()),

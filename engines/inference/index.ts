@@ -2,6 +2,6 @@
 export { ModelPool, type ModelPoolOptions, type ModelListing, type PoolStats, type LoadedModelStats } from "./pool";
 export { InferenceError, type InferenceErrorCode } from "./errors";
 export { type ModelInfo } from "./info";
-export { SERVER_SAMPLING_DEFAULTS, resolveSampling, type ResolvedSampling } from "./sampling";
+export { SERVER_SAMPLING_DEFAULTS, BUILTIN_SAMPLING_DEFAULTS, resolveSampling, samplingSources, type ResolvedSampling } from "./sampling";
 export { rawDecodeBenchmark, type RawDecodeResult } from "./raw-bench";
 export { writeTinyGguf, defaultModelPath, ensureTinyModel, DEFAULT_MODEL_FILE, type TinyModelSize } from "./gguf";

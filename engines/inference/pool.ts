@@ -12,6 +12,7 @@ import { readModelInfo, type ModelInfo } from "./info";
 import { GrammarCache } from "./json-schema";
 import { type Lease, LoadedModel } from "./loaded-model";
 import { resolveSampling } from "./sampling";
+import type { Sampling } from "../../schemas/common";
 
 export interface ModelPoolOptions {
   modelsDir: string;
@@ -26,6 +27,8 @@ export interface ModelPoolOptions {
   freeMemory?: () => number;
   /** free memory needed per byte of model file before loading (default 1.2) */
   memoryFactor?: number;
+  /** the Server manifest's generation settings, read on every request (between model and built-in) */
+  serverSampling?: () => Sampling | undefined;
 }
 
 export interface ModelListing {
@@ -122,7 +125,7 @@ export class ModelPool {
 
   async *chat(req: ChatRequest, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
     const entry = this.entryFor(req.model);
-    const sampling = resolveSampling(req, entry.spec);
+    const sampling = resolveSampling(req, entry.spec, this.opts.serverSampling?.());
     // A model may unload between load and lease (idle timer, re-register): retry once.
     for (let attempt = 0; ; attempt++) {
       const lm = await this.ensureLoaded(entry);

@@ -14,6 +14,7 @@ import type { UpstreamTool } from "./exposure";
 import { buildTransport, endpointLabel, type BuiltTransport } from "./transports";
 import { classifyConnectError, failure, type ServiceFailure } from "./failures";
 import { redactSecrets } from "../secrets/redact";
+import { watchOAuthState } from "./oauth-store";
 
 export type Phase = "idle" | "connecting" | "ready" | "failed" | "closed";
 
@@ -23,6 +24,8 @@ export interface ConnectionHooks {
   /** phase or failure changed (for the status) */
   state(): void;
   log: Logger;
+  /** data dir: where OAuth (authorization_code) tokens are kept (engines/mcp/oauth-store.ts) */
+  home?: string;
 }
 
 const BACKOFF_BASE_MS = 1000;
@@ -48,6 +51,7 @@ export class McpConnection {
   private connecting?: Promise<void>;
   private refreshing = false;
   private refreshAgain = false;
+  private unwatchLogin?: () => void;
 
   constructor(
     readonly service: string,
@@ -100,7 +104,7 @@ export class McpConnection {
     });
     let built: BuiltTransport | undefined;
     try {
-      built = buildTransport(this.spec);
+      built = buildTransport(this.spec, { home: this.hooks.home, service: this.service });
       const b = built;
       const work = (async () => {
         await client.connect(b.transport, { timeout: this.discoveryMs });
@@ -138,6 +142,7 @@ export class McpConnection {
       this.phase = "failed";
       this.hooks.log.warn("mcp service connection failed", { service: this.service, reason: this.failure.reason, err: this.failure.message });
       if (this.failure.reason !== "InvalidSpec") this.scheduleReconnect();
+      if (this.failure.reason === "AuthorizationRequired") this.reconnectOnLogin();
       this.hooks.state();
     }
   }
@@ -263,7 +268,19 @@ export class McpConnection {
     this.hooks.state();
   }
 
+  /** `svc mcp login` (another process) wrote tokens: connect now rather than at the next retry. */
+  private reconnectOnLogin(): void {
+    if (this.unwatchLogin || !this.hooks.home) return;
+    this.unwatchLogin = watchOAuthState(this.hooks.home, this.service, () => {
+      this.unwatchLogin?.();
+      this.unwatchLogin = undefined;
+      if (this.phase === "failed") void this.connect();
+    });
+  }
+
   async close(): Promise<void> {
+    this.unwatchLogin?.();
+    this.unwatchLogin = undefined;
     this.phase = "closed";
     this.gen++;
     if (this.timer) clearTimeout(this.timer);

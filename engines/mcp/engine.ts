@@ -70,6 +70,8 @@ export class McpEngine implements ToolRegistry {
     private readonly o: {
       log: Logger;
       builtins: BuiltinTool[];
+      /** data dir (OAuth tokens of authorization_code services) */
+      home?: string;
       /** a service's status changed (the controller re-reads it) */
       onStatus?: (service: string) => void;
       /** a tool call ended: service (McpServer name, or "builtin") and outcome (metrics) */
@@ -152,6 +154,7 @@ export class McpEngine implements ToolRegistry {
     if (cur) await this.drop(service);
     const conn = new McpConnection(service, spec, {
       log: this.o.log,
+      home: this.o.home,
       catalog: () => {
         if (this.held.get(service)?.conn === conn) this.rebuild();
       },

@@ -12,6 +12,7 @@ export type FailureReason =
   | "SecretMissing"
   | "ConnectionRefused"
   | "AuthRejected"
+  | "AuthorizationRequired"
   | "DiscoveryTimeout"
   | "SchemaError"
   | "ExecutionDenied"
@@ -33,6 +34,7 @@ const HINTS: Record<FailureReason, string> = {
   SecretMissing: "set the environment variable or create the file the reference names, then re-apply or wait for the retry",
   ConnectionRefused: "check the url (http) or command, args and cwd (stdio), and that the service starts on its own",
   AuthRejected: "the service refused the credentials: check auth (token, headers or oauth) and the secrets they reference",
+  AuthorizationRequired: "run `svc mcp login <name>` on the svc host and open the URL it prints (engines/mcp/oauth.ts)",
   DiscoveryTimeout: "the service did not answer initialize and tools/list in time: check it, or raise discoveryTimeoutSeconds",
   SchemaError: "the service advertised tools whose inputSchema is not a valid JSON Schema; they are left out of the catalog",
   ExecutionDenied: "the service refused to run the tool (its permissions or policy for the configured credentials); a successful call clears this",

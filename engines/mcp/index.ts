@@ -10,6 +10,7 @@ export type { ServiceState } from "./engine";
 export function createMcpEngine(svc: Svc): McpEngine {
   return new McpEngine({
     log: svc.log,
+    home: svc.home,
     builtins: builtinTools({
       models: () =>
         (svc.engines.gateway?.router.listing() ?? []).map((m) => ({ id: m.model, provider: m.provider, type: m.type })),

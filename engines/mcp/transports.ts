@@ -6,6 +6,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { StoredOAuthProvider, authorizationRequired, usesAuthorizationCode } from "./oauth";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
 import { describeMissing, resolveSecretRef } from "../secrets/refs";
 import { redactTail } from "../secrets/redact";
@@ -39,7 +41,7 @@ export function specProblem(s: McpServerSpec): string | null {
     const a = s.auth ?? { type: "none" };
     if (a.type === "token" && !a.token) return "auth type token needs auth.token (env:NAME or file:/path)";
     if (a.type === "headers" && !Object.keys(a.headers ?? {}).length) return "auth type headers needs auth.headers";
-    if (a.type === "oauth" && (!a.clientId || !a.clientSecret)) return "auth type oauth needs auth.clientId and auth.clientSecret";
+    if (a.type === "oauth" && a.grant !== "authorization_code" && (!a.clientId || !a.clientSecret)) return "auth type oauth needs auth.clientId and auth.clientSecret";
     return null;
   }
   if (!s.command) return "transport stdio needs command";
@@ -64,7 +66,7 @@ export function endpointLabel(s: McpServerSpec): string {
   return `command ${s.command ?? "?"}`;
 }
 
-export function buildTransport(s: McpServerSpec): BuiltTransport {
+export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?: string }): BuiltTransport {
   const problem = specProblem(s);
   if (problem) throw failure("InvalidSpec", problem);
   const where = endpointLabel(s);
@@ -84,8 +86,14 @@ export function buildTransport(s: McpServerSpec): BuiltTransport {
   const headers: Record<string, string> = {};
   if (a.type === "token") headers.authorization = `Bearer ${secret(a.token!, "auth.token")}`;
   if (a.type === "headers") for (const [h, ref] of Object.entries(a.headers ?? {})) headers[h] = secret(ref, `auth.headers.${h}`);
-  let authProvider: ClientCredentialsProvider | undefined;
-  if (a.type === "oauth") {
+  let authProvider: OAuthClientProvider | undefined;
+  if (usesAuthorizationCode(s)) {
+    if (!ctx?.home || !ctx.service) throw failure("InvalidSpec", "auth grant authorization_code needs a data dir for its tokens");
+    const p = new StoredOAuthProvider(ctx.home, ctx.service, a);
+    // never logged in: say so without a round trip (and without registering a client)
+    if (!p.hasTokens()) throw authorizationRequired(ctx.service);
+    authProvider = p;
+  } else if (a.type === "oauth") {
     const opts = { clientId: a.clientId!, clientSecret: secret(a.clientSecret!, "auth.clientSecret"), scope: a.scope, clientName: "svc" };
     authProvider = a.issuer ? new ClientCredentialsProvider({ ...opts, expectedIssuer: a.issuer }) : new ClientCredentialsProvider(opts);
   }

@@ -7,6 +7,7 @@ import { GatewayError } from "../gateway/errors";
 import { redactSecrets } from "../providers/redact";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
+import { VideoQuotes } from "./quotes";
 import { targetFor, capableProviders, resolveTarget, unavailable, type MediaCapability, type MediaTarget } from "./providers";
 
 export { targetFor, capableProviders, unavailable, type MediaCapability, type MediaTarget };
@@ -20,8 +21,10 @@ export interface Upstream {
 
 export class Media {
   readonly jobs: MediaJobs;
+  readonly quotes: VideoQuotes;
   constructor(private readonly svc: Svc) {
     this.jobs = new MediaJobs(svc.db.prisma);
+    this.quotes = new VideoQuotes(svc.db.prisma);
   }
 
   target(cap: MediaCapability, model?: string, provider?: string): MediaTarget {

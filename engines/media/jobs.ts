@@ -18,6 +18,10 @@ export interface MediaJobRow {
   error: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** video jobs: the svc quote they were started under */
+  quoteId: string | null;
+  /** video jobs: the quoted price in micro-USD (what the key is charged) */
+  priceMicros: bigint | null;
 }
 
 export const newJobId = (prefix: "img_" | "vid_") => prefix + randomBytes(12).toString("base64url");
@@ -32,7 +36,7 @@ export class MediaJobs {
     await this.prisma.mediaJob.updateMany({ where: { kind: "image", status: "running" }, data: { status: "failed", error: "interrupted", updatedAt: new Date() } });
   }
 
-  async create(j: { id: string; kind: string; operation: string; provider: string; model?: string; upstreamId?: string; status: string; ownerKeyId: string | null; result?: unknown }): Promise<MediaJobRow> {
+  async create(j: { id: string; kind: string; operation: string; provider: string; model?: string; upstreamId?: string; status: string; ownerKeyId: string | null; result?: unknown; quoteId?: string; priceMicros?: bigint }): Promise<MediaJobRow> {
     const now = new Date();
     return this.prisma.mediaJob.create({
       data: { ...j, model: j.model ?? null, upstreamId: j.upstreamId ?? null, result: j.result === undefined ? null : JSON.stringify(j.result), createdAt: now, updatedAt: now },

@@ -1,7 +1,9 @@
-// The effective memory settings: the MemoryConfig singleton (values clamped into the spec's
-// ranges, as manifests/normalize.ts does on apply) or the defaults when there is none.
+// The effective memory settings: the MemoryConfig singleton (fractions rounded and values clamped
+// into the spec's ranges by manifests/normalize.ts, which also words the warnings) or the defaults
+// when there is none. The store keeps the spec as written.
 import type { ResourceStore } from "../../prisma/resource-store";
 import { memoryRanges, type MemoryConfigSpec } from "../../schemas/kinds/memory-config";
+import { normalizeMemoryValue, normalizeSpec } from "../../manifests/normalize";
 
 export interface MemorySettings {
   enabled: boolean;
@@ -16,23 +18,28 @@ export interface MemorySettings {
   embeddingModel?: string;
   /** MemoryConfig object name, or null when running on defaults */
   source: string | null;
+  /** what normalization changed (rounded or clamped), in words; empty when the spec was in range */
+  warnings: string[];
 }
 
-const clamp = (v: unknown, r: { default: number; min: number; max: number }) =>
-  typeof v === "number" && Number.isFinite(v) ? Math.min(r.max, Math.max(r.min, v)) : r.default;
+const norm = (s: Partial<MemoryConfigSpec>, field: keyof typeof memoryRanges): number => {
+  const v = s[field];
+  return typeof v === "number" && Number.isFinite(v) ? normalizeMemoryValue(field, v).value : memoryRanges[field].default;
+};
 
 export function settingsOf(spec: Partial<MemoryConfigSpec> | undefined, source: string | null): MemorySettings {
   const s = spec ?? {};
   return {
     enabled: s.enabled !== false,
-    memoryBudgetTokens: Math.round(clamp(s.memoryBudgetTokens, memoryRanges.memoryBudgetTokens)),
-    summaryDebounceSeconds: Math.round(clamp(s.summaryDebounceSeconds, memoryRanges.summaryDebounceSeconds)),
-    consolidationIntervalHours: Math.round(clamp(s.consolidationIntervalHours, memoryRanges.consolidationIntervalHours)),
-    salienceFloor: clamp(s.salienceFloor, memoryRanges.salienceFloor),
-    episodeRetentionDays: Math.round(clamp(s.episodeRetentionDays, memoryRanges.episodeRetentionDays)),
+    memoryBudgetTokens: norm(s, "memoryBudgetTokens"),
+    summaryDebounceSeconds: norm(s, "summaryDebounceSeconds"),
+    consolidationIntervalHours: norm(s, "consolidationIntervalHours"),
+    salienceFloor: norm(s, "salienceFloor"),
+    episodeRetentionDays: norm(s, "episodeRetentionDays"),
     ...(s.extractionModel ? { extractionModel: s.extractionModel } : {}),
     ...(s.embeddingModel ? { embeddingModel: s.embeddingModel } : {}),
     source,
+    warnings: normalizeSpec("MemoryConfig", s).map((c) => c.message),
   };
 }
 

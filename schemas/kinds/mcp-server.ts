@@ -37,11 +37,20 @@ export const McpServerSpec = Type.Object(
       {
         type: Type.Union([Type.Literal("none"), Type.Literal("token"), Type.Literal("headers"), Type.Literal("oauth")], {
           default: "none",
-          description: "http services: none, token (Authorization: Bearer), headers (custom headers), oauth (client-credentials grant).",
+          description: "http services: none, token (Authorization: Bearer), headers (custom headers), oauth (grant: client_credentials, or authorization_code with a user's login by `svc mcp login`).",
         }),
+        grant: Type.Optional(
+          Type.Union([Type.Literal("client_credentials"), Type.Literal("authorization_code")], {
+            description:
+              "oauth: client_credentials (the default: clientId + clientSecret) or authorization_code (OAuth 2.1 with PKCE, discovery and dynamic client registration; a user runs `svc mcp login <name>` once, tokens are kept encrypted in the data dir and refreshed).",
+          }),
+        ),
+        callbackPort: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 65535, description: "authorization_code: fixed loopback port of the login callback (http://127.0.0.1:<port>/callback), for a pre-registered clientId. Default: any free port, registered dynamically." }),
+        ),
         token: Type.Optional(SecretRef),
         headers: Type.Optional(Type.Record(Type.String(), SecretRef)),
-        clientId: Type.Optional(Type.String({ minLength: 1 })),
+        clientId: Type.Optional(Type.String({ minLength: 1, description: "oauth: the client id (client_credentials: required; authorization_code: a pre-registered client, else dynamic registration)." })),
         clientSecret: Type.Optional(SecretRef),
         scope: Type.Optional(Type.String({ minLength: 1 })),
         issuer: Type.Optional(Type.String({ format: "uri", description: "Authorization server the client credentials belong to (oauth)." })),

@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { envelope } from "../common";
+import { envelope, Sampling } from "../common";
 
 export const ServerSpec = Type.Object(
   {
@@ -54,6 +54,14 @@ export const ServerSpec = Type.Object(
         }),
       },
       { additionalProperties: false, default: {} },
+    ),
+    // -- generation settings (the spec's "user settings" layer) --
+    generation: Type.Optional(
+      Type.Object(Sampling.properties, {
+        additionalProperties: false,
+        description:
+          "Server-wide generation defaults for local models, between the Model manifest's sampling and svc's built-in values: a request's own value wins, then the Model's, then these, then the built-in. GET /admin/generation-settings shows the source of each effective value.",
+      }),
     ),
   },
   { additionalProperties: false },

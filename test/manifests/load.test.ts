@@ -73,7 +73,17 @@ describe("loadText: valid documents", () => {
       "7:27 /spec/summaryDebounceSeconds: summaryDebounceSeconds 5 is outside the range 10 to 3600; clamped to 10",
     ]);
     const [mem] = assertValid(r); // warnings alone do not refuse
-    expect(mem.spec).toMatchObject({ memoryBudgetTokens: 4000, summaryDebounceSeconds: 10, salienceFloor: 0.5, episodeRetentionDays: 365 });
+    // the spec stays as written (export round-trips it); the engine uses the normalized values
+    expect(mem.spec).toMatchObject({ memoryBudgetTokens: 10000, summaryDebounceSeconds: 5, salienceFloor: 0.5, episodeRetentionDays: 365 });
+  });
+
+  it("rounds a fraction of a whole-number MemoryConfig field with a warning instead of refusing it", () => {
+    const r = loadText(doc("MemoryConfig", "memory", "memoryBudgetTokens: 150.7\nconsolidationIntervalHours: 500.2"), "mem.yaml");
+    expect(errors(r)).toEqual([]);
+    expect(r.issues.filter((i) => i.severity === "warning").map((w) => `${w.path}: ${w.message}`)).toEqual([
+      "/spec/memoryBudgetTokens: memoryBudgetTokens 150.7 is not a whole number; rounded to 151",
+      "/spec/consolidationIntervalHours: consolidationIntervalHours 500.2 is not a whole number; rounded to 500; consolidationIntervalHours 500 is outside the range 1 to 168; clamped to 168",
+    ]);
   });
 });
 

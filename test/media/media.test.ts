@@ -112,15 +112,21 @@ describe("media routes", () => {
     const h = { authorization: `Bearer ${k.api_key}` };
     const q = await postJson(`${s.url}/v1/videos/quote`, { model: "vid", prompt: "waves", seconds: 6 }, h);
     expect(q.status).toBe(200);
-    expect(q.json).toMatchObject({ quote_id: "q1", provider: "media-up", seconds: 6 });
-    const g = await postJson(`${s.url}/v1/videos/generations`, { model: "vid", quote_id: "q1", prompt: "waves" }, h);
+    expect(q.json).toMatchObject({ object: "video.quote", provider: "media-up", price_usd: 0.42, currency: "USD", upstream_quote_id: "q1", upstream: { seconds: 6 } });
+    expect(q.json.id).toMatch(/^vq_/);
+    expect(Date.parse(q.json.expires_at)).toBeGreaterThan(Date.now());
+    const g = await postJson(`${s.url}/v1/videos/generations`, { model: "vid", prompt: "waves", seconds: 6, quote_id: q.json.id, consent: true }, h);
     expect(g.status).toBe(202);
     expect(g.json.id).toMatch(/^vid_/);
     expect(g.json).toMatchObject({ upstream_id: "up-1", status: "queued", poll_url: `/v1/videos/jobs/${g.json.id}` });
+    expect(g.json.charge).toEqual({ quote_id: q.json.id, price_usd: 0.42, price_micros: "420000", currency: "USD" });
+    // the provider got its own quote id with the generation
+    expect(JSON.parse(up.seen.filter((x) => x.path === "/v1/videos/generations").at(-1)!.body.toString())).toEqual({ model: "vid", prompt: "waves", seconds: 6, quote_id: "q1", consent: true });
+    expect(await s.svc.db.prisma.mediaJob.findUnique({ where: { id: g.json.id } })).toMatchObject({ quoteId: q.json.id, priceMicros: 420000n });
     const p1 = await fetch(`${s.url}/v1/videos/jobs/${g.json.id}`, { headers: h }).then((r) => r.json() as any);
     expect(p1.status).toBe("processing");
     const p2 = await fetch(`${s.url}/v1/videos/jobs/${g.json.id}`, { headers: h }).then((r) => r.json() as any);
-    expect(p2).toMatchObject({ id: g.json.id, status: "completed" });
+    expect(p2).toMatchObject({ id: g.json.id, status: "completed", charge: { quote_id: q.json.id, price_usd: 0.42 } });
     expect((await s.svc.db.prisma.mediaJob.findUnique({ where: { id: g.json.id } }))?.status).toBe("completed");
     const content = await fetch(`${s.url}/v1/videos/jobs/${g.json.id}/content`, { headers: h });
     expect(content.headers.get("content-type")).toBe("video/mp4");
@@ -138,6 +144,44 @@ describe("media routes", () => {
       return actions.includes("media.videos.content");
     }, 10_000, 200);
     expect(actions).toEqual(expect.arrayContaining(["media.videos.quote", "media.videos.generations", "media.videos.job"]));
+  });
+
+  it("refuses a video generation without a valid quote and consent before anything goes upstream", async () => {
+    const k = await mkKey({ scopes: ["inference"] });
+    const h = { authorization: `Bearer ${k.api_key}` };
+    const body = { model: "vid", prompt: "a lighthouse", seconds: 4 };
+    const q = (await postJson(`${s.url}/v1/videos/quote`, body, h)).json;
+    const other = await mkKey({ scopes: ["inference"] });
+    const othersQuote = (await postJson(`${s.url}/v1/videos/quote`, body, { authorization: `Bearer ${other.api_key}` })).json;
+    const expired = (await postJson(`${s.url}/v1/videos/quote`, body, h)).json;
+    const row = (await s.svc.db.prisma.mediaJob.findUnique({ where: { id: expired.id } }))!;
+    await s.svc.db.prisma.mediaJob.update({ where: { id: expired.id }, data: { result: JSON.stringify({ ...JSON.parse(row.result!), expiresAt: new Date(Date.now() - 1000).toISOString() }) } });
+    const sentBefore = up.seen.filter((x) => x.path === "/v1/videos/generations").length;
+
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ ...body, consent: true }, "quote_required", /quote_id is required/],
+      [{ ...body, quote_id: q.id }, "consent_required", /consent must be true/],
+      [{ ...body, quote_id: q.id, consent: "yes" }, "consent_required", /consent must be true/],
+      [{ ...body, quote_id: "vq_nope", consent: true }, "quote_not_found", /does not exist/],
+      [{ ...body, quote_id: othersQuote.id, consent: true }, "quote_not_found", /does not exist/],
+      [{ ...body, quote_id: expired.id, consent: true }, "quote_expired", /expired at/],
+      [{ ...body, seconds: 8, quote_id: q.id, consent: true }, "quote_mismatch", /fields: seconds/],
+    ];
+    for (const [b, code, message] of cases) {
+      const r = await postJson(`${s.url}/v1/videos/generations`, b, h);
+      expect([r.status, r.json.error?.code]).toEqual([400, code]);
+      expect(r.json.error.message).toMatch(message);
+    }
+    // the loopback upstream saw none of them
+    expect(up.seen.filter((x) => x.path === "/v1/videos/generations").length).toBe(sentBefore);
+
+    // the quote still works once, then it is used
+    const ok = await postJson(`${s.url}/v1/videos/generations`, { ...body, quote_id: q.id, consent: true }, h);
+    expect(ok.status).toBe(202);
+    expect(ok.json.charge).toMatchObject({ quote_id: q.id, price_usd: 0.42 });
+    const again = await postJson(`${s.url}/v1/videos/generations`, { ...body, quote_id: q.id, consent: true }, h);
+    expect([again.status, again.json.error?.code]).toEqual([400, "quote_used"]);
+    expect(up.seen.filter((x) => x.path === "/v1/videos/generations").length).toBe(sentBefore + 1);
   });
 
   it("applies the key: inference scope, permissions.models, and no budgeted keys", async () => {

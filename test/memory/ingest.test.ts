@@ -133,4 +133,22 @@ describe("MemoryConfig", () => {
     expect(env.mem.settings()).toMatchObject({ memoryBudgetTokens: 4000, summaryDebounceSeconds: 10, extractionModel: EXTRACTOR });
     await env.memoryConfig({});
   });
+
+  it("rounds a fraction instead of refusing it, with the warning in the apply output and in the condition", async () => {
+    const r = await env.api("POST", "/admin/config/apply", {
+      document: "apiVersion: svc/v1\nkind: MemoryConfig\nmetadata:\n  name: memory\nspec:\n  memoryBudgetTokens: 150.7\n  extractionModel: " + EXTRACTOR + "\n",
+      wait: true,
+      waitTimeoutSeconds: 10,
+    });
+    expect(r.status).toBe(200);
+    expect(r.json.plan.warnings.filter((w: any) => w.path === "/spec/memoryBudgetTokens").map((w: any) => w.message)).toEqual(["memoryBudgetTokens 150.7 is not a whole number; rounded to 151"]);
+    const o = env.svc.svc.store.get("MemoryConfig", "memory")!;
+    const ready = o.status.conditions?.find((c) => c.type === "Ready");
+    expect(ready).toMatchObject({ status: "True", reason: "Active" });
+    expect(ready?.message).toContain("warning: memoryBudgetTokens 150.7 is not a whole number; rounded to 151");
+    expect((o.status as any).warnings).toEqual(["memoryBudgetTokens 150.7 is not a whole number; rounded to 151"]);
+    expect(env.mem.settings().memoryBudgetTokens).toBe(151);
+    await env.memoryConfig({});
+    expect(env.svc.svc.store.get("MemoryConfig", "memory")!.status.conditions?.find((c) => c.type === "Ready")?.message).not.toContain("warning");
+  });
 });

@@ -28,7 +28,8 @@ describe("restart", () => {
       expect(agent).toMatchObject({ uid: before.agent.uid, generation: 1, spec: before.agent.spec, owner: "config:default" });
       // status was persisted (flushed on stop) and is there before any reconcile rewrites it
       expect(agent.status.conditions![0]).toEqual(before.agent.status.conditions![0]);
-      expect(b.svc.store.get("MemoryConfig", "default")!.spec.memoryBudgetTokens).toBe(4000);
+      expect(b.svc.store.get("MemoryConfig", "default")!.spec.memoryBudgetTokens).toBe(9000); // kept as written
+      expect(b.svc.engines.memory!.configure().memoryBudgetTokens).toBe(4000); // in force: clamped
       await until(() => b.svc.store.get("Agent", "keeper")!.status.observedGeneration === 1);
       // the condition did not flip, so its lastTransitionTime is the one from before the restart
       expect(b.svc.store.get("Agent", "keeper")!.status.conditions![0].lastTransitionTime).toBe(before.agent.status.conditions![0].lastTransitionTime);

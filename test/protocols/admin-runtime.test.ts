@@ -44,10 +44,10 @@ describe("admin runtime routes", () => {
   it("generation-settings gives each value with its source", async () => {
     const r = await get("/admin/generation-settings");
     expect(r.status).toBe(200);
-    expect(r.json.precedence).toEqual(["request", "model", "server"]);
+    expect(r.json.precedence).toEqual(["request", "model", "server", "builtin"]);
     const m = r.json.models.find((x: any) => x.name === MODEL);
-    expect(m.sampling.temperature.source).toBe("server");
-    expect(m.sampling.temperature.value).toBe(r.json.serverDefaults.temperature);
+    expect(m.sampling.temperature.source).toBe("builtin");
+    expect(m.sampling.temperature.value).toBe(r.json.builtinDefaults.temperature);
     expect(m.contextSize).toBe(1024);
     const o = await get(`/admin/generation-settings?model=${MODEL}&temperature=0.3`);
     expect(o.json.models).toHaveLength(1);
@@ -62,9 +62,51 @@ describe("admin runtime routes", () => {
     const m = (await get("/admin/generation-settings?model=tuned")).json.models[0];
     expect(m.sampling.temperature).toEqual({ value: 0.2, source: "model" });
     expect(m.sampling.topK).toEqual({ value: 5, source: "model" });
-    expect(m.sampling.topP.source).toBe("server");
+    expect(m.sampling.topP.source).toBe("builtin");
     await t.svc.store.write([{ op: "delete", kind: "Model", name: "tuned" }]);
     await t.manager.idle();
+  });
+
+  it("Server.spec.generation sits between the model's values and the built-in ones, and generation uses it", async () => {
+    const chat = async (extra: Record<string, unknown>) => {
+      const res = await fetch(`${t.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hello there" }], temperature: 0, ...extra }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as any;
+    };
+    const server = t.svc.store.list({ kind: "Server" })[0];
+    const name = server?.name ?? "main";
+    const base = (server?.spec ?? {}) as Record<string, unknown>;
+    await t.svc.store.write([{ op: "upsert", kind: "Model", name: "tuned2", owner: "api", spec: { file: "svc-tiny.gguf", threads: 1, sampling: { topK: 5 } } }]);
+    await t.svc.store.write([{ op: "upsert", kind: "Server", name, owner: server?.owner ?? "api", spec: { ...base, generation: { topK: 9, topP: 0.5, maxTokens: 6 } } }]);
+    await t.manager.idle();
+    try {
+      const r = await get("/admin/generation-settings?top_p=0.7");
+      expect(r.json.serverSettings).toEqual({ topK: 9, topP: 0.5, maxTokens: 6 });
+      const tiny = r.json.models.find((x: any) => x.name === MODEL).sampling;
+      expect(tiny.topK).toEqual({ value: 9, source: "server" });
+      expect(tiny.maxTokens).toEqual({ value: 6, source: "server" });
+      expect(tiny.topP).toEqual({ value: 0.7, source: "request" });
+      expect(tiny.minP).toEqual({ value: r.json.builtinDefaults.minP, source: "builtin" });
+      const tuned = r.json.models.find((x: any) => x.name === "tuned2").sampling;
+      expect(tuned.topK).toEqual({ value: 5, source: "model" }); // the model's value beats the server's
+      // a request without max_tokens stops at the server's 6 tokens; its own max_tokens still wins
+      const a = await chat({});
+      expect(a.usage.completion_tokens).toBe(6);
+      expect(a.choices[0].finish_reason).toBe("length");
+      const b = await chat({ max_tokens: 3 });
+      expect(b.usage.completion_tokens).toBe(3);
+    } finally {
+      await t.svc.store.write([{ op: "delete", kind: "Model", name: "tuned2" }]);
+      await t.svc.store.write(server ? [{ op: "upsert", kind: "Server", name, owner: server.owner, spec: base }] : [{ op: "delete", kind: "Server", name }]);
+      await t.manager.idle();
+    }
+    const after = (await get("/admin/generation-settings")).json;
+    expect(after.serverSettings).toEqual({});
+    expect(after.models.find((x: any) => x.name === MODEL).sampling.maxTokens.source).toBe("builtin");
   });
 
   it("runtime-settings shows the server's effective settings and versions", async () => {

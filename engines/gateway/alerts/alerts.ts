@@ -6,7 +6,7 @@
 // authentications are counted there, so they add up across replicas (share()).
 import type { PrismaClient } from "../../../prisma/client";
 import type { AlertSettingsSpec } from "../../../schemas/kinds/alert-settings";
-import type { KeyRef } from "../key-types";
+import type { KeyRef, WebhookEventName } from "../key-types";
 import type { WebhookOutbox } from "../webhooks/outbox";
 import { BUDGET_PERIODS, budgetMark, periodId, type BudgetPeriod } from "./periods";
 import { SlidingCount } from "./sliding-count";
@@ -18,6 +18,8 @@ const SUSPICIOUS_INTERVAL_MS = 60 * 60_000;
 
 export interface AlertsOptions {
   outbox: WebhookOutbox;
+  /** alert e-mails to budget_alerts.notify_email (engines/notify/email-outbox.ts) */
+  email?: { alert(key: KeyRef, event: WebhookEventName, data: Record<string, unknown>): void };
   prisma: PrismaClient;
   settings: () => AlertSettingsSpec;
   now?: () => Date;
@@ -67,7 +69,7 @@ export class Alerts {
   /** key.limit_exceeded, at most once per key and limit per minute. */
   limitExceeded(key: KeyRef, limit: string, detail: Record<string, unknown>): void {
     if (!this.firstIn(this.lastLimitEvent, `${key.id}\u0000${limit}`, LIMIT_EVENT_INTERVAL_MS)) return;
-    this.throttled(`limit:${key.id}:${limit}`, LIMIT_EVENT_INTERVAL_MS, () => this.opts.outbox.emit(key, "key.limit_exceeded", { ...detail, limit }));
+    this.throttled(`limit:${key.id}:${limit}`, LIMIT_EVENT_INTERVAL_MS, () => this.send(key, "key.limit_exceeded", { ...detail, limit }));
   }
 
   /**
@@ -199,7 +201,7 @@ export class Alerts {
     if (!this.firstIn(this.lastSuspicious, `${key.id}\u0000${kind}`, SUSPICIOUS_INTERVAL_MS)) return;
     this.throttled(`suspicious:${key.id}:${kind}`, SUSPICIOUS_INTERVAL_MS, () => {
       this.log(`alerts: suspicious activity on key ${key.id}: ${String(detail.reason)}`);
-      this.opts.outbox.emit(key, "key.suspicious_activity", detail);
+      this.send(key, "key.suspicious_activity", detail);
     });
   }
 
@@ -238,7 +240,13 @@ export class Alerts {
       // Could not persist: better to alert (maybe again after a restart) than never.
       this.log(`alerts: could not record ${mark} for key ${key.id}: ${String(e?.message ?? e)}`);
     }
+    this.send(key, event, data);
+  }
+
+  /** One alert out: the key's webhook (when it lists the event) and its notify_email. */
+  private send(key: KeyRef, event: WebhookEventName, data: Record<string, unknown>): void {
     this.opts.outbox.emit(key, event, data);
+    this.opts.email?.alert(key, event, data);
   }
 
   private track(p: Promise<unknown>): void {

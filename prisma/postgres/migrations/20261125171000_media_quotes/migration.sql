@@ -1,0 +1,4 @@
+-- AlterTable
+ALTER TABLE "mediajob" ADD COLUMN     "pricemicros" BIGINT,
+ADD COLUMN     "quoteid" TEXT;
+
