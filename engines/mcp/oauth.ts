@@ -155,9 +155,12 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
   if (!usesAuthorizationCode(o.spec)) throw new Error(`McpServer ${o.service} does not use auth.type oauth with grant authorization_code`);
   const serverUrl = o.spec.url!;
   const { server, port, code } = await callbackServer(o.spec.auth.callbackPort ?? 0);
+  const previous = loadOAuthState(o.home, o.service);
+  let ok = false;
   try {
     const redirectUrl = `http://127.0.0.1:${port}/callback`;
-    // a fresh login: forget old tokens and (unless configured) the client registered for another port
+    // a fresh login: forget old tokens and (unless configured) the client registered for another
+    // port; a login that does not finish puts the previous state back
     saveOAuthState(o.home, o.service, { serverUrl });
     let shown = false;
     const provider = new StoredOAuthProvider(o.home, o.service, o.spec.auth, {
@@ -168,15 +171,20 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
       },
     });
     const first = await auth(provider, { serverUrl, scope: o.spec.auth.scope });
-    if (first === "AUTHORIZED") return { scope: provider.tokens()?.scope };
+    if (first === "AUTHORIZED") {
+      ok = true;
+      return { scope: provider.tokens()?.scope };
+    }
     if (!shown) throw new Error("the authorization server gave no URL to open");
     const got = await withTimeout(code, o.timeoutMs ?? 300_000, "no answer on the callback: open the URL in a browser on this machine");
     if (got.state !== provider.state()) throw new Error("the callback's state does not match this login (a stale or foreign redirect)");
     if (got.error) throw new Error(`the authorization server refused: ${got.error}${got.description ? ` (${got.description})` : ""}`);
     const second = await auth(provider, { serverUrl, authorizationCode: got.code!, scope: o.spec.auth.scope });
     if (second !== "AUTHORIZED") throw new Error("the authorization code was not accepted");
+    ok = true;
     return { scope: provider.tokens()?.scope };
   } finally {
+    if (!ok) saveOAuthState(o.home, o.service, previous);
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   }

@@ -49,6 +49,7 @@ export class EmailOutbox {
   private queuedPasses = 0;
   private transport: { id: string; t: Transporter } | undefined;
   private warnedUnconfigured = false;
+  private lastPrune = 0;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -119,6 +120,7 @@ export class EmailOutbox {
   private async runPass(): Promise<number> {
     await Promise.allSettled([...this.writes]);
     if (this.closed) return 0;
+    await this.prune();
     const smtp = this.opts.smtp();
     const rows = await this.prisma.emailDelivery.findMany({
       where: { deliveredAt: null, nextAttemptAt: { lte: this.now() } },
@@ -175,6 +177,25 @@ export class EmailOutbox {
     });
     this.transport = { id, t };
     return t;
+  }
+
+  /** Hourly housekeeping: sent rows are kept 7 days, failed ones 30 (for inspection). */
+  private async prune(): Promise<void> {
+    const now = this.now().getTime();
+    if (now - this.lastPrune < 3_600_000) return;
+    this.lastPrune = now;
+    try {
+      await this.prisma.emailDelivery.deleteMany({
+        where: {
+          OR: [
+            { deliveredAt: { lt: new Date(now - 7 * 86_400_000) } },
+            { deliveredAt: null, nextAttemptAt: EMAIL_FAILED_AT, createdAt: { lt: new Date(now - 30 * 86_400_000) } },
+          ],
+        },
+      });
+    } catch (e: any) {
+      this.log(`email: pruning old deliveries failed: ${String(e?.message ?? e)}`);
+    }
   }
 
   private async failed(row: EmailDelivery, error: string): Promise<void> {

@@ -1,6 +1,6 @@
 // Pure pieces: sampling resolution, JSON Schema mapping, the wrapped-call stream parser.
 import { describe, expect, it } from "vitest";
-import { resolveSampling, SERVER_SAMPLING_DEFAULTS } from "../../engines/inference";
+import { BUILTIN_SAMPLING_DEFAULTS, resolveSampling, samplingSources, SERVER_SAMPLING_DEFAULTS } from "../../engines/inference";
 import { toGbnfSchema } from "../../engines/inference/json-schema";
 import { WrappedCallParser } from "../../engines/inference/wrapped-call";
 
@@ -18,6 +18,19 @@ describe("resolveSampling", () => {
     expect(s.seed).toBeUndefined();
     expect(resolveSampling({ sampling: {}, maxTokens: 5 }, {}).maxTokens).toBe(5);
     expect(resolveSampling({ sampling: {} }, {}).temperature).toBe(SERVER_SAMPLING_DEFAULTS.temperature);
+  });
+
+  it("puts Server.spec.generation between the model's values and the built-in ones", () => {
+    const server = { temperature: 0.3, topK: 11, maxTokens: 64, seed: 5 };
+    const s = resolveSampling({ sampling: { topP: 0.5 } }, { sampling: { topK: 7 } }, server);
+    expect([s.topP, s.topK, s.temperature, s.maxTokens, s.seed, s.minP]).toEqual([0.5, 7, 0.3, 64, 5, BUILTIN_SAMPLING_DEFAULTS.minP]);
+    expect(samplingSources({ topP: 0.5 }, { topK: 7 }, server)).toMatchObject({
+      topP: { value: 0.5, source: "request" },
+      topK: { value: 7, source: "model" },
+      temperature: { value: 0.3, source: "server" },
+      minP: { value: BUILTIN_SAMPLING_DEFAULTS.minP, source: "builtin" },
+      stop: { value: [], source: "unset" },
+    });
   });
 });
 

@@ -10,6 +10,7 @@ import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { repoRoot } from "../helpers/cli";
 import { apply, call, mcpDoc, ready, waitReason } from "./helpers";
 import { approveInBrowser, startOAuthServices } from "./oauth-servers";
+import { loadOAuthState } from "../../engines/mcp/oauth-store";
 
 let services: Awaited<ReturnType<typeof startOAuthServices>>;
 let s: TestSvc;
@@ -83,6 +84,23 @@ describe("McpServer with auth grant authorization_code", () => {
     expect(exported).toContain("hosted");
     expect(exported).not.toContain(token);
     expect(JSON.stringify(s.svc.store.get("McpServer", "hosted"))).not.toContain(token);
+  });
+
+  it("a login the user refuses fails with the server's reason and keeps the tokens svc already has", async () => {
+    const l = login("hosted");
+    const u = new URL(await l.url);
+    const callback = new URL(u.searchParams.get("redirect_uri")!);
+    callback.searchParams.set("error", "access_denied");
+    callback.searchParams.set("state", u.searchParams.get("state")!);
+    const res = await fetch(callback);
+    expect(await res.text()).toContain("authorization failed (access_denied)");
+    const done = await l.exit;
+    expect(done.code).not.toBe(0);
+    expect(done.stderr).toContain("the authorization server refused: access_denied");
+    // the stored tokens are the ones from the first login (the failed one put them back)
+    expect(loadOAuthState(home, "hosted").tokens?.access_token).toBe(services.provider.issued.at(-1));
+    const r = await call(s, "hosted_whoami", { greeting: "still" });
+    expect(r.json.result?.content?.[0]?.text, JSON.stringify(r.json)).toMatch(/^still, client /);
   });
 
   it("refreshes an expired access token with the refresh token, without a new login", async () => {
