@@ -14,11 +14,12 @@ export const ServerSpec = Type.Object(
       default: true,
       description: "Inference from loopback without a key. A key that is sent is checked when it is an svc key (sk-svc-...) or the admin/master key; other values (SDK placeholders such as \"none\") are served anonymously.",
     }),
-    allowedHosts: Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\\[[0-9A-Fa-f:.]+\\]$" }), {
-      default: [],
+    allowedHosts: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\\[[0-9A-Fa-f:.]+\\]$" }), {
       description:
         "Host names (besides localhost, 127.0.0.1 and [::1]) that loopback callers may use without a key, e.g. a local reverse proxy's name; *.example.com matches its subdomains. A loopback request with another Host and no valid key is refused (403): DNS-rebinding protection. Keyed requests work from any Host.",
-    }),
+      }),
+    ),
     cors: Type.Optional(
       Type.Object(
         {
