@@ -15,10 +15,15 @@ import { finishOf } from "./response";
 /** The decoded event messages of an event-stream body. */
 async function* frames(t: RouteTarget, res: Dispatcher.ResponseData, cancel?: Cancellation): AsyncGenerator<{ type: string; messageType: string; body: any }> {
   const codec = new EventStreamCodec(toUtf8, fromUtf8);
+  let buf: Buffer = Buffer.alloc(0);
   try {
     for await (const chunk of res.body) {
-      codec.feed(chunk as Buffer);
-      for (const m of codec.getAvailableMessages().getMessages()) {
+      buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
+      // a frame starts with its total length (4 bytes, big-endian); the codec decodes whole frames
+      while (buf.length >= 4 && buf.length >= buf.readUInt32BE(0)) {
+        const len = buf.readUInt32BE(0);
+        const m = codec.decode(buf.subarray(0, len));
+        buf = buf.subarray(len);
         const h = m.headers;
         const text = toUtf8(m.body);
         let body: any = {};

@@ -4,7 +4,8 @@
 import { syncEvents } from "../../chat/collect";
 import type { Cancellation } from "../../chat/cancel";
 import type { ChatEvent, ChatRequest } from "../../chat/types";
-import { postForJson, postJson, readJsonBody, sseMessages } from "../http";
+import { GatewayError } from "../../gateway/errors";
+import { postForJson, postJson, readJsonBody, sseMessages, upstreamError } from "../http";
 import { primed, type ProviderAdapter, type RouteTarget } from "../types";
 import { toGeminiBody } from "./request";
 import { responseEvents } from "./response";
@@ -26,10 +27,23 @@ export async function geminiChat(t: RouteTarget, req: ChatRequest, cancel: Cance
   return primed(geminiStreamEvents(t, req, sseMessages(t.provider, res, t.timeoutMs, cancel)));
 }
 
+/** Google answers a bad API key with 400 INVALID_ARGUMENT: that is the gateway's credential, a
+ * 502 like any other vendor's 401, not the client's mistake. */
+function keyRefusal(t: RouteTarget, e: unknown): unknown {
+  if (e instanceof GatewayError && e.status === 400 && /API key not valid|API_KEY_INVALID|API key expired/i.test(e.message)) {
+    return upstreamError(502, "upstream_error", e.message.replace(/refused the request: /, "rejected the gateway's credential (400): "));
+  }
+  return e;
+}
+
 export const geminiAdapter: ProviderAdapter = {
-  chat(t, req, cancel) {
+  async chat(t, req, cancel) {
     const h: Record<string, string> = { ...(t.headers ?? {}) };
     if (t.credential) h["x-goog-api-key"] = t.credential;
-    return geminiChat(t, req, cancel, `/models/${encodeURIComponent(t.upstreamModel)}`, h);
+    try {
+      return await geminiChat(t, req, cancel, `/models/${encodeURIComponent(t.upstreamModel)}`, h);
+    } catch (e) {
+      throw keyRefusal(t, e);
+    }
   },
 };
