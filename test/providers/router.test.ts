@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEnv, standIn, type Env, type StandIn } from "../gateway/fixtures";
 import { until } from "../helpers/http";
+import { runCli } from "../helpers/cli";
 
 let env: Env;
 let a: StandIn;
@@ -79,6 +80,14 @@ describe("router", () => {
     expect(await metric("svc_router_deployment_cooldown_seconds", "c-a")).toBeGreaterThan(5);
     expect(await metric("svc_router_deployment_cooldown_seconds", "c-b")).toBe(0);
     expect(await metric("svc_router_deployment_failures_total", "c-a")).toBe(1);
+
+    // svc status shows the same
+    const st = await runCli(["status"], { SVC_HOME: env.home, SVC_PORT: String(env.svc.port) });
+    expect(st.code).toBe(0);
+    const rows = st.stdout.split("\n");
+    expect(rows).toContain("Load-balanced deployments:");
+    expect(rows.find((l) => /^cooled\s+c-a\s/.test(l))).toMatch(/^cooled\s+c-a\s+weighted\s+1\s+0\s+1\s+1\s+-\s+cooling down \d+s$/);
+    expect(rows.find((l) => /^cooled\s+c-b\s/.test(l))).toMatch(/^cooled\s+c-b\s+weighted\s+1\s+0\s+20\s+0\s+\d+ms\s+in service$/);
   });
 
   it("least-busy spreads concurrent requests evenly and releases them when they end", async () => {
