@@ -136,6 +136,28 @@ export function providerMatrix(ctx: () => MatrixCtx) {
     await expectAudited(c, k.id, 4, "chat.stream");
   });
 
+  it("openai client, Responses API: text and a forced function call, non-streaming and streaming", async () => {
+    const c = ctx();
+    const k = await c.env.key();
+    const { openai } = clients(c, k.secret);
+    const r = await openai.responses.create({ model: c.model, input: "hello there", instructions: "Be brief." });
+    expect(r.output_text).toBe("echo: hello there");
+    expect(r.usage).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: COMPLETION_TOKENS });
+    await expectAudited(c, k.id, 1, "chat.completions");
+
+    const tools = [{ type: "function" as const, name: WEATHER_TOOL.name, description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.parameters, strict: false }];
+    let args = "";
+    let name = "";
+    for await (const ev of await openai.responses.create({ model: c.model, input: "Paris?", tools, tool_choice: { type: "function", name: "get_weather" }, stream: true })) {
+      if (ev.type === "response.output_item.done" && ev.item.type === "function_call") {
+        name = ev.item.name;
+        args = ev.item.arguments;
+      }
+    }
+    expect([name, JSON.parse(args)]).toEqual(["get_weather", TOOL_ARGS]);
+    await expectAudited(c, k.id, 2, "chat.stream");
+  });
+
   it("a credential the vendor refuses is svc's 502 naming the provider, the credential echoed nowhere", async () => {
     const c = ctx();
     const k = await c.env.key();
