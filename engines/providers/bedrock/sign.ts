@@ -5,6 +5,7 @@
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { GatewayError } from "../../gateway/errors";
+import { rememberSecret } from "../redact";
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -12,7 +13,27 @@ export interface AwsCredentials {
   sessionToken?: string;
 }
 
+const parsed = new Map<string, AwsCredentials>();
+
+/** The credentials a reference's text holds (memoized: the text is the same on every request).
+ * The secret and session token are remembered for redaction on their own, not only as part of
+ * the whole text. */
 export function parseAwsCredentials(provider: string, text: string): AwsCredentials {
+  const hit = parsed.get(text);
+  if (hit) return hit;
+  const c = parseText(text);
+  if (typeof c?.accessKeyId !== "string" || !c.accessKeyId || typeof c.secretAccessKey !== "string" || !c.secretAccessKey) {
+    throw new GatewayError(502, "upstream_error", `provider ${provider} is not usable: its credential is not AWS credentials (JSON with accessKeyId and secretAccessKey, or ID:SECRET)`);
+  }
+  const out: AwsCredentials = { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}) };
+  rememberSecret(out.secretAccessKey);
+  rememberSecret(out.sessionToken);
+  if (parsed.size >= 64) parsed.clear();
+  parsed.set(text, out);
+  return out;
+}
+
+function parseText(text: string): any {
   let c: any;
   if (text.trimStart().startsWith("{")) {
     try {
@@ -25,10 +46,7 @@ export function parseAwsCredentials(provider: string, text: string): AwsCredenti
     const [accessKeyId, secretAccessKey, sessionToken] = text.trim().split(":");
     c = { accessKeyId, secretAccessKey, sessionToken };
   }
-  if (typeof c?.accessKeyId !== "string" || !c.accessKeyId || typeof c.secretAccessKey !== "string" || !c.secretAccessKey) {
-    throw new GatewayError(502, "upstream_error", `provider ${provider} is not usable: its credential is not AWS credentials (JSON with accessKeyId and secretAccessKey, or ID:SECRET)`);
-  }
-  return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}) };
+  return c;
 }
 
 /** The headers that sign a POST of `body` to `url` (path as sent, already escaped once). */

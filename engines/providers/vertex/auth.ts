@@ -38,6 +38,7 @@ function parseKey(provider: string, text: string): ServiceAccount {
   if (typeof j?.client_email !== "string" || typeof j?.private_key !== "string") {
     throw new GatewayError(502, "upstream_error", `provider ${provider} is not usable: its credential is not a service-account key (JSON with client_email and private_key)`);
   }
+  rememberSecret(j.private_key);
   return j;
 }
 
@@ -87,15 +88,16 @@ async function mint(provider: string, sa: ServiceAccount, url: string, timeoutMs
 
 /** A valid access token for the service-account key `keyText`. */
 export async function accessToken(provider: string, keyText: string, tokenUrl: string | undefined, timeoutMs: number): Promise<string> {
-  const sa = parseKey(provider, keyText);
-  const url = tokenUrl ?? sa.token_uri ?? GOOGLE_TOKEN_URL;
-  const id = createHash("sha256").update(keyText).update("\0").update(url).digest("hex");
+  const id = createHash("sha256").update(keyText).update("\0").update(tokenUrl ?? "").digest("hex");
   const c = cache.get(id);
   if (c && Date.now() < c.refreshAt) return c.token;
   let p = minting.get(id);
   if (!p) {
+    const sa = parseKey(provider, keyText);
+    const url = tokenUrl ?? sa.token_uri ?? GOOGLE_TOKEN_URL;
     p = mint(provider, sa, url, timeoutMs).then(
       (m) => {
+        if (cache.size >= 256) cache.clear();
         cache.set(id, m);
         minting.delete(id);
         return m.token;
