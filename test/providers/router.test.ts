@@ -120,7 +120,10 @@ describe("router", () => {
     const r = await chat("midstream", { stream: true });
     expect(r.status).toBe(200);
     const text = await r.text().catch(() => "");
-    expect(text).toContain("echo");
+    // the answer's first pieces reached the client, then the failure as an error event
+    expect(text).toContain('"content":"echo: "');
+    expect(text).toMatch(/"code":"upstream_error"/);
+    expect(text).toMatch(/connection to provider m-[ab] failed mid-response/);
     expect(upstream(a, "mode:midstream") + upstream(b, "mode:midstream")).toBe(1);
   });
 
