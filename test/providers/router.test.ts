@@ -5,10 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEnv, standIn, type Env, type StandIn } from "../gateway/fixtures";
 import { until } from "../helpers/http";
 import { runCli } from "../helpers/cli";
+import { azureStandIn } from "./standins/azure";
+import { geminiStandIn } from "./standins/gemini";
 
 let env: Env;
 let a: StandIn;
 let b: StandIn;
+let az: Awaited<ReturnType<typeof azureStandIn>>;
+let gm: Awaited<ReturnType<typeof geminiStandIn>>;
 
 const dep = (name: string, up: StandIn, model: string, upstreamName: string, weight: number | undefined, routing?: Record<string, unknown>) => ({
   kind: "Provider",
@@ -30,8 +34,19 @@ async function metric(name: string, provider: string): Promise<number | undefine
 beforeAll(async () => {
   a = await standIn();
   b = await standIn();
+  az = await azureStandIn({ apiKey: "router-azure-right-key", deployments: ["gpt"] });
+  gm = await geminiStandIn({ apiKey: "router-gemini-key-0123", models: ["gemini-2.0-flash"] });
+  process.env.RT_AZURE_WRONG = "router-azure-wrong-key";
+  process.env.RT_GEMINI = "router-gemini-key-0123";
   env = await startEnv();
   await env.apply([
+    // one model on two vendors: the cheap one (Azure) refuses svc's key, the other serves
+    {
+      kind: "Provider",
+      name: "mx-azure",
+      spec: { type: "azure-openai", baseUrl: az.origin, credential: "env:RT_AZURE_WRONG", deployments: { mixed: "gpt" }, models: [{ name: "mixed", inputPerMillion: 1, outputPerMillion: 1 }], routing: { strategy: "cost-optimized", maxAttempts: 2, backoffMs: 0 } },
+    },
+    { kind: "Provider", name: "mx-gemini", spec: { type: "gemini", baseUrl: `${gm.origin}/v1beta`, credential: "env:RT_GEMINI", models: [{ name: "mixed", upstreamName: "gemini-2.0-flash", inputPerMillion: 5, outputPerMillion: 5 }] } },
     dep("w-a", a, "weighted", "w-a", 3),
     dep("w-b", b, "weighted", "w-b", 1),
     dep("c-a", a, "cooled", "mode:rate429", 1, { maxAttempts: 2, backoffMs: 0 }),
@@ -51,6 +66,8 @@ afterAll(async () => {
   await env?.stop();
   await a?.close();
   await b?.close();
+  await az?.close();
+  await gm?.close();
 });
 
 describe("router", () => {
@@ -125,6 +142,16 @@ describe("router", () => {
     expect(text).toMatch(/"code":"upstream_error"/);
     expect(text).toMatch(/connection to provider m-[ab] failed mid-response/);
     expect(upstream(a, "mode:midstream") + upstream(b, "mode:midstream")).toBe(1);
+  });
+
+  it("balances one model across vendor types: cost-optimized tries Azure first, its refusal moves the request to Gemini", async () => {
+    const k = await env.key();
+    const r = await env.client(k.secret).chat.completions.create({ model: "mixed", messages: [{ role: "user", content: "hi" }] });
+    expect(r.choices[0].message.content).toBe("echo: hi");
+    expect([az.requests.length, gm.requests.length]).toEqual([1, 1]);
+    const page = await env.gw.audit.query({ keyIds: [k.id] });
+    expect(page.data[0]).toMatchObject({ provider: "mx-gemini", status: "success", tokens: { prompt: 11, completion: 7 } });
+    expect(page.data[0].cost_usd).toBeCloseTo((11 * 5 + 7 * 5) / 1e6, 12); // Gemini's price, not Azure's
   });
 
   it("when every deployment is cooling down: the upstream's 429, then 503 with Retry-After", async () => {
