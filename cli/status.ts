@@ -54,6 +54,35 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n");
 }
 
+/** The router's deployments as /metrics shows them (svc_router_deployment_*), as table rows. */
+async function deploymentRows(base: string): Promise<string[][]> {
+  let text = "";
+  try {
+    const r = await fetch(`${base}/metrics`);
+    if (r.ok) text = await r.text();
+  } catch {
+    return [];
+  }
+  const by = new Map<string, Record<string, string>>();
+  for (const line of text.split("\n")) {
+    const m = /^svc_router_deployment_(\w+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[2].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    const id = `${labels.model}\0${labels.provider}`;
+    const row = by.get(id) ?? { model: labels.model, provider: labels.provider };
+    row[m[1]] = m[3];
+    if (labels.strategy) row.strategy = labels.strategy;
+    by.set(id, row);
+  }
+  const rows = [["MODEL", "PROVIDER", "STRATEGY", "WEIGHT", "IN-FLIGHT", "REQUESTS", "FAILURES", "LATENCY", "STATE"]];
+  for (const d of [...by.values()].sort((a, b) => (a.model + a.provider).localeCompare(b.model + b.provider))) {
+    const cool = Number(d.cooldown_seconds ?? 0);
+    const lat = d.latency_seconds === undefined ? "-" : `${Math.round(Number(d.latency_seconds) * 1000)}ms`;
+    rows.push([d.model, d.provider, d.strategy ?? "", d.weight ?? "", d.in_flight ?? "0", d.requests_total ?? "0", d.failures_total ?? "0", lat, cool > 0 ? `cooling down ${Math.ceil(cool)}s` : "in service"]);
+  }
+  return rows;
+}
+
 export function registerStatus(program: Command): void {
   addTargetOptions(program.command("status").description("show the server address and every object's Ready condition"))
     .option("--json", "print JSON")
@@ -79,6 +108,10 @@ export function registerStatus(program: Command): void {
           rows.push([`${x.kind}/${x.name}`, x.deleting ? "Deleting" : x.ready?.status ?? "Unknown", x.ready?.reason ?? "Pending", gen, x.ready?.message ?? "not reconciled yet"]);
         }
         out.push(table(rows));
+      }
+      if (snap.online) {
+        const rows = await deploymentRows(base);
+        if (rows.length > 1) out.push("", "Load-balanced deployments:", table(rows));
       }
       process.stdout.write(out.join("\n") + "\n");
     });

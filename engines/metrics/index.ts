@@ -10,6 +10,7 @@ import type { Ref } from "../../prisma/resource-store";
 import { HttpMetrics } from "./http";
 import { GatewayMetrics } from "./gateway";
 import { processRegistry } from "./process";
+import type { DeploymentStats } from "../providers/balancer";
 
 export type { PipelineMetrics } from "./gateway";
 
@@ -57,6 +58,30 @@ export class Metrics {
         this.set(pool().length);
       },
     });
+    // load-balanced deployments (engines/providers/balancer.ts), read at scrape time
+    const deployments = () => this.svc.engines.gateway?.router.deploymentStats() ?? [];
+    const dep = (name: string, help: string, value: (d: DeploymentStats) => number | null, counter = false, extra: "strategy" | null = null) => {
+      const labelNames = extra ? ["model", "provider", extra] : ["model", "provider"];
+      const collect = function (this: Gauge | Counter) {
+        this.reset();
+        for (const d of deployments()) {
+          const v = value(d);
+          if (v === null) continue;
+          const labels: Record<string, string> = { model: d.model, provider: d.provider };
+          if (extra) labels[extra] = d[extra];
+          if (this instanceof Counter) this.inc(labels, v);
+          else (this as Gauge).set(labels, v);
+        }
+      };
+      return counter ? new Counter({ name, help, labelNames, registers: [r], collect }) : new Gauge({ name, help, labelNames, registers: [r], collect });
+    };
+    dep("svc_router_deployment_weight", "Weight of a deployment (a Provider serving a load-balanced model), with the model's strategy.", (d) => d.weight, false, "strategy");
+    dep("svc_router_deployment_in_flight", "Requests a deployment is answering now.", (d) => d.inFlight);
+    dep("svc_router_deployment_requests_total", "Tries sent to a deployment (retries included).", (d) => d.requests, true);
+    dep("svc_router_deployment_failures_total", "Tries of a deployment that failed (429, 5xx, timeouts, refused connections, broken streams).", (d) => d.failures, true);
+    dep("svc_router_deployment_latency_seconds", "Moving average (EWMA) of a deployment's time to the first answer event.", (d) => d.latencySeconds);
+    dep("svc_router_deployment_cooldown_seconds", "Seconds until a cooled-down deployment is used again (0: in service).", (d) => d.coolingSeconds);
+
     const tasks = () => this.svc.engines.agents?.tasks.statusCounts();
     new Gauge({
       name: "svc_agent_tasks",

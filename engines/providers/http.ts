@@ -117,7 +117,8 @@ function jsonPost(baseUrl: string, path: string, accept: string, headers: Record
     method: "POST",
     path: prefix + path,
     headers: { "content-type": "application/json", accept, ...headers },
-    body: JSON.stringify(body),
+    // a string is sent as it is (a signed body must be the bytes that were signed)
+    body: typeof body === "string" ? body : JSON.stringify(body),
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
   };

@@ -56,13 +56,13 @@ function finish(r: unknown, hadTools: boolean): FinishReason {
   return "stop";
 }
 
-function authHeaders(t: RouteTarget): Record<string, string> {
+export function authHeaders(t: RouteTarget): Record<string, string> {
   const h: Record<string, string> = { ...(t.headers ?? {}) };
   if (t.credential) h.authorization = `Bearer ${t.credential}`;
   return h;
 }
 
-function* eventsOfResponse(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
+export function* eventsOfResponse(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
   const choice = j?.choices?.[0];
   if (!choice) throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no choices`);
   const msg = choice.message ?? {};
@@ -85,7 +85,7 @@ function* eventsOfResponse(t: RouteTarget, req: ChatRequest, j: any): Generator<
   };
 }
 
-async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGenerator<{ event?: string; data: string }>): AsyncGenerator<ChatEvent> {
+export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: AsyncGenerator<{ event?: string; data: string }>): AsyncGenerator<ChatEvent> {
   let finishReason: unknown = null;
   let usage: any = null;
   let chars = 0;

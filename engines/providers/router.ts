@@ -9,6 +9,9 @@
 // when one fails before any byte was streamed (connection error, 5xx, timeout); without it only
 // the first candidate is tried.
 // Unknown model: 404 model_not_found "model X is not served by this gateway".
+//
+// A model whose Providers declare `routing` or a per-model `weight` is load-balanced instead
+// (balancer.ts): targets() hands the pipeline one virtual "routed" target per request.
 import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
@@ -18,11 +21,30 @@ import type { ProviderAdapter, ProviderType, RouteTarget } from "./types";
 import { openaiAdapter } from "./openai";
 import { anthropicAdapter } from "./anthropic";
 import { localAdapter, type LocalPool } from "./local";
+import { azureOpenAIAdapter } from "./azure-openai";
+import { bedrockAdapter, bedrockDefaultBaseUrl } from "./bedrock";
+import { GEMINI_DEFAULT_BASE_URL, geminiAdapter } from "./gemini";
+import { vertexAdapter, vertexDefaultBaseUrl } from "./vertex";
+import {
+  COOLDOWN_DEFAULTS,
+  ROUTING_DEFAULTS,
+  DeploymentState,
+  groupStats,
+  pick,
+  allCooling,
+  routedChat,
+  type BalancerHooks,
+  type DeploymentStats,
+  type Group,
+  type GroupSettings,
+  type RoutedTarget,
+} from "./balancer";
 
 export const DEFAULT_BASE_URL: Record<string, string> = {
   openai: "https://api.openai.com/v1",
   anthropic: "https://api.anthropic.com",
   ollama: "http://127.0.0.1:11434/v1",
+  gemini: GEMINI_DEFAULT_BASE_URL,
 };
 
 /** A target as indexed: connection settings still as references. */
@@ -44,9 +66,12 @@ function headersUnchanged(refs: Record<string, string> | undefined, last: Record
 
 /** Ollama serves its OpenAI-compatible API under /v1: a Provider of type ollama may give
  * Ollama's own address (http://host:11434) or the /v1 one; the path gets /v1 when it lacks it. */
-export function upstreamBaseUrl(type: ProviderType, baseUrl: string | undefined): string | undefined {
-  if (type === "local") return undefined;
+export function upstreamBaseUrl(type: ProviderType, baseUrl: string | undefined, region?: string): string | undefined {
+  if (type === "local" || type === "routed") return undefined;
+  if (!baseUrl && type === "bedrock") return bedrockDefaultBaseUrl(region);
+  if (!baseUrl && type === "vertex") return vertexDefaultBaseUrl(region);
   const base = baseUrl ?? DEFAULT_BASE_URL[type];
+  if (base === undefined) return undefined; // azure-openai: the endpoint is the resource's own
   if (type !== "ollama") return base;
   const u = new URL(base);
   const p = u.pathname.replace(/\/+$/, "");
@@ -60,6 +85,10 @@ export class ProviderRouter {
   private byModel = new Map<string, IndexedTarget[]>();
   private byCost = new Map<string, IndexedTarget[]>();
   private adapters: Record<ProviderType, ProviderAdapter>;
+  private groups = new Map<string, Group>();
+  /** deployment state survives rebuilds: keyed by provider and model */
+  private states = new Map<string, DeploymentState>();
+  private readonly hooks: BalancerHooks;
   private listener = (refs: Ref[]) => {
     if (refs.some((r) => r.kind === "Provider" || r.kind === "Model")) this.rebuild();
   };
@@ -67,9 +96,31 @@ export class ProviderRouter {
   constructor(
     private store: ResourceStore,
     private getPool: () => LocalPool | undefined,
+    opts: { random?: () => number; now?: () => number } = {},
   ) {
     const local = localAdapter(getPool);
-    this.adapters = { openai: openaiAdapter, ollama: openaiAdapter, anthropic: anthropicAdapter, local };
+    this.hooks = { adapter: (t) => this.adapters[t.type], resolve: (t) => this.resolve(t), random: opts.random ?? Math.random, now: opts.now ?? Date.now };
+    const routed: ProviderAdapter = {
+      chat: (t, req, cancel) => routedChat(t as RoutedTarget, req, cancel, this.hooks),
+      // embeddings are not balanced: the first choice serves them
+      embed: (t, req, cancel) => {
+        const d = (t as RoutedTarget).first.target;
+        const a = this.adapters[d.type];
+        if (!a.embed) throw new GatewayError(400, "invalid_request", `model ${JSON.stringify(req.model)} (provider ${d.provider}) does not serve embeddings`, "model");
+        return a.embed(this.resolve(d), req, cancel);
+      },
+    };
+    this.adapters = {
+      openai: openaiAdapter,
+      ollama: openaiAdapter,
+      anthropic: anthropicAdapter,
+      local,
+      "azure-openai": azureOpenAIAdapter,
+      bedrock: bedrockAdapter,
+      gemini: geminiAdapter,
+      vertex: vertexAdapter,
+      routed,
+    };
     this.rebuild();
     store.on("change", this.listener);
   }
@@ -89,9 +140,11 @@ export class ProviderRouter {
       if (a) a.push(t);
       else m.set(t.model, [t]);
     };
+    const routing = new Map<string, { spec: ProviderSpec; weighted: Set<string> }>();
     for (const o of this.store.list({ kind: "Provider" })) {
       const s = o.spec as ProviderSpec;
       const isLocal = s.type === "local";
+      routing.set(o.name, { spec: s, weighted: new Set((s.models ?? []).filter((pm) => pm.weight !== undefined).map((pm) => pm.name)) });
       for (const pm of s.models ?? []) {
         const inPerM = toMicros(pm.inputPerMillion ?? (isLocal ? 0 : undefined));
         const outPerM = toMicros(pm.outputPerMillion ?? (isLocal ? 0 : undefined));
@@ -104,7 +157,8 @@ export class ProviderRouter {
           inPerM: priced ? (inPerM ?? 0) : undefined,
           outPerM: priced ? (outPerM ?? 0) : undefined,
           priced,
-          baseUrl: upstreamBaseUrl(s.type, s.baseUrl),
+          baseUrl: upstreamBaseUrl(s.type, s.baseUrl, s.region),
+          vendor: vendorOf(s, pm.name, pm.upstreamName ?? pm.name),
           credentialRef: s.credential,
           headerRefs: s.headers,
           timeoutMs: (s.timeoutSeconds ?? 120) * 1000,
@@ -125,10 +179,79 @@ export class ProviderRouter {
     }
     this.byModel = m;
     this.byCost = byCost;
+    this.groups = this.buildGroups(m, routing);
+  }
+
+  /** Models load-balanced across deployments: those a Provider serving them declares `routing`
+   * for, or gives a `weight`. Group settings come from the first Provider by name that sets
+   * each; cooldown settings are each deployment's own Provider's. */
+  private buildGroups(m: Map<string, IndexedTarget[]>, routing: Map<string, { spec: ProviderSpec; weighted: Set<string> }>): Map<string, Group> {
+    const groups = new Map<string, Group>();
+    const live = new Set<string>();
+    for (const [model, a] of m) {
+      const decl = a.map((t) => routing.get(t.provider));
+      if (!decl.some((r, i) => r && (r.spec.routing || r.weighted.has(a[i].model)))) continue;
+      const settings: GroupSettings = { ...ROUTING_DEFAULTS };
+      const taken = new Set<keyof GroupSettings>();
+      for (const r of decl) {
+        const ro = r?.spec.routing;
+        for (const k of ["strategy", "maxAttempts", "backoffMs", "maxWaitMs"] as const) {
+          if (ro?.[k] === undefined || taken.has(k)) continue;
+          (settings as unknown as Record<string, unknown>)[k] = ro[k];
+          taken.add(k);
+        }
+      }
+      const deployments = a.map((t, i) => {
+        const spec = decl[i]?.spec;
+        const pm = spec?.models?.find((x) => x.name === model);
+        const cd = { ...COOLDOWN_DEFAULTS, ...(spec?.routing?.cooldown ?? {}) };
+        const id = `${t.provider}\0${model}`;
+        live.add(id);
+        let state = this.states.get(id);
+        if (!state) this.states.set(id, (state = new DeploymentState()));
+        return { target: t, weight: pm?.weight ?? 1, priceKey: t.priceKey, cooldown: { failures: cd.failures, windowMs: cd.windowSeconds * 1000, ms: cd.seconds * 1000 }, state };
+      });
+      groups.set(model, { model, deployments, settings });
+    }
+    for (const id of this.states.keys()) if (!live.has(id)) this.states.delete(id);
+    return groups;
+  }
+
+  /** The per-request virtual target of a routed model (the pipeline mutates nothing of it; the
+   * balancer sets the deployment that served). Throws 503 when every deployment is cooling down
+   * for longer than the group waits. */
+  private routedTarget(g: Group, costOptimized: boolean): RoutedTarget {
+    const strategy = costOptimized ? "cost-optimized" : g.settings.strategy;
+    let first = pick(g, strategy, new Set(), this.hooks);
+    if (!first) {
+      const now = this.hooks.now();
+      first = g.deployments.reduce((x, y) => (y.state.coolUntil < x.state.coolUntil ? y : x));
+      if (first.state.coolUntil - now > g.settings.maxWaitMs) throw allCooling(g, now);
+    }
+    let inPerM = 0;
+    let outPerM = 0;
+    let priced = true;
+    let timeoutMs = 0;
+    for (const d of g.deployments) {
+      inPerM = Math.max(inPerM, d.target.inPerM ?? 0);
+      outPerM = Math.max(outPerM, d.target.outPerM ?? 0);
+      priced &&= d.target.priced;
+      timeoutMs = Math.max(timeoutMs, d.target.timeoutMs);
+    }
+    const f = first.target;
+    return { provider: f.provider, type: "routed", model: g.model, upstreamModel: f.upstreamModel, inPerM: priced ? inPerM : undefined, outPerM: priced ? outPerM : undefined, priced, timeoutMs, group: g, first, strategy };
+  }
+
+  /** Load-balanced deployments and their state (svc status, /metrics). */
+  deploymentStats(): DeploymentStats[] {
+    const now = this.hooks.now();
+    return [...this.groups.values()].flatMap((g) => groupStats(g, now));
   }
 
   /** Indexed targets for a model name (shared arrays: do not mutate). Empty when unknown. */
   targets(model: string, costOptimized = false): readonly RouteTarget[] {
+    const g = this.groups.get(model);
+    if (g) return [this.routedTarget(g, costOptimized)];
     const a = (costOptimized ? this.byCost : this.byModel).get(model);
     if (a) return a;
     const pool = this.getPool();
@@ -141,6 +264,9 @@ export class ProviderRouter {
    * rebuilt only when a value changed, not copied per request. */
   resolve(t: RouteTarget): RouteTarget {
     const it = t as IndexedTarget;
+    if (!t.baseUrl && t.type === "azure-openai") {
+      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: an azure-openai Provider needs baseUrl (the resource endpoint, https://NAME.openai.azure.com)`);
+    }
     if (!it.credentialRef && !it.headerRefs) return t;
     const credential = resolveSecretRef(it.credentialRef);
     if (it.credentialRef && credential === undefined) {
@@ -168,6 +294,7 @@ export class ProviderRouter {
       credential,
       headers,
       timeoutMs: t.timeoutMs,
+      vendor: t.vendor,
     };
     it.resolved = r;
     return r;
@@ -204,3 +331,11 @@ export class ProviderRouter {
 }
 
 const EMPTY: readonly RouteTarget[] = Object.freeze([]);
+
+const VENDOR_TYPES = new Set(["azure-openai", "bedrock", "gemini", "vertex"]);
+
+/** The vendor settings a target of this Provider model carries (undefined for the other types). */
+function vendorOf(s: ProviderSpec, model: string, upstream: string): RouteTarget["vendor"] {
+  if (!VENDOR_TYPES.has(s.type)) return undefined;
+  return { apiVersion: s.apiVersion, deployment: s.deployments?.[model] ?? upstream, auth: s.auth, region: s.region, project: s.project, tokenUrl: s.tokenUrl };
+}

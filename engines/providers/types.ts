@@ -3,7 +3,8 @@ import type { Cancellation } from "../chat/cancel";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 
-export type ProviderType = ProviderSpec["type"];
+/** "routed": the virtual target of a model served by several deployments (balancer.ts) */
+export type ProviderType = ProviderSpec["type"] | "routed";
 
 /** One (provider, model) pair able to serve a requested model name. */
 export interface RouteTarget {
@@ -23,6 +24,20 @@ export interface RouteTarget {
   credential?: string;
   headers?: Record<string, string>;
   timeoutMs: number;
+  /** settings of the vendor types (azure-openai, bedrock, gemini, vertex) from the manifest */
+  vendor?: VendorSettings;
+}
+
+/** What the vendor adapters read from their Provider manifest (schemas/kinds/provider.ts). */
+export interface VendorSettings {
+  /** azure-openai */
+  apiVersion?: string;
+  deployment?: string;
+  auth?: "api-key" | "entra-id";
+  /** bedrock region; vertex location */
+  region?: string;
+  project?: string;
+  tokenUrl?: string;
 }
 
 export interface ProviderAdapter {

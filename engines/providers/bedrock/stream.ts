@@ -1,0 +1,94 @@
+// Bedrock ConverseStream: the body is application/vnd.amazon.eventstream, binary frames decoded
+// with @smithy/eventstream-codec. Each event message names its type in the `:event-type` header
+// (messageStart, contentBlockStart, contentBlockDelta, contentBlockStop, messageStop, metadata)
+// and carries JSON; an `:message-type: exception` frame is a failure mid-stream.
+import { EventStreamCodec } from "@smithy/eventstream-codec";
+import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
+import type { Dispatcher } from "undici";
+import type { Cancellation } from "../../chat/cancel";
+import type { ChatEvent, ChatRequest } from "../../chat/types";
+import { estimateTokens } from "../estimate";
+import { isAbort, transportError, upstreamError, upstreamText } from "../http";
+import type { RouteTarget } from "../types";
+import { finishOf } from "./response";
+
+/** The decoded event messages of an event-stream body. */
+async function* frames(t: RouteTarget, res: Dispatcher.ResponseData, cancel?: Cancellation): AsyncGenerator<{ type: string; messageType: string; body: any }> {
+  const codec = new EventStreamCodec(toUtf8, fromUtf8);
+  let buf: Buffer = Buffer.alloc(0);
+  try {
+    for await (const chunk of res.body) {
+      buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
+      // a frame starts with its total length (4 bytes, big-endian); the codec decodes whole frames
+      while (buf.length >= 4 && buf.length >= buf.readUInt32BE(0)) {
+        const len = buf.readUInt32BE(0);
+        const m = codec.decode(buf.subarray(0, len));
+        buf = buf.subarray(len);
+        const h = m.headers;
+        const text = toUtf8(m.body);
+        let body: any = {};
+        try {
+          body = text ? JSON.parse(text) : {};
+        } catch {
+          body = { message: text };
+        }
+        const messageType = String(h[":message-type"]?.value ?? "event");
+        const type = String((messageType === "event" ? h[":event-type"] : h[":exception-type"])?.value ?? "");
+        yield { type, messageType, body };
+      }
+    }
+  } catch (e) {
+    if (isAbort(e, cancel)) throw e;
+    if ((e as any)?.status) throw e;
+    throw transportError(t.provider, e, t.timeoutMs, true);
+  } finally {
+    if (!res.body.readableEnded && !res.body.destroyed) res.body.destroy();
+  }
+}
+
+export async function* converseStreamEvents(t: RouteTarget, req: ChatRequest, res: Dispatcher.ResponseData, cancel?: Cancellation): AsyncGenerator<ChatEvent> {
+  let calls = 0;
+  let chars = 0;
+  let stop: unknown;
+  let usage: any;
+  const toolIndex = new Map<number, number>(); // contentBlockIndex -> tool call index
+  for await (const f of frames(t, res, cancel)) {
+    if (f.messageType !== "event") {
+      throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${f.type}: ${upstreamText(String(f.body?.message ?? ""), 500)}`);
+    }
+    const b = f.body;
+    switch (f.type) {
+      case "contentBlockStart": {
+        const tu = b.start?.toolUse;
+        if (tu) {
+          const i = calls++;
+          toolIndex.set(b.contentBlockIndex ?? i, i);
+          yield { type: "tool_call_start", index: i, id: String(tu.toolUseId ?? `call_${i}`), name: String(tu.name ?? "") };
+        }
+        break;
+      }
+      case "contentBlockDelta": {
+        const d = b.delta ?? {};
+        if (typeof d.text === "string" && d.text) {
+          chars += d.text.length;
+          yield { type: "text", text: d.text };
+        } else if (d.toolUse && typeof d.toolUse.input === "string" && toolIndex.has(b.contentBlockIndex)) {
+          chars += d.toolUse.input.length;
+          yield { type: "tool_call_delta", index: toolIndex.get(b.contentBlockIndex)!, argumentsDelta: d.toolUse.input };
+        }
+        break;
+      }
+      case "messageStop":
+        stop = b.stopReason;
+        break;
+      case "metadata":
+        usage = b.usage;
+        break;
+    }
+  }
+  yield {
+    type: "done",
+    finishReason: finishOf(stop, calls),
+    usage: { promptTokens: usage?.inputTokens ?? estimateTokens(req), completionTokens: usage?.outputTokens ?? Math.ceil(chars / 4) },
+  };
+}
