@@ -6,9 +6,10 @@ import fc from "fast-check";
 /** A string that may hold a lone surrogate, control characters or escapes. */
 export const nastyString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 40 }),
+  fc.constantFrom("tiny", "default", "m", "x", "1", "helper"),
   fc.string({ unit: "binary", maxLength: 20 }),
   fc.constantFrom("", " ", "\ud800", "a\udc00b", "\ud83d", "%", "%zz", "%00", "..", "../..", "/", "\r\n", "\u0000", "null", "undefined", "__proto__", "constructor", "sk-svc-", "${x}", "*", "a".repeat(3000)),
-  fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom("\ud800", "\udfff", "\r\nx: y", "\u0000")).map(([a, b]) => a + b),
+  { arbitrary: fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom("\ud800", "\udfff", "\r\nx: y", "\u0000")).map(([a, b]) => a + b), weight: 3 },
 );
 
 const scalar: fc.Arbitrary<unknown> = fc.oneof(
@@ -37,13 +38,20 @@ const messages = fc.array(fc.record({ role: fc.oneof(fc.constantFrom("user", "sy
 /** An object of known fields with wrong, odd or right-looking values. */
 export const fieldObject: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(fc.constantFrom(...FIELDS), fc.oneof(nastyValue, messages), { maxKeys: 6 });
 
+/** Every known field at once, all with one value or each with its own: whichever field a route
+ * reads first gets an odd value. */
+export const everyField: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
+  fc.oneof(nastyString, nastyValue).map((v) => Object.fromEntries(FIELDS.map((f) => [f, v]))),
+  fc.tuple(...FIELDS.map(() => fc.oneof(nastyValue, messages))).map((vs) => Object.fromEntries(FIELDS.map((f, i) => [f, vs[i]]))),
+);
+
 export type Body = { kind: "none" } | { kind: "text"; text: string } | { kind: "bytes"; bytes: Uint8Array };
 
 /** A request body: none, JSON of any shape, an object of known fields, truncated or non-UTF-8. */
 export const body: fc.Arbitrary<Body> = fc.oneof(
   fc.constant<Body>({ kind: "none" }),
-  fieldObject.map((o): Body => ({ kind: "text", text: JSON.stringify(o) })),
-  fieldObject.map((o): Body => ({ kind: "text", text: JSON.stringify(o) })),
+  { arbitrary: fieldObject.map((o): Body => ({ kind: "text", text: JSON.stringify(o) })), weight: 2 },
+  { arbitrary: everyField.map((o): Body => ({ kind: "text", text: JSON.stringify(o) })), weight: 5 },
   nastyValue.map((v): Body => ({ kind: "text", text: JSON.stringify(v) ?? "null" })),
   fc.constantFrom<Body>(
     { kind: "text", text: "" },
@@ -98,8 +106,9 @@ export function headers(adminKey: string): fc.Arbitrary<Record<string, string>> 
   return fc.record(
     {
       "content-type": fc.oneof(fc.constantFrom("application/json", "text/plain", "application/yaml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", ""), token),
-      authorization: fc.oneof(fc.constantFrom("Bearer ", "Bearer none", "Bearer sk-svc-0000", "Basic !!!", "Basic Og==", "Token", `Bearer ${adminKey}`, `Bearer ${adminKey}`, "Digest x"), token),
-      "x-api-key": token,
+      // mostly a key svc accepts (or none, below): a bad credential stops a request at 401
+      authorization: fc.oneof({ arbitrary: fc.constant(`Bearer ${adminKey}`), weight: 6 }, { arbitrary: fc.constantFrom("Bearer ", "Bearer none", "Bearer sk-svc-0000", "Basic !!!", "Basic Og==", "Token", "Digest x"), weight: 1 }, { arbitrary: token, weight: 1 }),
+      "x-api-key": fc.constantFrom("", adminKey),
       "x-svc-agent-id": token,
       "x-svc-conversation-id": token,
       "mcp-session-id": token,

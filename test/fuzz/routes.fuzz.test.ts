@@ -53,6 +53,9 @@ const payload = (b: Body) => (b.kind === "none" ? undefined : b.kind === "text" 
 const notAClientMistake = (status: number, json: any) =>
   status === 503 && /^(model|service)_unavailable$/.test(json?.error?.code ?? "") && /no provider offers|engine .*not running|is not running/.test(json.error.message ?? "");
 
+/** The distinct 503s taken as "not a client's mistake", for the report. */
+const unavailable = new Set<string>();
+
 function judge(what: string, status: number, text: string, found: string[]): void {
   let json: any;
   try {
@@ -60,6 +63,7 @@ function judge(what: string, status: number, text: string, found: string[]): voi
   } catch {
     json = undefined;
   }
+  if (status >= 500 && notAClientMistake(status, json)) unavailable.add(`${what.split(" as ")[0]}: ${json.error.message}`);
   if (status >= 500 && !notAClientMistake(status, json)) found.push(`${status} ${what}: ${text.slice(0, 300)}`);
   if (status >= 400 && (json === undefined || json.error === undefined)) found.push(`${status} without a JSON error body ${what}: ${text.slice(0, 200)}`);
 }
@@ -114,6 +118,7 @@ describe("fuzz: every route with malformed input", () => {
 
   it(`answers no 5xx and a JSON error body on every route (${RUNS} cases)`, async () => {
     const found: string[] = [];
+    const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(fc.nat(), fc.array(segment, { minLength: 1, maxLength: 3 }), query, headers(adminKey), body, async (pick, ids, q, h, b) => {
         const route = table[pick % table.length];
@@ -122,13 +127,14 @@ describe("fuzz: every route with malformed input", () => {
         try {
           const r = await raw(s.port, route.method, p, { headers: { host: `127.0.0.1:${s.port}`, ...h }, body: payload(b) });
           judge(what, r.status, r.text, found);
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
         } catch (e: any) {
           found.push(`no answer (${e?.code ?? e?.message}) ${what}`);
         }
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
-    if (process.env.FUZZ_REPORT) console.log(`fuzz: ${RUNS} route cases, ${found.length} findings (${found.filter((f) => /^5\d\d /.test(f)).length} 5xx)\n${found.join("\n")}`);
+    if (process.env.FUZZ_REPORT) console.log(`fuzz: ${RUNS} route cases, ${found.length} findings (${found.filter((f) => /^5\d\d /.test(f)).length} 5xx); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}\n${found.join("\n")}\n503 taken as unavailable, not a client mistake:\n${[...unavailable].sort().join("\n")}`);
     expect(found).toEqual([]);
   }, 600_000);
 

@@ -7,6 +7,7 @@ import { canonicalPath } from "../../api/canonical-path";
 import { startTestSvc, type TestSvc } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { raw } from "../fuzz/raw-request";
+import { PairError, SecureSession } from "../../cli/pair-client";
 
 const ALLOWED = "https://app.example";
 const ADMIN_SPELLINGS = [
@@ -99,5 +100,16 @@ describe("admin routes in every spelling", () => {
       expect(r.status, p).toBe(400); // the chat route's own validation, not 404 "no route"
       expect(r.json?.error?.code, p).toBe("invalid_request");
     }
+  });
+
+  it("refuses every spelling of an admin path through the secure channel", async () => {
+    const ses = await SecureSession.open(s.url, s.svc.engines.pairing!.server().public_key);
+    for (const p of ["/ADMIN/config/status", "/v1/../admin/config/export", "/%61dmin/config/export", "/admin/config/export/"]) {
+      const err = await ses.call({ method: "GET", path: p }).then(() => undefined, (e) => e);
+      expect(err, p).toBeInstanceOf(PairError);
+      expect([err.status, err.code], p).toEqual([403, "permission_denied"]);
+    }
+    const ok = await ses.call({ method: "GET", path: "/V1/models/" });
+    expect(ok.status).toBe(200);
   });
 });

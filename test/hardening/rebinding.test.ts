@@ -8,6 +8,7 @@ import path from "node:path";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { raw } from "../fuzz/raw-request";
+import { hostnameOf, isLoopbackName, isLoopbackOrigin } from "../../api/host-guard";
 
 const EVIL = (port: number) => ({ host: `evil.example:${port}`, origin: `http://evil.example:${port}` });
 
@@ -47,6 +48,20 @@ const ROUTES: Array<[string, string, unknown?]> = [
   ["GET", "/metrics"],
   ["GET", "/health"],
 ];
+
+describe("loopback names", () => {
+  it("knows loopback names from names that only look like them", () => {
+    for (const h of ["localhost", "localhost:1337", "LOCALHOST.", "app.localhost:9", "127.0.0.1", "127.255.0.9:80", "[::1]:1337", "[0:0:0:0:0:0:0:1]", "[::ffff:127.0.0.1]:5"]) {
+      expect(isLoopbackName(hostnameOf(h)), h).toBe(true);
+    }
+    for (const h of ["evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "evil-localhost", "128.0.0.1", "127.0.0.256", "0.0.0.0", "[::]", "[fe80::1]", "10.0.0.1:1337", ""]) {
+      expect(isLoopbackName(hostnameOf(h)), h).toBe(false);
+    }
+    expect(isLoopbackOrigin("http://localhost:1337")).toBe(true);
+    expect(isLoopbackOrigin("https://[::1]")).toBe(true);
+    for (const o of ["null", "http://evil.example", "http://127.0.0.1.evil.example:1", "file://", "chrome-extension://abc"]) expect(isLoopbackOrigin(o), o).toBe(false);
+  });
+});
 
 describe("DNS rebinding: the Host rule", () => {
   let s: TestSvc;
