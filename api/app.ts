@@ -12,6 +12,7 @@ import { registerHandler } from "./secure-dispatch";
 import { withCors } from "./cors";
 import { canonicalize } from "./canonical-path";
 import { hostRefusal, sendRefusal } from "./host-guard";
+import { consoleAuth } from "./console-session";
 import type { Svc } from "../engines/svc";
 
 export function createApp(svc: Svc): Koa {
@@ -27,6 +28,7 @@ export function createApp(svc: Svc): Koa {
     }
   });
   app.use(errorMiddleware(svc.log));
+  app.use(consoleAuth()); // a console session's cookie stands for its key (api/console-session.ts)
   // One root router: a request is matched once, not once per surface.
   const root = new Router();
   for (const make of routers) root.use(make(svc).routes());

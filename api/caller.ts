@@ -7,6 +7,7 @@ import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { GatewayError } from "../engines/gateway/errors";
 import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
+import { accessRefusal } from "../engines/gateway/access-level";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
@@ -105,6 +106,8 @@ export function routeKey(svc: Svc, ctx: HttpContext, code: "model_unavailable" |
   if (!gw) throw new GatewayError(503, code, unavailable);
   const key = gw.pipeline.authenticate(callerFrom(ctx));
   if (key) ctx.state.keyId = key.id;
+  const level = accessRefusal(key, "route");
+  if (level) throw new GatewayError(403, "permission_denied", level);
   return key;
 }
 

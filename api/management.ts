@@ -6,6 +6,7 @@ import type { Svc } from "../engines/svc";
 import type { Gateway } from "../engines/gateway";
 import { AUTH_MESSAGES, ipAllowed, tokenPrefix, type KeyEntry } from "../engines/gateway/keys";
 import { GatewayError } from "../engines/gateway/errors";
+import { accessRefusal, managementAccessAction } from "../engines/gateway/access-level";
 import { ACCEPTED_KEY_FORMS, tokenFrom } from "./caller";
 import { clientIp } from "./loopback";
 
@@ -37,6 +38,8 @@ export async function audited(gw: Gateway, ctx: Context, actor: KeyEntry, action
   const started = Date.now();
   let status = "success";
   try {
+    const level = accessRefusal(actor, managementAccessAction(action));
+    if (level) throw new GatewayError(403, "permission_denied", level);
     await run();
   } catch (e) {
     status = e instanceof GatewayError ? e.code : "internal_error";

@@ -12,6 +12,7 @@ const all: Record<string, () => Promise<Section>> = {
   agents: async () => (await import("./agents")).agentsBench(),
   scale: async () => (await import("./scale")).scaleBench(),
   memory: async () => (await import("./memory")).memoryBench(),
+  usage: async () => (await import("./usage")).usageBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -10,6 +10,7 @@ import { registerKeys } from "./keys";
 import { registerModels } from "./models";
 import { registerMcp } from "./mcp";
 import { registerPair } from "./pair";
+import { registerUsage } from "./usage";
 
 /** This build's version, from package.json. */
 export const VERSION: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerModels(program);
   registerMcp(program);
   registerPair(program);
+  registerUsage(program);
   program
     .command("version")
     .description("print the version")

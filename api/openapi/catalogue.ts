@@ -51,6 +51,13 @@ export const routeDocs: RouteDoc[] = [
   r("delete", "/v1/api-keys/:id", "keys", "Revoke a key", "key"),
   r("post", "/v1/api-keys/temporary", "keys", "Create a temporary key (master key)", "key", { body: TemporaryBody }),
   r("get", "/v1/audit-logs", "audit", "Audit log entries, newest first (X-API-Key-ID selects the key)", "key"),
+  r("get", "/v1/usage", "audit", "Usage grouped by key, team, organization, model, provider, day, hour or metadata (?group_by, from, to, filters; CSV with format=csv)", "key"),
+
+  r("get", "/console", "console", "The web console (static files under /console/)", "public"),
+  r("post", "/console/session", "console", "Sign in with a key: an HttpOnly, SameSite=Strict session cookie", "public", { body: B.AnyObject }),
+  r("post", "/console/session/loopback", "console", "Sign in without a key on unauthenticated loopback", "loopback"),
+  r("get", "/console/session", "console", "The signed-in key's identity, rights and CSRF token", "key"),
+  r("delete", "/console/session", "console", "Sign out", "key"),
 
   r("get", "/agents", "agents", "Custom agents with metadata and readiness", "key"),
   r("post", "/agents/:id/run", "agents", "Run an agent loop within the request", "key", { body: B.AgentRunBody, streams: true }),

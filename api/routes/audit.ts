@@ -1,5 +1,6 @@
 // GET /v1/audit-logs: the audit log of the key named by X-API-Key-ID, newest first, with
-// cursor pagination and filters (since, until, action, status, limit, cursor).
+// cursor pagination and filters (since, until, action, status, model, metadata.workflow_id,
+// metadata.user_id, limit, cursor).
 // Rights: any key reads its own log; the administrative key reads any; an organization key
 // with permissions.view_all_usage reads any key of its organization, or (without X-API-Key-ID)
 // the whole organization. The admin key may also omit the header to read every entry.
@@ -78,6 +79,12 @@ function filters(ctx: Context): Omit<AuditQuery, "keyIds" | "organizationId"> {
   out.action = one("action");
   out.status = one("status");
   out.cursor = one("cursor");
+  out.model = one("model");
+  out.workflowId = one("metadata.workflow_id");
+  out.userId = one("metadata.user_id");
+  for (const [name, v] of [["model", out.model], ["metadata.workflow_id", out.workflowId], ["metadata.user_id", out.userId]] as const) {
+    if (v && v.length > 200) throw invalidRequest(`${name} is too long`, name);
+  }
   if (out.action && out.action.length > 200) throw invalidRequest("action is too long", "action");
   if (out.status && out.status.length > 100) throw invalidRequest("status is too long", "status");
   return out;

@@ -20,7 +20,9 @@ import media from "./media";
 
 import memory from "./memory";
 import openapi from "./openapi";
+import usage from "./usage";
+import consoleRoutes from "./console";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory, openapi];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -3,7 +3,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { Type, type TSchema } from "@sinclair/typebox";
-import { Audience, Scopes, BudgetAlerts, BudgetLimits, IpAllowlist, Permissions, RateLimits, TokenLimits, WebhookEvent } from "../../schemas/kinds/api-key";
+import { AccessLevel, Audience, Scopes, BudgetAlerts, BudgetLimits, IpAllowlist, Permissions, RateLimits, TokenLimits, WebhookEvent } from "../../schemas/kinds/api-key";
 import { PolicyDocument } from "../../schemas/kinds/access-policy";
 import { invalidRequest } from "./errors";
 
@@ -28,6 +28,7 @@ export const mutable = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
   description: Type.String({ maxLength: 2000 }),
   permissions: Permissions,
+  access_level: AccessLevel,
   scopes: Scopes,
   audience: Audience,
   policies: Type.Array(Type.String({ minLength: 1 })),

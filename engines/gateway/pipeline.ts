@@ -20,6 +20,7 @@ import type { AuditRecord } from "./key-types";
 import { GatewayError, modelNotFound, invalidRequest } from "./errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { SCOPE_BIT, scopeDenied } from "./scopes";
+import { accessRefusal, type AccessAction } from "./access-level";
 import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
@@ -121,7 +122,7 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   /** IP allowlist and role checks that apply to any use of a key for inference. */
-  private checkUse(key: KeyEntry, caller: Caller) {
+  private checkUse(key: KeyEntry, caller: Caller, access: AccessAction = "inference") {
     if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
       throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
     }
@@ -129,6 +130,8 @@ export class GatewayPipeline implements InferencePipeline {
       throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key for inference");
     }
     if ((key.scopeBits & SCOPE_BIT.inference) === 0) throw scopeDenied("inference");
+    const level = accessRefusal(key, access);
+    if (level) throw new GatewayError(403, "permission_denied", level);
   }
 
   /** Permissions and policy; returns the candidates the key may use (never empty). */
@@ -380,7 +383,7 @@ export class GatewayPipeline implements InferencePipeline {
   async listModels(caller: Caller): Promise<ModelListing[]> {
     const now = this.now();
     const key = caller.key !== undefined ? caller.key : this.authenticate(caller, now);
-    if (key && caller.key === undefined) this.checkUse(key, caller);
+    if (key && caller.key === undefined) this.checkUse(key, caller, "models:list");
     const seen = new Set<string>();
     const out: ModelListing[] = [];
     for (const m of this.o.router.listing()) {

@@ -75,6 +75,11 @@ export const Audience = Type.String({
   description: "\"*\" (any, the default) or \"agent:<name>\": the key may run and dispatch only that agent.",
 });
 
+/** spec/gateway.md's dashboard access levels (engines/gateway/access-level.ts holds the rule). */
+export const AccessLevel = Type.Union([Type.Literal("full"), Type.Literal("read_only"), Type.Literal("custom")], {
+  description: "full: what the key's role allows everywhere; read_only: list models, read usage and audit, nothing else; custom (the default): permissions, scopes and policies.",
+});
+
 export const ApiKeySpec = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Descriptive label (defaults to metadata.name)." })),
@@ -84,6 +89,7 @@ export const ApiKeySpec = Type.Object(
     team_id: Type.Optional(Type.String({ minLength: 1 })),
     user_id: Type.Optional(Type.String({ minLength: 1 })),
     permissions: Type.Optional(Permissions),
+    access_level: Type.Optional(AccessLevel),
     scopes: Type.Optional(Scopes),
     audience: Type.Optional(Audience),
     policies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "AccessPolicy names bound to this key." })),

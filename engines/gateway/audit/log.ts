@@ -24,6 +24,10 @@ export interface AuditQuery {
   action?: string;
   /** "success", an error code, or "error"/"failed" for every non-success entry */
   status?: string;
+  model?: string;
+  /** request metadata members used for attribution (spec/gateway.md): exact string values */
+  workflowId?: string;
+  userId?: string;
   cursor?: string;
   limit?: number;
 }
@@ -134,6 +138,10 @@ export class AuditLog {
       const s = f.status;
       and.push(s === "error" || s === "failed" || s === "failure" ? { status: { not: "success" } } : { status: s });
     }
+    if (f.model) and.push({ model: f.model });
+    // metadata is stored as JSON.stringify text: a top-level string member appears exactly so
+    if (f.workflowId) and.push({ metadata: { contains: `"workflow_id":${JSON.stringify(f.workflowId)}` } });
+    if (f.userId) and.push({ metadata: { contains: `"user_id":${JSON.stringify(f.userId)}` } });
     if (f.cursor) {
       const c = decodeCursor(f.cursor);
       const at = new Date(c.ts);

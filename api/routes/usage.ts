@@ -1,0 +1,115 @@
+// GET /v1/usage: the audit log grouped in SQL (engines/gateway/usage-report.ts), for the console's
+// charts, `svc usage` and scripts.
+//   ?group_by=key,day (also repeated; key team organization model provider day hour minute
+//    metadata.workflow_id metadata.user_id)  &from=&to= (ISO 8601; to is exclusive)
+//   filters: key_id team_id organization_id model provider action metadata.workflow_id metadata.user_id
+//   &format=csv for CSV instead of {object: "list", data: [...]}
+// Rights, as for the audit log: the administrative key sees everything; an organization key with
+// permissions.view_all_usage its organization; a team key with it its team's keys; any other key
+// itself. Unauthenticated loopback (where the Server allows it) sees everything, like the loopback
+// administration routes. Filters narrow the caller's scope; they never widen it. Keyed reads are
+// audited (usage.read), and management calls are not counted as usage.
+import Router from "@koa/router";
+import type { Context } from "koa";
+import type { Svc } from "../../engines/svc";
+import type { Gateway } from "../../engines/gateway";
+import type { KeyEntry } from "../../engines/gateway/keys";
+import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
+import { audited, gatewayOf, managementActor } from "../management";
+import { tokenFrom } from "../caller";
+import { isLoopback } from "../loopback";
+
+export default function routes(svc: Svc): Router {
+  const r = new Router();
+
+  r.get("/v1/usage", async (ctx) => {
+    const gw = gatewayOf(svc);
+    const { teamId, ...query } = parseQuery(ctx);
+    if (teamId !== undefined) {
+      const inTeam = gw.keys.all().filter((k) => k.spec.team_id === teamId).map((k) => k.id);
+      query.keyIds = query.keyIds ? query.keyIds.filter((id) => inTeam.includes(id)) : inTeam;
+    }
+    const answer = async (scope: Partial<UsageQuery>) => {
+      const q = narrow({ ...query, teams: teamsOf(gw) }, scope);
+      await gw.audit.flush().catch(() => undefined); // read your own requests; a failed write is retried
+      const data = await usageReport(usageDbOf(svc.db), q);
+      ctx.set("cache-control", "no-store");
+      if (ctx.query.format === "csv") {
+        ctx.type = "text/csv";
+        ctx.attachment("usage.csv");
+        ctx.body = usageCsv(data, q.groupBy);
+      } else ctx.body = { object: "list", group_by: q.groupBy, data };
+    };
+    if (!tokenFrom(ctx) && isLoopback(ctx) && svc.server.allowUnauthenticatedLoopback !== false) return answer({});
+    const caller = managementActor(gw, ctx);
+    await audited(gw, ctx, caller, "usage.read", {}, () => answer(scopeOf(gw, caller)));
+  });
+
+  return r;
+}
+
+/** The rows the caller may see, as restrictions. */
+function scopeOf(gw: Gateway, k: KeyEntry): Partial<UsageQuery> {
+  if (k.role === "admin") return {};
+  const s = k.spec;
+  if (s.permissions?.view_all_usage === true && s.key_type === "organization" && s.organization_id) return { organizationId: s.organization_id };
+  if (s.permissions?.view_all_usage === true && s.key_type === "team" && s.team_id) {
+    return { keyIds: gw.keys.all().filter((o) => o.spec.team_id === s.team_id && o.spec.organization_id === s.organization_id).map((o) => o.id) };
+  }
+  return { keyIds: [k.id] };
+}
+
+/** Intersect the query's filters with the caller's scope. */
+function narrow(q: UsageQuery, scope: Partial<UsageQuery>): UsageQuery {
+  const out = { ...q };
+  if (scope.keyIds) out.keyIds = q.keyIds ? q.keyIds.filter((id) => scope.keyIds!.includes(id)) : scope.keyIds;
+  if (scope.organizationId !== undefined) {
+    if (q.organizationId !== undefined && q.organizationId !== scope.organizationId) out.keyIds = [];
+    out.organizationId = scope.organizationId;
+  }
+  return out;
+}
+
+function teamsOf(gw: Gateway): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const k of gw.keys.all()) if (k.spec.team_id) out.push([k.id, k.spec.team_id]);
+  return out;
+}
+
+function parseQuery(ctx: Context): UsageQuery & { teamId?: string } {
+  const one = (name: string): string | undefined => {
+    const v = ctx.query[name];
+    if (Array.isArray(v)) throw invalidRequest(`${name} may be given once`, name);
+    if (v !== undefined && v.length > 200) throw invalidRequest(`${name} is too long`, name);
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const date = (name: string): Date | undefined => {
+    const v = one(name);
+    if (v === undefined) return undefined;
+    const d = new Date(v);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(d.getTime())) throw invalidRequest(`${name} must be an ISO 8601 date or timestamp`, name);
+    return d;
+  };
+  const raw = ctx.query.group_by;
+  const groupBy = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
+  for (const g of groupBy) {
+    if (!(USAGE_GROUPS as readonly string[]).includes(g)) throw invalidRequest(`group_by ${JSON.stringify(g.slice(0, 40))} is not one of ${USAGE_GROUPS.join(", ")}`, "group_by");
+  }
+  const format = one("format");
+  if (format !== undefined && format !== "json" && format !== "csv") throw invalidRequest("format must be json or csv", "format");
+  const q: UsageQuery = {
+    groupBy: groupBy as UsageGroup[],
+    from: date("from"),
+    to: date("to"),
+    organizationId: one("organization_id"),
+    model: one("model"),
+    provider: one("provider"),
+    action: one("action"),
+    workflowId: one("metadata.workflow_id"),
+    userId: one("metadata.user_id"),
+  };
+  const keyId = one("key_id");
+  if (keyId !== undefined) q.keyIds = [keyId];
+  return { ...q, teamId: one("team_id") };
+}

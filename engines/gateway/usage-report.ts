@@ -1,0 +1,255 @@
+// GET /v1/usage and `svc usage`: the audit log grouped in SQL (one statement, SQLite or
+// PostgreSQL) into requests, tokens, spend, errors, refusals by kind and p50/p95 latency.
+// SQL groups rows by the groups, a latency bucket and the failure status in one pass; the few
+// resulting rows fold into totals, refusals and nearest-rank p50/p95 here. Teams are not an
+// audit column, so the key -> team map of the key cache goes in as a VALUES list.
+// Management calls (MANAGEMENT_ACTIONS) are audited but are not usage: left out unless an
+// `action` filter names them.
+import { dbIsoAt } from "../iso-time";
+import type { OpenedDb } from "../../prisma/client";
+
+export const USAGE_GROUPS = ["key", "team", "organization", "model", "provider", "day", "hour", "minute", "metadata.workflow_id", "metadata.user_id"] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/** Audit statuses that are the gate's refusals (counted by kind); any other non-success is an error. */
+export const REFUSAL_KINDS = [
+  "invalid_api_key", "key_expired", "key_revoked", "permission_denied", "policy_denied", "ip_not_allowed",
+  "budget_exceeded", "quota_exceeded", "rate_limit_exceeded", "capacity_exceeded",
+] as const;
+
+/** The audited management calls (api/routes/keys.ts, audit.ts, usage.ts): not usage. */
+export const MANAGEMENT_ACTIONS = ["keys.create", "keys.create_temporary", "keys.list", "keys.get", "keys.update", "keys.revoke", "audit_logs.list", "usage.read"] as const;
+
+export interface UsageQuery {
+  groupBy: UsageGroup[];
+  from?: Date;
+  to?: Date;
+  /** only these keys (the caller's scope or a filter; an empty list matches nothing) */
+  keyIds?: string[];
+  organizationId?: string;
+  model?: string;
+  provider?: string;
+  /** exact action or a dotted prefix ("chat" matches chat.completions and chat.stream) */
+  action?: string;
+  workflowId?: string;
+  userId?: string;
+  /** key id -> team id, for group_by team (from the key cache) */
+  teams?: Array<[string, string]>;
+}
+
+export interface UsageRow {
+  [group: string]: unknown;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  spend: number;
+  errors: number;
+  refusals: Record<string, number>;
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+}
+
+export type Dialect = "sqlite" | "postgresql";
+
+/** Runs one read statement: SQLite's direct handle or a Prisma client's $queryRawUnsafe. */
+export interface UsageDb {
+  dialect: Dialect;
+  all(sql: string, params: unknown[]): Promise<Array<Record<string, unknown>>> | Array<Record<string, unknown>>;
+}
+
+/** The store's reader: SQLite's direct handle (a prepared read, no Prisma round trip) or
+ * PostgreSQL through its Prisma client. */
+export function usageDbOf(db: Pick<OpenedDb, "repos" | "sqlite" | "prisma">): UsageDb {
+  if (db.repos.dialect === "sqlite") return { dialect: "sqlite", all: (sql, params) => db.sqlite.prepare(sql).all(...params) as Array<Record<string, unknown>> };
+  const prisma = db.prisma as unknown as { $queryRawUnsafe(sql: string, ...p: unknown[]): Promise<Array<Record<string, unknown>>> };
+  return { dialect: "postgresql", all: (sql, params) => prisma.$queryRawUnsafe(sql, ...params) };
+}
+
+/** The output field of each group. */
+const FIELD: Record<UsageGroup, string> = {
+  key: "key_id", team: "team_id", organization: "organization_id", model: "model", provider: "provider",
+  day: "day", hour: "hour", minute: "minute", "metadata.workflow_id": "workflow_id", "metadata.user_id": "user_id",
+};
+
+function groupExpr(g: UsageGroup, d: Dialect): string {
+  const pg = d === "postgresql";
+  switch (g) {
+    case "key": return "a.apikeyid";
+    case "team": return "kt.team";
+    case "organization": return "a.organizationid";
+    case "model": return "a.model";
+    case "provider": return "a.provider";
+    // SQLite keeps DateTime as ISO text (UTC): its prefix is the day or the hour
+    case "day": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD')` : "substr(a.timestamp, 1, 10)";
+    case "hour": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD"T"HH24:00:00"Z"')` : "substr(a.timestamp, 1, 13) || ':00:00Z'";
+    // not in the issue's list: the console's requests-per-minute chart
+    case "minute": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD"T"HH24:MI:00"Z"')` : "substr(a.timestamp, 1, 16) || ':00Z'";
+    case "metadata.workflow_id": return meta("workflow_id", d);
+    case "metadata.user_id": return meta("user_id", d);
+  }
+}
+
+const meta = (field: string, d: Dialect) =>
+  d === "postgresql" ? `(a.metadata::jsonb ->> '${field}')` : `CAST(json_extract(a.metadata, '$.${field}') AS TEXT)`;
+
+/** The statement and its parameters (exported for the tests and the benchmark). */
+export function usageSql(d: Dialect, q: UsageQuery): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const p = (v: unknown) => {
+    params.push(v);
+    return d === "postgresql" ? `$${params.length}` : "?";
+  };
+  const groups = [...new Set(q.groupBy)];
+  const needTeams = groups.includes("team");
+  const where: string[] = [];
+  if (q.keyIds) where.push(q.keyIds.length ? `a.apikeyid IN (${q.keyIds.map(p).join(",")})` : "1 = 0");
+  if (q.organizationId !== undefined) where.push(`a.organizationid = ${p(q.organizationId)}`);
+  // SQLite compares the stored ISO text; PostgreSQL a TIMESTAMP (UTC, without zone)
+  const at = (t: Date) => (d === "postgresql" ? `${p(t.toISOString().slice(0, -1))}::timestamp` : p(dbIsoAt(t.getTime())));
+  if (q.from) where.push(`a.timestamp >= ${at(q.from)}`);
+  if (q.to) where.push(`a.timestamp < ${at(q.to)}`);
+  if (q.model !== undefined) where.push(`a.model = ${p(q.model)}`);
+  if (q.provider !== undefined) where.push(`a.provider = ${p(q.provider)}`);
+  if (q.action !== undefined) where.push(`(a.action = ${p(q.action)} OR a.action LIKE ${p(`${q.action.replace(/[%_\\]/g, "\\$&")}.%`)} ESCAPE '\\')`);
+  else where.push(`a.action NOT IN (${MANAGEMENT_ACTIONS.map((x) => `'${x}'`).join(",")})`); // an IN list is cheaper than LIKEs per row
+  if (q.workflowId !== undefined) where.push(`${meta("workflow_id", d)} = ${p(q.workflowId)}`);
+  if (q.userId !== undefined) where.push(`${meta("user_id", d)} = ${p(q.userId)}`);
+
+  let cte = "";
+  if (needTeams) {
+    const teams = q.teams ?? [];
+    const t = d === "postgresql" ? "::text" : "";
+    cte = teams.length
+      ? `WITH kt(id, team) AS (VALUES ${teams.map(([k, team]) => `(${p(k)}${t}, ${p(team)}${t})`).join(",")}) `
+      : `WITH kt(id, team) AS (SELECT CAST(NULL AS TEXT), CAST(NULL AS TEXT) WHERE 1 = 0) `;
+  }
+  // One pass: the groups, a latency bucket (exact below 100 ms, then 10 ms, 100 ms, 1 s steps)
+  // and the failure status; the caller folds buckets into totals and nearest-rank percentiles.
+  // A window over every row (ROW_NUMBER per group) was ~5x slower on SQLite at 100,000 rows.
+  const gcols = groups.map((g, i) => `${groupExpr(g, d)} AS g${i}`);
+  const bucket = `CASE WHEN a.latencyms < 100 THEN a.latencyms WHEN a.latencyms < 1000 THEN a.latencyms - a.latencyms % 10 WHEN a.latencyms < 10000 THEN a.latencyms - a.latencyms % 100 ELSE a.latencyms - a.latencyms % 1000 END`;
+  const failure = `CASE WHEN a.status = 'success' THEN '' ELSE a.status END`;
+  const n = groups.length;
+  const by = [...groups.map((_, i) => i + 1), n + 1, n + 2].join(", "); // GROUP BY positions: both databases take them
+  const table = d === "postgresql" ? "auditentry" : `"AuditEntry"`;
+  const sql = `${cte}SELECT ${[...gcols, `${bucket} AS lat`, `${failure} AS st`, "COUNT(*) AS n", "SUM(a.prompttokens) AS pt", "SUM(a.completiontokens) AS ct",
+    "SUM(a.costmicros) AS cm", ...(groups.includes("key") ? ["MAX(a.apikeyname) AS kn"] : [])].join(", ")}
+    FROM ${table} a${needTeams ? " LEFT JOIN kt ON kt.id = a.apikeyid" : ""}
+    WHERE ${where.join(" AND ")}
+    GROUP BY ${by}`;
+  return { sql, params };
+}
+
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+const REFUSAL = new Set<string>(REFUSAL_KINDS);
+
+interface Acc {
+  groups: unknown[];
+  keyName: unknown;
+  requests: number;
+  pt: number;
+  ct: number;
+  cm: number;
+  errors: number;
+  refusals: Record<string, number>;
+  /** latency bucket -> requests */
+  lat: Map<number, number>;
+}
+
+/** Nearest-rank percentile of a histogram (bucket lower bounds). */
+function percentileOf(h: Map<number, number>, total: number, pct: number): number | null {
+  if (total === 0) return null;
+  const rank = Math.ceil((pct / 100) * total);
+  let seen = 0;
+  for (const b of [...h.keys()].sort((x, y) => x - y)) {
+    seen += h.get(b)!;
+    if (seen >= rank) return b;
+  }
+  return null;
+}
+
+/** Run the report: rows in the API's shape (group fields first, key_name when grouped by key),
+ * ordered by the group fields. Latency percentiles are exact below 100 ms and the lower bound of
+ * a 10 ms / 100 ms / 1 s step above. */
+export async function usageReport(db: UsageDb, q: UsageQuery): Promise<UsageRow[]> {
+  const { sql, params } = usageSql(db.dialect, q);
+  const rows = await db.all(sql, params);
+  const groups = [...new Set(q.groupBy)];
+  const acc = new Map<string, Acc>();
+  for (const r of rows) {
+    const g = groups.map((_, i) => {
+      const v = r[`g${i}`];
+      return v === undefined || v === null ? null : String(v);
+    });
+    const id = JSON.stringify(g);
+    let a = acc.get(id);
+    if (!a) acc.set(id, (a = { groups: g, keyName: null, requests: 0, pt: 0, ct: 0, cm: 0, errors: 0, refusals: {}, lat: new Map() }));
+    const n = num(r.n);
+    a.requests += n;
+    a.pt += num(r.pt);
+    a.ct += num(r.ct);
+    a.cm += num(r.cm);
+    if (r.kn !== null && r.kn !== undefined && (a.keyName === null || String(r.kn) > String(a.keyName))) a.keyName = r.kn;
+    const st = String(r.st ?? "");
+    if (REFUSAL.has(st)) a.refusals[st] = (a.refusals[st] ?? 0) + n;
+    else if (st !== "") a.errors += n;
+    const b = num(r.lat);
+    a.lat.set(b, (a.lat.get(b) ?? 0) + n);
+  }
+  const cmp = (x: unknown[], y: unknown[]) => {
+    for (let i = 0; i < x.length; i++) {
+      if (x[i] === y[i]) continue;
+      if (x[i] === null) return 1; // nulls last
+      if (y[i] === null) return -1;
+      return String(x[i]) < String(y[i]) ? -1 : 1;
+    }
+    return 0;
+  };
+  return [...acc.values()]
+    .sort((x, y) => cmp(x.groups, y.groups))
+    .map((a) => {
+      const row: Record<string, unknown> = {};
+      groups.forEach((g, i) => {
+        row[FIELD[g]] = a.groups[i];
+        if (g === "key") row.key_name = a.keyName ?? null;
+      });
+      return {
+        ...row,
+        requests: a.requests,
+        prompt_tokens: a.pt,
+        completion_tokens: a.ct,
+        total_tokens: a.pt + a.ct, // as the audit row's totalTokens is written (audit/rows.ts)
+        // integer micro-units summed in SQL; dollars once, here
+        spend: a.cm / 1e6,
+        errors: a.errors,
+        refusals: a.refusals,
+        latency_p50_ms: percentileOf(a.lat, a.requests, 50),
+        latency_p95_ms: percentileOf(a.lat, a.requests, 95),
+      };
+    });
+}
+
+/** Columns of a report, in order: group fields, then the measures; refusals flattened per kind. */
+export function usageColumns(groupBy: UsageGroup[]): string[] {
+  const cols: string[] = [];
+  for (const g of new Set(groupBy)) {
+    cols.push(FIELD[g]);
+    if (g === "key") cols.push("key_name");
+  }
+  return [...cols, "requests", "prompt_tokens", "completion_tokens", "total_tokens", "spend", "errors", "refusals", "latency_p50_ms", "latency_p95_ms"];
+}
+
+/** A cell as text: refusals as kind=n;kind=n, null as empty. */
+export function usageCell(row: UsageRow, col: string): string {
+  const v = row[col];
+  if (col === "refusals") return Object.entries(v as Record<string, number>).map(([k, n]) => `${k}=${n}`).join(";");
+  return v === null || v === undefined ? "" : String(v);
+}
+
+/** RFC 4180 CSV with a header line. */
+export function usageCsv(rows: UsageRow[], groupBy: UsageGroup[]): string {
+  const cols = usageColumns(groupBy);
+  const q = (s: string) => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+  return [cols.join(","), ...rows.map((r) => cols.map((c) => q(usageCell(r, c))).join(","))].join("\r\n") + "\r\n";
+}
