@@ -177,11 +177,9 @@ export default function routes(svc: Svc): Router {
     ctx.status = 204;
   });
 
-  // the router ignores a trailing slash: /console and /console/ both land here
-  r.get("/console", (ctx) => {
-    if (!ctx.path.endsWith("/")) return ctx.redirect("/console/");
-    serve(ctx, "index.html");
-  });
+  // /console/ is made /console before routing (api/canonical-path.ts); the page names its files
+  // by absolute paths, so it is served here without a redirect
+  r.get("/console", (ctx) => serve(ctx, "index.html"));
   r.get(/^\/console\/.+$/, (ctx) => serve(ctx, ctx.path.slice("/console/".length)));
 
   function serve(ctx: Context, name: string) {
