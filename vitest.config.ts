@@ -1,5 +1,12 @@
 // Tests run real things (server on an ephemeral port, SQLite in a temp dir); 2 cores here.
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { defineConfig } from "vitest/config";
+
+// Every run has a SVC_TEST_ROOT (a fresh temp dir when the caller gave none): test data stays
+// under it, and svc's outbound guard (engines/net/outbound-guard.ts) is on for the whole run.
+process.env.SVC_TEST_ROOT ||= mkdtempSync(path.join(os.tmpdir(), "svc-test-"));
 
 export default defineConfig({
   test: {

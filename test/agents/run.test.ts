@@ -4,6 +4,10 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { startAgentEnv, type AgentEnv } from "./env";
 import { lastTool, parseSse } from "./scripted";
 import { until } from "../helpers/http";
+import { pinToMiddayUtc } from "../helpers/clock";
+
+// "today's" usage is compared across steps: a clock that cannot cross a UTC midnight in this file
+afterAll(pinToMiddayUtc());
 
 let env: AgentEnv;
 const M = ["multi", "budget", "denied", "asker", "attributed", "missing-tool", "long"];

@@ -83,6 +83,25 @@ describe("detached tasks", () => {
     expect(done.result.output).toBe("answer: Paris");
   });
 
+  it("DELETE cancels a task waiting in input_required: it ends cancelled, the pending tool never runs, a late answer is 409", async () => {
+    const calls = () => env.tools.calls.get("everything_echo") ?? 0;
+    const n = calls();
+    const d = await dispatch("approver", { prompt: "echo something" });
+    const waiting = await env.poll(d.json.id, (t) => t.status === "input_required");
+    expect(waiting.pending).toMatchObject({ kind: "approval", tool: "everything_echo" });
+    const c = await env.api("DELETE", `/tasks/${d.json.id}`);
+    expect(c.status).toBe(200);
+    expect(c.json.cancel_requested).toBe(true);
+    const t = await env.poll(d.json.id, (t) => t.status === "cancelled");
+    expect(t.reason).toBe("cancelled_by_request");
+    expect(t.pending ?? null).toBeNull();
+    const late = await env.api("POST", `/tasks/${d.json.id}/clarify`, { response: "approve" });
+    expect(late.status).toBe(409);
+    expect(late.json.error.code).toBe("conflict");
+    expect(calls()).toBe(n);
+    expect((await env.api("GET", `/tasks/${d.json.id}`)).json.status).toBe("cancelled");
+  });
+
   it("DELETE cancels while a tool runs: the in-flight MCP call is aborted, the task ends cancelled; DELETE again is idempotent", async () => {
     const d = await dispatch("slow", { prompt: "take your time" });
     await env.poll(d.json.id, (t) => t.status === "running" && /running tool everything_trigger-long-running-operation/.test(t.current_step ?? ""));

@@ -4,6 +4,10 @@
 // reservation. Restart keeps spend (stop and start on the same data dir).
 import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
+import { pinToMiddayUtc } from "../helpers/clock";
+
+// "today's" usage is compared across steps: a clock that cannot cross a UTC midnight in this file
+afterAll(pinToMiddayUtc());
 
 let env: Env;
 let up: StandIn;

@@ -6,6 +6,10 @@ import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 import type { Caller } from "../../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../../engines/chat/types";
+import { pinToMiddayUtc } from "../helpers/clock";
+
+// "today's" usage is compared across steps: a clock that cannot cross a UTC midnight in this file
+afterAll(pinToMiddayUtc());
 
 let env: Env;
 let up: StandIn;

@@ -4,6 +4,10 @@ import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { ensureTinyModel } from "../../engines/inference";
 import { startEnv, expectError, type Env } from "./fixtures";
 import { until } from "../helpers/http";
+import { pinToMiddayUtc } from "../helpers/clock";
+
+// "today's" usage is compared across steps: a clock that cannot cross a UTC midnight in this file
+afterAll(pinToMiddayUtc());
 
 let env: Env;
 beforeAll(async () => {

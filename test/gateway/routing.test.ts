@@ -5,6 +5,10 @@ import { describe, it, expect, afterAll, beforeAll } from "vitest";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
 import { until } from "../helpers/http";
 import { DEAD_PORT } from "../helpers/services";
+import { pinToMiddayUtc } from "../helpers/clock";
+
+// "today's" usage is compared across steps: a clock that cannot cross a UTC midnight in this file
+afterAll(pinToMiddayUtc());
 
 let env: Env;
 let a: StandIn;

@@ -1,5 +1,7 @@
-// Throwaway PostgreSQL 15 and Redis 7 for the scale-out tests and bench: a temp dir, a free
-// loopback port, stopped at the end. Needs the Debian packages (postgresql-15, redis-server;
+// Throwaway PostgreSQL 15 and Redis 7 for the scale-out tests and bench, stopped at the end.
+// PostgreSQL listens only on a Unix socket in its temp dir (no port to race for). Redis listens on
+// loopback TCP (svc takes only redis:// URLs): a port another process took between "found free"
+// and the bind makes redis-server exit, and the start is retried on a new port. Needs the Debian packages (postgresql-15, redis-server;
 // `.ci/run` installs them). `available()` says why not when they are missing, so suites can skip
 // with a clear message instead of failing on a machine without them.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
@@ -62,15 +64,15 @@ export async function startPostgres(): Promise<Service> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "svc-pg-"));
   chmodSync(dir, 0o777); // the postgres user writes here
   const data = path.join(dir, "data");
-  const port = await freePort();
   run(path.join(PG_BIN, "initdb"), ["-D", data, "-A", "trust", "-U", "svc", "--no-sync", "-E", "UTF8"]);
   run(path.join(PG_BIN, "pg_ctl"), [
     "-D", data, "-l", path.join(dir, "log"), "-w", "-o",
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200`,
+    `-k ${dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200`,
     "start",
   ]);
   return {
-    url: `postgresql://svc@127.0.0.1:${port}/postgres`,
+    // host= names the socket directory (node-postgres and libpq read it); no TCP at all
+    url: `postgresql://svc@localhost/postgres?host=${encodeURIComponent(dir)}`,
     async stop() {
       try {
         run(path.join(PG_BIN, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
@@ -92,16 +94,19 @@ export interface RedisService extends Service {
 
 export async function startRedis(): Promise<RedisService> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "svc-redis-"));
-  const port = await freePort();
-  const launch = async () => {
+  const launch = async (port: number) => {
     const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
-    await waitPort(port);
-    return p;
+    const ok = await redisUp(p, port);
+    return ok ? p : null;
   };
+  let port = 0;
+  let proc: ChildProcess | null = null;
+  for (let i = 0; i < 5 && !proc; i++) proc = await launch((port = await freePort()));
+  if (!proc) throw new Error("redis-server did not start (5 ports tried)");
   const svc: RedisService = {
     url: `redis://127.0.0.1:${port}`,
     port,
-    proc: await launch(),
+    proc,
     async kill() {
       const p = svc.proc;
       if (p.exitCode !== null || p.signalCode !== null) return;
@@ -111,7 +116,9 @@ export async function startRedis(): Promise<RedisService> {
     },
     async restart() {
       await svc.kill();
-      svc.proc = await launch();
+      const p = await launch(port); // the same port: the URL svc was given
+      if (!p) throw new Error(`redis-server could not start again on port ${port} (taken meanwhile)`);
+      svc.proc = p;
     },
     async stop() {
       await svc.kill();
@@ -121,18 +128,28 @@ export async function startRedis(): Promise<RedisService> {
   return svc;
 }
 
-async function waitPort(port: number, ms = 10_000): Promise<void> {
+/** True once the server on the port is `p` (its INFO names p's pid); false when p exited (the
+ * port was taken, so the bind failed). */
+async function redisUp(p: ChildProcess, port: number, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;
   for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, "127.0.0.1", () => {
-        s.end();
-        resolve(true);
+    if (p.exitCode !== null || p.signalCode !== null) return false;
+    const pid = await new Promise<number>((resolve) => {
+      let got = "";
+      const s = net.connect(port, "127.0.0.1", () => s.write("INFO server\r\n"));
+      s.on("data", (d) => {
+        got += d.toString();
+        const m = /process_id:(\d+)/.exec(got);
+        if (m) (s.destroy(), resolve(Number(m[1])));
       });
-      s.once("error", () => resolve(false));
+      s.once("error", () => resolve(0));
+      s.once("close", () => resolve(0));
     });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`nothing listens on port ${port}`);
+    if (pid === p.pid) return true;
+    if (Date.now() > end) {
+      p.kill("SIGKILL");
+      throw new Error(`redis-server did not answer on port ${port}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -11,7 +11,8 @@ import { startEnv, type Env } from "../gateway/fixtures";
 import { tempDir } from "../helpers/svc";
 import { repoRoot, runCli } from "../helpers/cli";
 import { until } from "../helpers/http";
-import { apply, freePort, mcpDoc, node, tiny, waitReason } from "./helpers";
+import { apply, mcpDoc, node, tiny, waitReason } from "./helpers";
+import { DEAD_PORT } from "../helpers/services";
 
 const bin = path.join(repoRoot, "bin", "svc.mjs");
 
@@ -67,8 +68,7 @@ describe("svc mcp (stdio bridge)", () => {
   });
 
   it("with no svc running: a clear error on stderr and a non-zero exit", async () => {
-    const port = await freePort();
-    const r = await runCli(["mcp", "--port", String(port)]);
+    const r = await runCli(["mcp", "--port", String(DEAD_PORT)]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/svc is not running .*svc serve/);
     expect(r.stdout).toBe("");

@@ -22,9 +22,16 @@ describe("exposed tools and the /mcp endpoint", () => {
     const dir = await tempDir("svc-mcp-exp-");
     listFile = path.join(dir, "tools.json");
     await writeFile(listFile, JSON.stringify(["echo", "write"]));
-    const port = await freePort();
-    // server-everything's Streamable HTTP mode listens on PORT (default 3001) at /mcp
-    const started = await startChild([everything, "streamableHttp"], { PORT: String(port) }, /listening on port (\d+)/);
+    // server-everything's Streamable HTTP mode listens on PORT (default 3001) at /mcp and cannot
+    // report an ephemeral one; a port taken between "found free" and its bind makes it exit, and
+    // another port is tried
+    let started: Awaited<ReturnType<typeof startChild>> | undefined;
+    for (let i = 0; !started; i++) {
+      started = await startChild([everything, "streamableHttp"], { PORT: String(await freePort()) }, /listening on port (\d+)/).catch((e) => {
+        if (i >= 4) throw e;
+        return undefined;
+      });
+    }
     upstream = started.child;
     const r = await apply(env.svc, [
       mcpDoc("tiny", { transport: "stdio", command: node, args: [tiny, "--tools", listFile] }),

@@ -77,13 +77,15 @@ describe("GET /metrics", () => {
     const key = await env.key({ name: "limited", rate_limits: { per_minute: 1 } });
     const c = env.client(key.secret);
     const before = value((await scrape()).samples, "svc_gateway_limit_refusals_total", { kind: "per_minute", code: "rate_limit_exceeded" }) ?? 0;
+    const http4xx = { route: "/v1/chat/completions", status_class: "4xx", protocol: "openai" };
+    const before4xx = value((await scrape()).samples, "svc_http_requests_total", http4xx) ?? 0;
     await c.chat.completions.create({ model: "gpt-m", messages: msg() });
     await expectError(c.chat.completions.create({ model: "gpt-m", messages: msg() }), 429, "rate_limit_exceeded");
     await expectError(c.chat.completions.create({ model: "gpt-m", messages: msg() }), 429, "rate_limit_exceeded");
 
     const { samples } = await scrape();
     expect(value(samples, "svc_gateway_limit_refusals_total", { kind: "per_minute", code: "rate_limit_exceeded" })).toBe(before + 2);
-    expect(value(samples, "svc_http_requests_total", { route: "/v1/chat/completions", status_class: "4xx", protocol: "openai" })).toBeGreaterThanOrEqual(2);
+    expect(value(samples, "svc_http_requests_total", http4xx)).toBe(before4xx + 2);
   });
 
   it("counts a daily budget refusal as budget_daily", async () => {

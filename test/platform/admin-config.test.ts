@@ -172,7 +172,7 @@ describe("invalid documents -> 422 with file:line:col and the JSON path; nothing
       expect(r.status).toBe(422);
       expect(r.json.error.code).toBe("invalid_manifest");
       expect(r.json.error.message).toMatch(message);
-      if (param) expect(r.json.error.param).toBe(param);
+      expect(r.json.error.param ?? "").toBe(param); // "" where the error names no field
       expect(r.json.error.issues.length).toBeGreaterThan(0);
       expect(r.json.error.issues[0].pos).toMatchObject({ file: "<request>", line: expect.any(Number), column: expect.any(Number) });
       expect(s.svc.store.revision).toBe(before);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { runCli } from "../helpers/cli";
 import { until } from "../helpers/http";
+import { DEAD_PORT } from "../helpers/services";
 
 let s: TestSvc;
 let dir: string;
@@ -93,7 +94,7 @@ describe("svc status and doctor", () => {
 describe("offline", () => {
   it("apply and status work on the store file when no server answers, and say so", async () => {
     const home = await tempDir("svc-offline-");
-    const offEnv = { SVC_HOME: home, SVC_PORT: "9" }; // nothing listens on the discard port
+    const offEnv = { SVC_HOME: home, SVC_PORT: String(DEAD_PORT) };
     const a = await runCli(["config", "apply", f("fewer.yaml")], offEnv);
     expect(a.code, a.stderr).toBe(0);
     expect(a.stderr).toMatch(/offline: no server answers/);

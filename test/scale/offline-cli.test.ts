@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import path from "node:path";
 import { writeFile } from "node:fs/promises";
-import { missingServices, freePort, DEAD_PORT } from "../helpers/services";
+import { missingServices, DEAD_PORT } from "../helpers/services";
 import { runCli } from "../helpers/cli";
 import { tempDir } from "../helpers/svc";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
@@ -35,7 +35,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
     await replica.svc.svc.store.write([{ op: "upsert", kind: "Agent", name: "pg-agent", owner: "config:default", spec: { instructions: "written by a replica" } }]);
     // the CLI runs elsewhere: its own empty data dir, nothing listening on its port
     home = await tempDir("svc-offline-pg-");
-    env = { SVC_HOME: home, SVC_PORT: String(await freePort()), SVC_DATABASE_URL: shared.pg.url };
+    env = { SVC_HOME: home, SVC_PORT: String(DEAD_PORT), SVC_DATABASE_URL: shared.pg.url };
   }, 120_000);
 
   afterAll(async () => {
@@ -55,7 +55,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
     expect(names).toContain(`ApiKey/${keyId}`);
     const text = await runCli(["status"], env);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/working on the PostgreSQL store postgresql:\/\/svc@127\.0\.0\.1:\d+\/postgres \(SVC_DATABASE_URL\)/);
+    expect(text.stdout).toMatch(/working on the PostgreSQL store postgresql:\/\/svc@localhost\/postgres \(SVC_DATABASE_URL\)/);
     expect(text.stdout).toMatch(/Agent\/pg-agent/);
   });
 
@@ -80,7 +80,7 @@ describe.skipIf(!!missing)("offline svc command on the PostgreSQL store", () => 
 
   it("svc doctor checks the PostgreSQL store", async () => {
     const r = await runCli(["doctor"], env);
-    expect(r.stdout).toMatch(/PostgreSQL store postgresql:\/\/svc@127\.0\.0\.1:\d+\/postgres answers and is migrated/);
+    expect(r.stdout).toMatch(/PostgreSQL store postgresql:\/\/svc@localhost\/postgres answers and is migrated/);
   });
 
   it("an unreachable or malformed SVC_DATABASE_URL is one clear line, without the password", async () => {
