@@ -103,12 +103,12 @@ export function authenticateCaller(ctx: HttpContext, svc: Svc): void {
 export function routeKey(svc: Svc, ctx: HttpContext, code: "model_unavailable" | "service_unavailable", unavailable: string): KeyEntry | null {
   const gw = svc.engines.gateway;
   if (!gw) throw new GatewayError(503, code, unavailable);
-  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  const key = gw.gate.authenticate(callerFrom(ctx));
   if (key) ctx.state.keyId = key.id;
   return key;
 }
 
-/** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */
+/** The one enforcement pipeline every inference route goes through (attached by boot/start.ts). */
 export function pipelineOf(svc: Svc): InferencePipeline {
   const gw = svc.engines.gateway;
   if (!gw) throw new GatewayError(503, "model_unavailable", "inference is unavailable: the gateway engine is not running");

@@ -21,7 +21,6 @@ import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
 import { readJson } from "../body";
 import { callerFrom, routeKey } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
-import { requireAudience } from "../../engines/gateway/scopes";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 
 const MAX_PROMPT = 1_000_000;
@@ -100,8 +99,7 @@ export default function routes(svc: Svc): Router {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent run");
-    const key = a.authorize(caller, "agents:run");
-    requireAudience(key, `agent:${ctx.params.id}`);
+    a.authorize(caller, "agents:run", ctx.params.id);
     const b = await readJson(ctx);
     const conversationId = str(b.conversation_id, "conversation_id", 200) ?? (ctx.get("x-svc-conversation-id").trim().slice(0, 200) || undefined);
     const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice), conversationId };
@@ -119,8 +117,7 @@ export default function routes(svc: Svc): Router {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent dispatch");
-    const key = a.authorize(caller, "agents:dispatch");
-    requireAudience(key, `agent:${ctx.params.id}`);
+    const key = a.authorize(caller, "agents:dispatch", ctx.params.id);
     const b = await readJson(ctx);
     const prompt = str(b.prompt, "prompt");
     if (!prompt) throw invalidRequest("prompt (a non-empty string) is required", "prompt");

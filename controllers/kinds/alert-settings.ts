@@ -3,16 +3,7 @@
 import type { Controller } from "../types";
 import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 
-export const DEFAULT_ALERT_SETTINGS: AlertSettingsSpec = {
-  budget_threshold: [50, 80, 100],
-  rate_limit_percentage: 90,
-  failed_auth_threshold: 10,
-  unusual_patterns: true,
-};
-
-export function withAlertDefaults(spec: Partial<AlertSettingsSpec> | undefined): AlertSettingsSpec {
-  return { ...DEFAULT_ALERT_SETTINGS, ...(spec ?? {}) };
-}
+export { DEFAULT_ALERT_SETTINGS, withAlertDefaults } from "../../engines/gateway/alerts/settings";
 
 export function alertSettingsController(d: { current: () => AlertSettingsSpec; refresh: () => void }): Controller {
   return {

@@ -6,14 +6,14 @@ import { Value } from "@sinclair/typebox/value";
 import type { Controller } from "../types";
 import type { Svc } from "../../engines/svc";
 import { ServerSpec } from "../../schemas/kinds/server";
-import { resolveModelsDir } from "../paths";
+import { resolveModelsDir } from "../../engines/paths";
 
 export interface BoundAddress {
   host: string;
   port: number;
 }
 
-/** What the composition root (api/server.ts) gives the controller to move the listener. */
+/** What the composition root (boot/start.ts) gives the controller to move the listener. */
 export interface Listener {
   address(): BoundAddress | null;
   /** Listen on host:port (closing the previous socket); resolves with the address bound. */

@@ -1,8 +1,14 @@
 // The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
 // Every model call goes through the gateway pipeline with the caller's identity, so the key's
 // permissions, limits, budget and audit apply to agent work exactly as to direct inference.
-import { requireScope } from "../gateway/scopes";
-import type { Svc } from "../svc";
+import { requireAudience } from "../gateway/scopes";
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+import type { ToolRegistry } from "../tools/types";
+import type { MemoryEngine } from "../memory/engine";
+
+/** What agents use: the gateway (the gate and model calls), the tool catalog, memory. */
+export type AgentsHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
@@ -59,7 +65,7 @@ export interface RunResult {
 export class Agents {
   readonly tasks: TaskManager;
 
-  constructor(private readonly svc: Svc) {
+  constructor(private readonly svc: AgentsHost) {
     this.tasks = new TaskManager({ svc, chat: (caller, req, cancel) => this.chat(caller, req, cancel) });
   }
 
@@ -104,12 +110,15 @@ export class Agents {
     return { spec, model: r.model! };
   }
 
-  /** Authenticate the caller (401 for a bad key); remote callers need a key allowed to `action`. */
-  authorize(caller: Caller, action: "agents:run" | "agents:dispatch"): KeyEntry | null {
+  /** The gate for a run or dispatch of agent `name`: authenticate (401), key use with the
+   * `action` scope (agents:run / agents:dispatch alone suffice: the agent's model calls are made
+   * under this grant, not the caller's inference), the key's audience, its policy. Remote callers
+   * need a key allowed to `action`. */
+  authorize(caller: Caller, action: "agents:run" | "agents:dispatch", name?: string): KeyEntry | null {
     const gw = this.svc.engines.gateway;
     if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
-    const key = gw.pipeline.authenticate(caller);
-    requireScope(key, action);
+    const key = gw.gate.authenticate(caller, action.replace(":", "."));
+    if (key) gw.gate.use(key, caller, action, action);
     if (!caller.loopback) {
       // a key with a scopes list is judged by it; a key without one keeps the older rule:
       // permissions.actions must name the action
@@ -118,6 +127,8 @@ export class Agents {
         throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
       }
     }
+    if (name !== undefined) requireAudience(key, `agent:${name}`);
+    caller.grant = action;
     return key;
   }
 
@@ -178,7 +189,7 @@ function inputMessage(p: Pending): string {
     : `the agent asked a question (clarify): ${p.question}; a synchronous run cannot wait for an answer: dispatch a task to answer it`;
 }
 
-export async function createAgents(svc: Svc): Promise<Agents> {
+export async function createAgents(svc: AgentsHost): Promise<Agents> {
   const a = new Agents(svc);
   await a.init();
   return a;

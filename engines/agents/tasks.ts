@@ -13,7 +13,11 @@
 // - Finished tasks are pruned after Server.spec.limits.taskRetentionHours (default 168).
 import type { StoreDb } from "../store/open";
 import { randomBytes } from "node:crypto";
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { ToolRegistry } from "../tools/types";
+import type { MemoryEngine } from "../memory/engine";
+
+type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { PrismaClient } from "../../prisma/client";
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
@@ -74,7 +78,7 @@ interface Active {
 }
 
 export interface TaskDeps {
-  svc: Svc;
+  svc: TasksHost;
   chat: (caller: Caller, req: import("../chat/types").ChatRequest, cancel: Cancellation) => Promise<AsyncIterable<import("../chat/types").ChatEvent>>;
 }
 

@@ -17,6 +17,9 @@ export interface Caller {
   /** set once the caller was admitted (InferencePipeline.admit): its key, or null for anonymous
    * loopback; undefined until then (the pipeline then authenticates itself) */
   key?: KeyEntry | null;
+  /** set by an agent run or dispatch (engines/agents): the agent's model calls need this grant,
+   * not the `inference` scope */
+  grant?: "agents:run" | "agents:dispatch";
 }
 
 export interface ChatStart {

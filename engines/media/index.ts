@@ -2,7 +2,7 @@
 // capability (engines/media/providers.ts), jobs tracked in the store (jobs.ts), and a
 // provider's credit balance. Upstream failures become 502 upstream_error / 504 upstream_timeout
 // with credentials redacted from the message.
-import type { Svc } from "../svc";
+import type { Host } from "../host";
 import { GatewayError } from "../gateway/errors";
 import { redactSecrets } from "../providers/redact";
 import { MediaJobs } from "./jobs";
@@ -19,7 +19,7 @@ export interface Upstream {
 
 export class Media {
   readonly jobs: MediaJobs;
-  constructor(private readonly svc: Svc) {
+  constructor(private readonly svc: Host) {
     this.jobs = new MediaJobs(svc.db.prisma);
   }
 

@@ -7,6 +7,9 @@ export const ProviderModel = Type.Object(
     upstreamName: Type.Optional(Type.String({ minLength: 1, description: "Name sent upstream, if different." })),
     inputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "USD per million prompt tokens." })),
     outputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "USD per million completion tokens." })),
+    perImage: Type.Optional(Type.Number({ minimum: 0, description: "USD per image generated, edited or upscaled (media routes); charged to budgeted keys." })),
+    perVideoSecond: Type.Optional(Type.Number({ minimum: 0, description: "USD per second of generated video." })),
+    perAudioMinute: Type.Optional(Type.Number({ minimum: 0, description: "USD per minute of transcribed audio." })),
   },
   { additionalProperties: false },
 );

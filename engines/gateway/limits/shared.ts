@@ -9,82 +9,10 @@ import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
 import { checksOf, type Check, type Entities } from "./checks";
-import type { Admission, Estimate, Limits } from "../limits";
+import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedVerdict } from "./types";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
-/** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
-export interface SharedCheck {
-  e: string;
-  whose: string;
-  td?: number;
-  tm?: number;
-  bd?: number;
-  bm?: number;
-  bt?: number;
-}
-
-export interface SharedRequest {
-  /** key id */
-  k: string;
-  /** any limit applies (else only the revocation check is made, and a store outage lets it pass) */
-  lim: boolean;
-  pm?: number;
-  burst?: number;
-  ph?: number;
-  pd?: number;
-  mr?: number;
-  ents: string[];
-  day: string;
-  month: string;
-  /** reserved spend (micro-USD, integer) and tokens */
-  s: number;
-  t: number;
-  checks: SharedCheck[];
-  /** refuse after the checks that come first (per_request_max is over; the store reports the rate state) */
-  x?: boolean;
-}
-
-/** The rate window the x-ratelimit-* headers describe: limit, remaining, ms until it is full again. */
-export type SharedRate = [number, number, number];
-
-/** The store's answer: admitted or why not; for a key with a rate limit, its rate state comes last. */
-export type SharedVerdict =
-  | ["ok", SharedRate?]
-  | ["revoked"]
-  | ["rate", string, number, SharedRate?]
-  | ["max", string, SharedRate?]
-  | ["over", SharedRate?]
-  | ["usage", number, string, string, SharedRate?];
-
-/** Settled usage of one entity and period as the shared store holds it. */
-export interface SharedUsage {
-  e: string;
-  period: string;
-  s: number;
-  t: number;
-  r: number;
-}
-
-export interface SharedLimitStore {
-  /** settled usage of these entities in these periods (absent ones are left out) */
-  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
-  /** resolves with the verdict; rejects when the store cannot be reached */
-  admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
-  /** release the reservation and count the actual usage (retried in the background) */
-  settle(r: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void;
-  newId(): string;
-}
-
-export interface SharedHold {
-  req: SharedRequest;
-  id: string;
-  /** the store admitted it: settle must release the reservation */
-  held: boolean;
-  /** x-ratelimit-* headers, filled in when the store answers (before `durable` settles) */
-  headers: Record<string, string>;
-  /** the per_request_max refusal the store is asked to confirm (req.x) */
-  over?: LimitRefusal;
-}
+export type { SharedCheck, SharedRequest, SharedRate, SharedVerdict, SharedUsage, SharedLimitStore, SharedHold } from "./types";
 
 /** x-ratelimit-* headers of a verdict (the same the embedded limits send, limits/key-rates.ts). */
 export function sharedRateHeaders(v: SharedVerdict): Record<string, string> {
@@ -231,7 +159,7 @@ export async function syncShared(store: SharedLimitStore, view: SharedView, writ
 }
 
 /** Replace admit/settle/rateHeaders on this Limits instance with the shared-store versions. */
-export function installShared(l: Limits, store: SharedLimitStore): void {
+export function installShared(l: LimitsHost, store: SharedLimitStore): void {
   const keys = l.keys;
   l.admit = (k, est, now = l.now()) => {
     const [day, month] = l.periodNames();
