@@ -4,7 +4,7 @@ import type { RequestListener } from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
 import { errorMiddleware } from "./errors";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
@@ -31,7 +31,7 @@ export function createApp(svc: Svc): Koa {
   app.use(root.routes());
   app.use(root.allowedMethods());
   app.use(async (ctx) => {
-    throw new GatewayError(404, "not_found", `no route for ${ctx.method} ${ctx.path}`);
+    throw new SvcError("not_found", "not_found", `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
 }

@@ -7,7 +7,8 @@
 // keys, never cookies.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Svc } from "../engines/svc";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
+import { openAIBody, statusOf } from "./errors";
 
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const EXPOSE = "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, idempotent-replayed, location, x-svc-token-count";
@@ -19,11 +20,11 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
   return i > 0 && origin.slice(i + 3) === host;
 }
 
-/** Refused before any route: the API's error body (GatewayError), written straight to the socket. */
+/** Refused before any route: the API's error body (SvcError), written straight to the socket. */
 function refuse(res: ServerResponse, origin: string): void {
-  const err = new GatewayError(403, "permission_denied", `origin ${origin} is not allowed: list it in the Server manifest's spec.cors.allowedOrigins`, "origin");
-  const body = JSON.stringify(err.toOpenAI());
-  res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  const err = new SvcError("forbidden", "permission_denied", `origin ${origin} is not allowed: list it in the Server manifest's spec.cors.allowedOrigins`, "origin");
+  const body = JSON.stringify(openAIBody(err));
+  res.writeHead(statusOf(err), { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 

@@ -1,3 +1,4 @@
+import { kindOfStatus, SvcError } from "../engines/errors";
 // Who may use the exposed tools, and how tool failures look over HTTP. Every route passes the
 // gate (engines/gateway/gate.ts): listing and sessions need key use (the inference pipeline's
 // authentication, IP allowlist, role, the `tools` scope, `tools:call` in permissions.actions when
@@ -8,21 +9,21 @@ import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Gate, Verdict } from "../engines/gateway/gate";
-import { GatewayError } from "../engines/gateway/errors";
 import { ToolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
 import { callerFrom, setHeaders } from "./caller";
+import { rateHeaders } from "./errors";
 
 export const TOOLS_ACTION = "tools:call";
 
 export function registryOf(svc: Svc): ToolRegistry {
   const r = svc.engines.tools;
-  if (!r) throw new GatewayError(503, "service_unavailable", "exposed tools are unavailable: the tool engine is not running");
+  if (!r) throw new SvcError("unavailable", "service_unavailable", "exposed tools are unavailable: the tool engine is not running");
   return r;
 }
 
 function gateOf(svc: Svc): Gate {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
+  if (!gw) throw new SvcError("unavailable", "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
   return gw.gate;
 }
 
@@ -45,7 +46,7 @@ export async function enterToolCall(svc: Svc, ctx: HttpContext, tool: string): P
     spendMicros: 0, // tools have no price: a budgeted key may call them
     metadata: { tool },
   });
-  setHeaders(ctx, v.headers);
+  setHeaders(ctx, rateHeaders(v.rate));
   return v;
 }
 
@@ -69,25 +70,15 @@ export async function exposedTool(r: ToolRegistry, name: string): Promise<ToolIn
   return info;
 }
 
-const STATUS: Record<ToolError["code"], [number, GatewayError["code"]]> = {
-  tool_not_found: [404, "tool_not_found"],
-  tool_gone: [410, "tool_gone"],
-  tool_not_exposable: [403, "tool_not_exposable"],
-  invalid_arguments: [400, "invalid_request"],
-  execution_denied: [403, "execution_denied"],
-  tool_timeout: [504, "tool_timeout"],
-  service_unavailable: [503, "service_unavailable"],
-};
-
-export function toolHttpError(e: ToolError): GatewayError {
-  const [status, code] = STATUS[e.code] ?? [500, "internal_error"];
-  return new GatewayError(status, code, e.message, e.path ?? (e.code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null));
+/** A tool error as the HTTP routes show it: invalid_arguments is an invalid_request there. */
+export function toolHttpError(e: ToolError): SvcError {
+  return e.code === "invalid_arguments" ? new SvcError("invalid", "invalid_request", e.message, e.param) : e;
 }
 
 /** The audit status of a finished call: success, tool_error (isError result) or the error code. */
 export function callStatus(e: unknown, isError?: boolean): string {
   if (e === undefined) return isError ? "tool_error" : "success";
   if (e instanceof ToolError) return e.code;
-  if (e instanceof GatewayError) return e.code;
+  if (e instanceof SvcError) return e.code;
   return "internal_error";
 }

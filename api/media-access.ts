@@ -10,13 +10,14 @@ import type { KeyEntry } from "../engines/gateway/keys";
 import type { Caller } from "../engines/gateway/pipeline-types";
 import type { Gate, GateCall, Verdict } from "../engines/gateway/gate";
 import type { Media } from "../engines/media";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { mediaPrice, type MediaUnit } from "../engines/gateway/media-prices";
 import { callerFrom, setHeaders } from "./caller";
+import { rateHeaders } from "./errors";
 
 export function mediaOf(svc: Svc): Media {
   const m = svc.engines.media;
-  if (!m) throw new GatewayError(503, "model_unavailable", "media routes are unavailable: the media engine did not start (see the server log)");
+  if (!m) throw new SvcError("unavailable", "model_unavailable", "media routes are unavailable: the media engine did not start (see the server log)");
   return m;
 }
 
@@ -28,7 +29,7 @@ export interface MediaCall {
 
 function gateOf(svc: Svc): Gate {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "media routes are unavailable: the gateway engine (authentication) is not running");
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "media routes are unavailable: the gateway engine (authentication) is not running");
   return gw.gate;
 }
 
@@ -69,7 +70,7 @@ export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: M
     else call.spendMicros = 0;
   }
   const v = await c.gate.enter(c.caller, call);
-  setHeaders(ctx, v.headers);
+  setHeaders(ctx, rateHeaders(v.rate));
   return v;
 }
 
@@ -95,7 +96,7 @@ function fieldOf(body: Buffer, contentType: string, field: string): string | und
     try {
       v = JSON.parse(body.toString("utf8"))?.[field];
     } catch {
-      throw new GatewayError(400, "invalid_request", "request body is not valid JSON");
+      throw new SvcError("invalid", "invalid_request", "request body is not valid JSON");
     }
     return typeof v === "string" ? v : field !== "model" && typeof v === "number" ? String(v) : undefined;
   }

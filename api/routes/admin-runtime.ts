@@ -13,7 +13,7 @@ import { DEFAULT_BODY_LIMIT } from "../body";
 import { existingPool, resolveModelFile } from "../../controllers/kinds/model";
 import { SERVER_SAMPLING_DEFAULTS } from "../../engines/inference/sampling";
 import type { ModelSpec } from "../../schemas/kinds/model";
-import { invalidRequest, notFound } from "../../engines/gateway/errors";
+import { invalidRequest, notFound } from "../../engines/errors";
 
 type Source = "request" | "model" | "server" | "unset";
 

@@ -17,8 +17,9 @@ import type { Svc } from "../../engines/svc";
 import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
 import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson } from "../body";
+import { openAIBody } from "../errors";
 import { callerFrom, routeKey } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
@@ -27,7 +28,7 @@ const MAX_PROMPT = 1_000_000;
 
 function agentsOf(svc: Svc): Agents {
   const a = svc.engines.agents;
-  if (!a) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the agents engine is not running");
+  if (!a) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the agents engine is not running");
   return a;
 }
 
@@ -150,7 +151,7 @@ export default function routes(svc: Svc): Router {
     const key = authenticate(svc, ctx);
     const t = await a.tasks.get(ctx.params.id);
     const mayView = t && (t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback);
-    if (!t || !mayView) throw new GatewayError(404, "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (!t || !mayView) throw new SvcError("not_found", "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
     return { a, t };
   };
 
@@ -206,8 +207,8 @@ async function streamRun(ctx: Context, a: Agents, caller: ReturnType<typeof call
     });
   } catch (e: any) {
     if (!stream) throw e; // nothing sent yet: a normal error response
-    const g = e instanceof GatewayError ? e : new GatewayError(500, "internal_error", "the agent run failed");
-    await (stream as EventStream).write(sseEvent("error", g.toOpenAI()));
+    const g = e instanceof SvcError ? e : new SvcError("internal", "internal_error", "the agent run failed");
+    await (stream as EventStream).write(sseEvent("error", openAIBody(g)));
     (stream as EventStream).end();
     return;
   }

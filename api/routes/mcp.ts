@@ -5,7 +5,7 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson, readRaw } from "../body";
 import { isLoopback } from "../loopback";
 import type { Verdict } from "../../engines/gateway/gate";
@@ -155,7 +155,7 @@ export default function mcp(svc: Svc): Router {
 function checkOrigin(ctx: Context): void {
   const host = ctx.get("host");
   if (isLoopback(ctx) && !isLoopbackHost(hostnameOf(host))) {
-    throw new GatewayError(403, "permission_denied", `Host ${host || "(none)"} is not a loopback name; /mcp over loopback answers only localhost, 127.0.0.1 or [::1]`);
+    throw new SvcError("forbidden", "permission_denied", `Host ${host || "(none)"} is not a loopback name; /mcp over loopback answers only localhost, 127.0.0.1 or [::1]`);
   }
   const origin = ctx.get("origin");
   if (!origin) return;
@@ -165,7 +165,7 @@ function checkOrigin(ctx: Context): void {
   } catch {
     oh = "";
   }
-  if (oh !== host) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
+  if (oh !== host) throw new SvcError("forbidden", "permission_denied", `origin ${origin} is not allowed to use /mcp`);
 }
 
 function hostnameOf(host: string): string {

@@ -17,7 +17,7 @@ import Router from "@koa/router";
 import { Readable } from "node:stream";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { capableProviders, type MediaCapability } from "../../engines/media";
 import { newJobId } from "../../engines/media/jobs";
 import { readJson, readRaw } from "../body";
@@ -26,7 +26,7 @@ import { admitMedia, countOf, enterMedia, mayView, mediaOf, modelOf } from "../m
 const IMAGE_OPS: Record<string, MediaCapability> = { generations: "image_generation", edits: "image_edit", upscale: "image_upscale" };
 const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
 
-const codeOf = (e: unknown) => (e instanceof GatewayError ? e.code : "internal_error");
+const codeOf = (e: unknown) => (e instanceof SvcError ? e.code : "internal_error");
 /** seconds of video reserved when the request names none (settled at the answer's `seconds`) */
 const DEFAULT_VIDEO_SECONDS = 10;
 
@@ -81,7 +81,7 @@ export default function media(svc: Svc): Router {
       const model = modelOf(raw, type);
       const t = m.target(cap, model);
       const id = wanted ? `img_${wanted}` : newJobId("img_");
-      if (await m.jobs.get(id)) throw new GatewayError(409, "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
+      if (await m.jobs.get(id)) throw new SvcError("conflict", "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
       const price = { unit: "perImage" as const, quantity: countOf(raw, type) };
       const v = await enterMedia(svc, ctx, c, { audit: `media.images.${op}`, model, provider: t.provider, metered: true, price, jobId: id });
       await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
@@ -92,7 +92,7 @@ export default function media(svc: Svc): Router {
         await m.jobs.update(id, { status: "completed", result: { created: up.json?.created, count: Array.isArray(up.json?.data) ? up.json.data.length : undefined } });
         passThrough(ctx, up);
       } catch (e) {
-        if (abort.signal.aborted) throw new GatewayError(409, "conflict", `image job ${id} was cancelled`);
+        if (abort.signal.aborted) throw new SvcError("conflict", "conflict", `image job ${id} was cancelled`);
         await m.jobs.update(id, { status: "failed", error: codeOf(e) });
         throw e;
       } finally {
@@ -108,11 +108,11 @@ export default function media(svc: Svc): Router {
     if (typeof b.id !== "string") throw invalidRequest("id (the X-Svc-Job-Id of an image request) is required", "id");
     const id = b.id.startsWith("img_") ? b.id : `img_${b.id}`;
     const job = await m.jobs.get(id);
-    if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
-    if (job.status !== "running") throw new GatewayError(409, "conflict", `image job ${id} is already ${job.status}`);
+    if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
+    if (job.status !== "running") throw new SvcError("conflict", "conflict", `image job ${id} is already ${job.status}`);
     const v = await enterMedia(svc, ctx, c, { audit: "media.images.cancel", model: job.model ?? undefined, provider: job.provider, metered: false, jobId: id });
     await c.gate.run(v, async () => {
-      if (!m.jobs.abort(id)) throw new GatewayError(409, "conflict", `image job ${id} is not running in this process`);
+      if (!m.jobs.abort(id)) throw new SvcError("conflict", "conflict", `image job ${id} is not running in this process`);
       await m.jobs.update(id, { status: "cancelled" });
     });
     ctx.body = { id, object: "image.job", status: "cancelled" };
@@ -132,7 +132,7 @@ export default function media(svc: Svc): Router {
     const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, provider: t.provider, metered: true, price: { unit: "perVideoSecond", quantity: asked }, jobId: id });
     const up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(b), contentType: "application/json" }));
     const upstreamId = up.json?.id;
-    if (typeof upstreamId !== "string" || !upstreamId) throw new GatewayError(502, "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+    if (typeof upstreamId !== "string" || !upstreamId) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
     const status = typeof up.json.status === "string" ? up.json.status : "queued";
     await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId, status, ownerKeyId: c.key?.id ?? null, result: up.json });
     ctx.status = 202;
@@ -144,7 +144,7 @@ export default function media(svc: Svc): Router {
     const m = mediaOf(svc);
     const c = admitMedia(svc, ctx, audit);
     const job = await m.jobs.get(ctx.params.id);
-    if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
     const t = m.targetOf(job.provider, "video");
     const v = await enterMedia(svc, ctx, c, { audit, model: job.model ?? undefined, provider: t.provider, metered: false, jobId: job.id });
     return { m, c, job, t, v };
@@ -169,7 +169,7 @@ export default function media(svc: Svc): Router {
     const c = admitMedia(svc, ctx, "credits.balance");
     const providers = capableProviders(svc.store, "credits");
     if (!providers.length) {
-      throw new GatewayError(404, "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
+      throw new SvcError("not_found", "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
     }
     const want = typeof ctx.query.provider === "string" ? ctx.query.provider : undefined;
     const t = m.target("credits", undefined, want);
@@ -181,7 +181,7 @@ export default function media(svc: Svc): Router {
     const total = typeof d.total_credits === "number" ? d.total_credits : undefined;
     const used = typeof d.total_usage === "number" ? d.total_usage : undefined;
     const balance = typeof d.balance === "number" ? d.balance : total !== undefined ? total - (used ?? 0) : undefined;
-    if (balance === undefined) throw new GatewayError(502, "upstream_error", `provider ${t.provider} answered /credits without a balance`);
+    if (balance === undefined) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} answered /credits without a balance`);
     ctx.body = { object: "credits.balance", provider: t.provider, balance, total_credits: total ?? null, total_usage: used ?? null, currency: typeof d.currency === "string" ? d.currency : "USD" };
   });
 

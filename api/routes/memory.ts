@@ -18,7 +18,7 @@ import type { Svc } from "../../engines/svc";
 import type { MemoryEngine } from "../../engines/memory/engine";
 import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
 import type { RunRecord } from "../../engines/memory/types";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
 
@@ -28,7 +28,7 @@ const KIND_OF: Record<string, readonly MemoryKind[]> = { facts: ["fact"], episod
 
 function memoryOf(svc: Svc): MemoryEngine {
   const m = svc.engines.memory;
-  if (!m) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the memory engine is not running");
+  if (!m) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the memory engine is not running");
   return m;
 }
 
@@ -36,7 +36,7 @@ function memoryOf(svc: Svc): MemoryEngine {
  * policy for action memory:<operation> (the path's first segment: ingest, search, agents, ...). */
 async function authenticate(svc: Svc, ctx: Context) {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the gateway engine is not running");
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the gateway engine is not running");
   const op = (ctx.path.split("/")[2] ?? "").toLowerCase().replace(/[^a-z]+/g, "_");
   const audit = `memory.${op}`;
   const caller = callerFrom(ctx);
@@ -66,7 +66,7 @@ const bool = (v: unknown, field: string): boolean | undefined => {
 function agentParam(svc: Svc, v: unknown, field = "agent_id"): string {
   const a = str(v, field, 200, true)!;
   const o = svc.store.get("Agent", a);
-  if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(a)} does not exist (GET /agents lists them)`);
+  if (!o || o.deleting) throw new SvcError("not_found", "not_found", `agent ${JSON.stringify(a)} does not exist (GET /agents lists them)`);
   return a;
 }
 
@@ -194,8 +194,8 @@ export default function routes(svc: Svc): Router {
     const m = memoryOf(svc);
     await authenticate(svc, ctx);
     const d = m.store.deadLetter(ctx.params.id);
-    if (!d) throw new GatewayError(404, "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
-    if (d.resolvedAt !== null) throw new GatewayError(409, "conflict", `dead letter ${d.id} was already retried`);
+    if (!d) throw new SvcError("not_found", "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (d.resolvedAt !== null) throw new SvcError("conflict", "conflict", `dead letter ${d.id} was already retried`);
     const res = (await m.retryDeadLetter(d.id))!;
     ctx.body = { object: "memory.retry", dead_letter: d.id, outcome: res.outcome, ...(res.dead_letter ? { new_dead_letter: res.dead_letter } : {}) };
   });
@@ -219,7 +219,7 @@ export default function routes(svc: Svc): Router {
     await authenticate(svc, ctx);
     // purge works for agents that no longer exist too (their records outlive the Agent object)
     const agent = str(ctx.params.id, "id", 200, true)!;
-    if (ctx.query.confirm !== "true") throw new GatewayError(409, "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
+    if (ctx.query.confirm !== "true") throw new SvcError("conflict", "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
     ctx.body = runView(m.purge(agent));
   });
 

@@ -14,7 +14,7 @@
 import Router from "@koa/router";
 import { once } from "node:events";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { x25519Public } from "../../engines/pairing/crypto";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
@@ -35,7 +35,7 @@ function innerOf(plain: Buffer) {
   if (!/^(GET|POST|PUT|PATCH|DELETE|HEAD)$/.test(method)) throw invalidRequest("inner method must be GET, POST, PUT, PATCH, DELETE or HEAD", "method");
   if (typeof j.path !== "string" || !j.path.startsWith("/") || j.path.startsWith("//") || /[\s]/.test(j.path)) throw invalidRequest("inner path must be an absolute path such as /v1/chat/completions", "path");
   const bare = j.path.split("?")[0].toLowerCase();
-  if (bare === "/admin" || bare.startsWith("/admin/")) throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only, never through the secure channel");
+  if (bare === "/admin" || bare.startsWith("/admin/")) throw new SvcError("forbidden", "permission_denied", "administration routes are served on loopback only, never through the secure channel");
   if (bare.startsWith("/secure/")) throw invalidRequest("the secure channel cannot carry another secure-channel call", "path");
   const headers: Record<string, string> = {};
   if (j.headers !== undefined) {

@@ -1,3 +1,4 @@
+import { kindOfStatus, SvcError } from "../errors";
 // The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
 // Every model call goes through the gateway pipeline with the caller's identity, so the key's
 // permissions, limits, budget and audit apply to agent work exactly as to direct inference.
@@ -14,7 +15,6 @@ import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "../gateway/keys";
-import { GatewayError } from "../gateway/errors";
 import { runLoop } from "./loop";
 import { newState, type LoopEvent, type Pending } from "./types";
 import { readiness } from "./readiness";
@@ -100,12 +100,12 @@ export class Agents {
   /** The agent's spec and the model a run uses; 404 / 503 naming what is missing. */
   resolve(name: string, modelOverride?: string): { spec: AgentSpec; model: string } {
     const o = this.svc.store.get("Agent", name);
-    if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(name)} does not exist (GET /agents lists them)`);
+    if (!o || o.deleting) throw new SvcError("not_found", "not_found", `agent ${JSON.stringify(name)} does not exist (GET /agents lists them)`);
     const spec = o.spec as AgentSpec;
     const r = readiness(this.svc, spec, modelOverride);
     if (!r.ready) {
       const code = r.reason === "ModelNotFound" ? "model_not_found" : "model_unavailable";
-      throw new GatewayError(r.reason === "ModelNotFound" ? 404 : 503, code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
+      throw new SvcError(kindOfStatus(r.reason === "ModelNotFound" ? 404 : 503), code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
     }
     return { spec, model: r.model! };
   }
@@ -116,7 +116,7 @@ export class Agents {
    * need a key allowed to `action`. */
   authorize(caller: Caller, action: "agents:run" | "agents:dispatch", name?: string): KeyEntry | null {
     const gw = this.svc.engines.gateway;
-    if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the gateway engine is not running");
     const key = gw.gate.authenticate(caller, action.replace(":", "."));
     if (key) gw.gate.use(key, caller, action, action);
     if (!caller.loopback) {
@@ -124,7 +124,7 @@ export class Agents {
       // permissions.actions must name the action
       const actions = key?.spec.permissions?.actions;
       if (!key || (!key.spec.scopes && !actions?.some((a: string) => a === "*" || a === action))) {
-        throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
+        throw new SvcError("forbidden", "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
       }
     }
     if (name !== undefined) requireAudience(key, `agent:${name}`);
@@ -135,7 +135,7 @@ export class Agents {
   /** One model call through the gateway pipeline, as the caller. */
   private async chat(caller: Caller, req: import("../chat/types").ChatRequest, cancel: Cancellation) {
     const gw = this.svc.engines.gateway;
-    if (!gw) throw new GatewayError(503, "model_unavailable", "the gateway engine is not running");
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "the gateway engine is not running");
     const start = await gw.pipeline.chat(caller, req, cancel);
     return start.events;
   }

@@ -9,13 +9,14 @@
 import { performance } from "node:perf_hooks";
 import type { Caller } from "./pipeline-types";
 import type { AuditRecord } from "./key-types";
-import { GatewayError } from "./errors";
+import { SvcError } from "../errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
 import { SCOPE_BIT, scopeDenied, type Scope } from "./scopes";
 import { evaluate, globMatch, type PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, reservationWritten, storeUnavailable } from "./pipeline-records";
+import { auditRow, codeOf, reservationWritten, storeUnavailable, withRate } from "./pipeline-records";
+import type { RateState } from "../errors";
 import type { RouteTarget } from "../providers/types";
 import type { PipelineMetrics } from "../metrics/gateway";
 
@@ -51,8 +52,8 @@ export interface Verdict {
   key: KeyEntry | null;
   call: GateCall;
   adm?: Admission;
-  /** the key's rate-limit state after admission (api/ renders it as headers) */
-  headers: Record<string, string>;
+  /** the key's rate window after admission (api/ renders it as x-ratelimit-* headers) */
+  rate?: RateState;
   t0: number;
   ts: Date;
 }
@@ -79,8 +80,6 @@ export interface GateOptions {
   now?: () => number;
 }
 
-const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
-
 export class Gate {
   readonly now: () => number;
   readonly alerts: PipelineAlerts;
@@ -101,13 +100,13 @@ export class Gate {
     const token = caller.token;
     if (!token) {
       if (caller.loopback && this.o.allowUnauthenticatedLoopback()) return null;
-      throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key> (or x-api-key)");
+      throw new SvcError("unauthenticated", "invalid_api_key", "missing API key: send Authorization: Bearer <key> (or x-api-key)");
     }
     const r = this.o.keys.authenticate(token, now);
     if (r.ok) return r.key;
     if (r.code === "invalid_api_key" && caller.loopback && !token.startsWith(SECRET_PREFIX) && this.o.allowUnauthenticatedLoopback()) return null;
     this.o.alerts?.failedAuth(tokenPrefix(token), caller.ip, r.key?.ref);
-    const err = new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
+    const err = new SvcError("unauthenticated", r.code, AUTH_MESSAGES[r.code]);
     if (r.key) this.auditFailure(caller, r.key, audit, undefined, undefined, err, performance.now(), {});
     throw err;
   }
@@ -115,11 +114,11 @@ export class Gate {
   /** IP allowlist, role, scope and permissions.actions: any use of a key for `action`. */
   use(key: KeyEntry, caller: Caller, scope: Scope | null, action?: string): void {
     if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
-      throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
+      throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
     }
     if (scope === null) return; // management and audit: any key (the admin routes judge the role)
     if (key.role === "master") {
-      throw new GatewayError(403, "permission_denied", `the master key can only create temporary keys; use an API key for ${USE[scope]}`);
+      throw new SvcError("forbidden", "permission_denied", `the master key can only create temporary keys; use an API key for ${USE[scope]}`);
     }
     if ((key.scopeBits & SCOPE_BIT[scope]) === 0) throw scopeDenied(scope);
     if (action && key.role === "key") this.actionAllowed(key, action);
@@ -129,7 +128,7 @@ export class Gate {
   actionAllowed(key: KeyEntry, action: string): void {
     const actions = key.spec.permissions?.actions;
     if (actions && !actions.some((a) => a === "*" || a === action || (a.includes("*") && globMatch(a, action)))) {
-      throw new GatewayError(403, "permission_denied", `action ${action} is not in this key's permissions.actions`);
+      throw new SvcError("forbidden", "permission_denied", `action ${action} is not in this key's permissions.actions`);
     }
   }
 
@@ -166,12 +165,12 @@ export class Gate {
         if (!d.allowed) denial ??= d.message;
         return d.allowed;
       });
-      if (out.length === 0) throw new GatewayError(403, "policy_denied", denial!, "model");
+      if (out.length === 0) throw new SvcError("forbidden", "policy_denied", denial!, "model");
     }
     if (this.o.limits.needsPrice(key, now)) {
       const priced = out.filter((t) => t.priced);
       if (priced.length === 0) {
-        throw new GatewayError(403, "permission_denied", `model ${JSON.stringify(model)} has no price configured (Provider ${out[0].provider}); keys with a budget may only use priced models`, "model");
+        throw new SvcError("forbidden", "permission_denied", `model ${JSON.stringify(model)} has no price configured (Provider ${out[0].provider}); keys with a budget may only use priced models`, "model");
       }
       out = priced;
     }
@@ -181,14 +180,14 @@ export class Gate {
   private modelAllowed(key: KeyEntry, model: string | undefined): void {
     const models = key.spec.permissions?.models;
     if (models && model !== undefined && !models.some((g) => globMatch(g, model))) {
-      throw new GatewayError(403, "permission_denied", `model ${JSON.stringify(model)} is not in this key's permissions.models`, "model");
+      throw new SvcError("forbidden", "permission_denied", `model ${JSON.stringify(model)} is not in this key's permissions.models`, "model");
     }
   }
 
   private boundPolicy(key: KeyEntry) {
     const kp = this.o.policies.forKey(key);
     if (kp.missing.length) {
-      throw new GatewayError(403, "policy_denied", `access policy ${JSON.stringify(kp.missing[0])} bound to this key does not exist`);
+      throw new SvcError("forbidden", "policy_denied", `access policy ${JSON.stringify(kp.missing[0])} bound to this key does not exist`);
     }
     return kp;
   }
@@ -200,10 +199,10 @@ export class Gate {
     const kp = this.boundPolicy(key);
     if (kp.statements.length) {
       const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: c.provider, resource: c.resource, monthSpendMicros: this.o.limits.monthSpend(key), now });
-      if (!d.allowed) throw new GatewayError(403, "policy_denied", d.message, c.resource ? null : c.model !== undefined ? "model" : null);
+      if (!d.allowed) throw new SvcError("forbidden", "policy_denied", d.message, c.resource ? null : c.model !== undefined ? "model" : null);
     }
     if (c.metered && c.spendMicros === undefined && this.o.limits.needsPrice(key, now)) {
-      throw new GatewayError(403, "permission_denied", `${c.unpriced ?? `${c.action} has no price in svc`}; keys with a budget (their own, their team's or their organization's) may only make priced calls`, c.model !== undefined ? "model" : null);
+      throw new SvcError("forbidden", "permission_denied", `${c.unpriced ?? `${c.action} has no price in svc`}; keys with a budget (their own, their team's or their organization's) may only make priced calls`, c.model !== undefined ? "model" : null);
     }
   }
 
@@ -216,7 +215,7 @@ export class Gate {
     const now = this.now();
     const key = caller.key !== undefined ? caller.key : this.authenticate(caller, c.audit, now);
     caller.key = key;
-    const v: Verdict = { caller, key, call: c, headers: NO_HEADERS, t0, ts: new Date(now) };
+    const v: Verdict = { caller, key, call: c, rate: undefined, t0, ts: new Date(now) };
     if (!key) return v;
     try {
       this.use(key, caller, c.scope);
@@ -229,10 +228,11 @@ export class Gate {
           action: c.audit,
           ip: caller.ip,
         });
-        v.headers = v.adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
+        v.rate = this.o.limits.rate(key, now);
         if (v.adm.durable) await v.adm.durable.catch(storeUnavailable);
+        if (v.adm.shared) v.rate = v.adm.shared.rate; // the shared store's verdict carries it
         if (v.adm.written) await reservationWritten(v.adm.written);
-        this.alerts.admitted(key, v.headers, caller.ip);
+        this.alerts.admitted(key, v.rate, caller.ip);
       }
       return v;
     } catch (e) {
@@ -276,9 +276,7 @@ export class Gate {
     if (v.adm) this.o.limits.settle(v.adm, 0, 0, false);
     this.o.metrics?.refused(e);
     if (!v.key) return;
-    if (e instanceof GatewayError && v.headers !== NO_HEADERS) {
-      for (const [k, val] of Object.entries(v.headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = val;
-    }
+    withRate(e, v.rate ?? v.adm?.shared?.rate);
     this.auditFailure(v.caller, v.key, v.call.audit, v.call.model, v.call.provider, e, v.t0, v.call.metadata ?? {});
     this.alerts.refused(v.key, e);
   }

@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
-import { GatewayError, invalidRequest, notFound } from "./errors";
+import { SvcError, invalidRequest, notFound } from "../errors";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
 import type { PolicyIndex } from "./policy";
 import { minutesInZone } from "./policy";
@@ -81,7 +81,7 @@ export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record
   return out;
 }
 
-const denied = (m: string) => new GatewayError(403, "permission_denied", m);
+const denied = (m: string) => new SvcError("forbidden", "permission_denied", m);
 
 export class KeyAdmin {
   private readonly now: () => number;
@@ -121,7 +121,7 @@ export class KeyAdmin {
 
   private assertApiOwned(o: StoredObject) {
     if (o.owner !== "api") {
-      throw new GatewayError(409, "conflict", `API key ${o.name} is managed by ${o.owner}; change it in its manifest`);
+      throw new SvcError("conflict", "conflict", `API key ${o.name} is managed by ${o.owner}; change it in its manifest`);
     }
   }
 
@@ -279,7 +279,7 @@ export class KeyAdmin {
     this.assertApiOwned(o);
     check(PatchBody, body);
     const cur = o.spec as ApiKeySpec;
-    if (cur.revoked_at) throw new GatewayError(409, "conflict", `API key ${id} is revoked; create a new key instead`);
+    if (cur.revoked_at) throw new SvcError("conflict", "conflict", `API key ${id} is revoked; create a new key instead`);
     const next: Record<string, any> = JSON.parse(JSON.stringify(cur));
     for (const [k, v] of Object.entries(body)) {
       const piece = (mutable as Record<string, TSchema>)[k];

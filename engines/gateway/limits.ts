@@ -25,6 +25,7 @@ import { LimitsPersistence, type AuditDrain } from "./limits/persist";
 import { checksOf, usageOver } from "./limits/checks";
 import { installShared, syncShared, type SharedLimitStore } from "./limits/shared";
 import type { Admission, Estimate, RequestInfo } from "./limits/types";
+import type { RateState } from "../errors";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -165,12 +166,12 @@ export class Limits extends UsageRollup {
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
-  rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
-    return this.rates.headers(k, now);
+  rate(k: KeyEntry, now = this.now()): RateState | undefined {
+    return this.rates.window(k, now);
   }
 
   private err(k: KeyEntry, now: number, code: "quota_exceeded" | "budget_exceeded", limit: string, msg: string) {
-    return new LimitRefusal(402, code, limit, msg, this.rateHeaders(k, now));
+    return new LimitRefusal(code, limit, msg, this.rate(k, now));
   }
 
   /**

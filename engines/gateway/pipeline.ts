@@ -16,13 +16,14 @@
 import { performance } from "node:perf_hooks";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
-import { GatewayError, modelNotFound, invalidRequest } from "./errors";
+import { SvcError, modelNotFound, invalidRequest } from "../errors";
 import type { KeyCache, KeyEntry } from "./keys";
 import { SCOPE_BIT } from "./scopes";
 import type { PolicyAction, PolicyIndex } from "./policy";
 import type { Admission, Limits } from "./limits";
 import type { PipelineAlerts, AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, count, reservationWritten, storeUnavailable, type Tally } from "./pipeline-records";
+import { auditRow, codeOf, count, reservationWritten, storeUnavailable, withRate, type Tally } from "./pipeline-records";
+import type { RateState } from "../errors";
 import type { Gate, AuditSink } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
@@ -54,7 +55,6 @@ export interface PipelineOptions {
   now?: () => number;
 }
 
-const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 interface RunCtx {
   caller: Caller;
@@ -108,10 +108,10 @@ export class GatewayPipeline implements InferencePipeline {
   private attribution(key: KeyEntry, caller: Caller, agent: string) {
     const aud = key.spec.audience;
     if (aud && aud !== "*" && aud !== `agent:${agent}`) {
-      throw new GatewayError(403, "permission_denied", `this key may not act for agent ${JSON.stringify(agent)} (X-Svc-Agent-Id): its audience is ${JSON.stringify(aud)}`, "X-Svc-Agent-Id");
+      throw new SvcError("forbidden", "permission_denied", `this key may not act for agent ${JSON.stringify(agent)} (X-Svc-Agent-Id): its audience is ${JSON.stringify(aud)}`, "X-Svc-Agent-Id");
     }
     if (!caller.grant && (key.scopeBits & SCOPE_BIT.memory) === 0) {
-      throw new GatewayError(403, "permission_denied", `attributing a request to agent ${JSON.stringify(agent)} (X-Svc-Agent-Id) needs a key with the "memory" scope`, "X-Svc-Agent-Id");
+      throw new SvcError("forbidden", "permission_denied", `attributing a request to agent ${JSON.stringify(agent)} (X-Svc-Agent-Id) needs a key with the "memory" scope`, "X-Svc-Agent-Id");
     }
   }
 
@@ -136,7 +136,7 @@ export class GatewayPipeline implements InferencePipeline {
     const admitted = caller.key !== undefined; // by admit(), before the body was read
     run.key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const key = run.key;
-    let headers = NO_HEADERS;
+    let rate: RateState | undefined;
     try {
       if (key && (!admitted || caller.grant)) this.checkUse(key, caller);
       if (key && req.agentId && key.role === "key") this.attribution(key, caller, req.agentId);
@@ -169,11 +169,12 @@ export class GatewayPipeline implements InferencePipeline {
           priced: true,
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
-        // shared limits (scale-out): the headers come with the store's verdict, filled in before `durable` settles
-        headers = run.adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
-        // shared mode: the shared store's own admission decides before the upstream sees it
+        rate = this.o.limits.rate(key, now);
+        // shared mode: the shared store's own admission decides before the upstream sees it, and
+        // its verdict carries the rate window
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
-        this.alerts.admitted(key, headers, caller.ip);
+        if (run.adm.shared) rate = run.adm.shared.rate;
+        this.alerts.admitted(key, rate, caller.ip);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
       let events: AsyncIterable<ChatEvent> | undefined;
@@ -192,14 +193,12 @@ export class GatewayPipeline implements InferencePipeline {
       // The reservation is written at the end of this event-loop turn, while the upstream works;
       // no answer leaves before it is (a crash loses at most requests in flight).
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
-      return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
+      return { provider: run.target!.provider, model: req.model, rate, events: this.track(events, run) };
     } catch (e) {
       if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
       this.o.metrics?.refused(e);
       if (key) {
-        if (e instanceof GatewayError && headers !== NO_HEADERS) {
-          for (const [k, v] of Object.entries(headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = v;
-        }
+        withRate(e, rate ?? run.adm?.shared?.rate);
         this.auditFailure(caller, key, run.action, run.model, run.target?.provider, e, t0, run.metadata);
         this.alerts.refused(key, e);
       }
@@ -271,14 +270,14 @@ export class GatewayPipeline implements InferencePipeline {
   // ------------------------------------------------------------------------------------------
   // embeddings and model listing
 
-  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }> {
+  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }> {
     const t0 = performance.now();
     const now = this.now();
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     let adm: Admission | undefined;
     let target: RouteTarget | undefined;
-    let headers = NO_HEADERS;
+    let rate: RateState | undefined;
     const promptEst = req.input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
     try {
       if (key && !admitted) this.checkUse(key, caller);
@@ -293,9 +292,10 @@ export class GatewayPipeline implements InferencePipeline {
           action: "embeddings",
           ip: caller.ip,
         });
-        headers = adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
+        rate = this.o.limits.rate(key, now);
         if (adm.durable) await adm.durable.catch(storeUnavailable);
-        this.alerts.admitted(key, headers, caller.ip);
+        if (adm.shared) rate = adm.shared.rate;
+        this.alerts.admitted(key, rate, caller.ip);
       }
       const written = adm?.written;
       target = cands[0];
@@ -309,12 +309,12 @@ export class GatewayPipeline implements InferencePipeline {
       if (key) {
         this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, cost, {}));
       }
-      return { ...r, provider: target.provider, model: req.model, headers };
+      return { ...r, provider: target.provider, model: req.model, rate };
     } catch (e) {
       if (adm) this.o.limits.settle(adm, 0, 0, false);
       this.o.metrics?.refused(e);
       if (key) {
-        if (e instanceof GatewayError && headers !== NO_HEADERS) Object.assign(e.headers, headers);
+        withRate(e, rate ?? adm?.shared?.rate);
         this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});
         this.alerts.refused(key, e);
       }

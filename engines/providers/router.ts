@@ -13,7 +13,7 @@ import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { describeMissing, resolveSecretRef } from "./credentials";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import type { ProviderAdapter, ProviderType, RouteTarget } from "./types";
 import { openaiAdapter } from "./openai";
 import { anthropicAdapter } from "./anthropic";
@@ -144,7 +144,7 @@ export class ProviderRouter {
     if (!it.credentialRef && !it.headerRefs) return t;
     const credential = resolveSecretRef(it.credentialRef);
     if (it.credentialRef && credential === undefined) {
-      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
+      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
     }
     const last = it.resolved;
     if (last && last.credential === credential && headersUnchanged(it.headerRefs, last.headers)) return last;

@@ -4,25 +4,22 @@
 // the engine side: what a request asks for, and the refusal (same codes and messages as the
 // in-memory limits) its answer turns into. Only Limits.admit/settle branch here, so the
 // embedded SQLite path is unchanged.
-import { GatewayError } from "../errors";
+import { SvcError } from "../../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
 import { checksOf, type Check, type Entities } from "./checks";
+import type { RateState } from "../../errors";
 import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedVerdict } from "./types";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
 export type { SharedCheck, SharedRequest, SharedRate, SharedVerdict, SharedUsage, SharedLimitStore, SharedHold } from "./types";
 
-/** x-ratelimit-* headers of a verdict (the same the embedded limits send, limits/key-rates.ts). */
-export function sharedRateHeaders(v: SharedVerdict): Record<string, string> {
+/** The rate window of a verdict (the same the embedded limits report, limits/key-rates.ts). */
+export function sharedRate(v: SharedVerdict): RateState | undefined {
   const r = v[v.length - 1];
-  if (!Array.isArray(r) || r.length !== 3) return {};
-  return {
-    "x-ratelimit-limit-requests": String(r[0]),
-    "x-ratelimit-remaining-requests": String(r[1]),
-    "x-ratelimit-reset-requests": `${Math.ceil(Number(r[2]) / 1000)}s`,
-  };
+  if (!Array.isArray(r) || r.length !== 3) return undefined;
+  return { limit: Number(r[0]), remaining: Number(r[1]), resetSeconds: Math.ceil(Number(r[2]) / 1000) };
 }
 
 /** Build the request for a key (`checks` from checksOf, entities key/team/org). */
@@ -56,37 +53,37 @@ export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[],
 
 export class SharedStoreUnavailable extends Error {}
 
-/** The error a refusal verdict stands for (null: admitted); `h` are its x-ratelimit-* headers. */
-export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits, h: Record<string, string> = {}, over?: LimitRefusal): GatewayError | null {
+/** The error a refusal verdict stands for (null: admitted); `h` is the key's rate window. */
+export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits, h?: RateState, over?: LimitRefusal): SvcError | null {
   switch (v[0]) {
     case "ok":
       return null;
     case "revoked":
-      return new GatewayError(401, "key_revoked", AUTH_MESSAGES.key_revoked);
+      return new SvcError("unauthenticated", "key_revoked", AUTH_MESSAGES.key_revoked);
     case "rate": {
       const retry = Math.max(1, Math.ceil(v[2] / 1000));
       const limit = v[1] === "per_minute" ? `per_minute=${lim.perMinute}` : v[1] === "per_hour" ? `per_hour=${lim.perHour}` : `per_day=${lim.perDay}`;
       const which = v[1] === "per_minute" && lim.burst !== undefined && lim.burst !== lim.perMinute ? `${limit} (burst=${lim.burst})` : limit;
-      return new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, { ...h, "retry-after": String(retry) });
+      return new LimitRefusal("rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, h, retry);
     }
     case "max":
-      return new LimitRefusal(402, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, h);
+      return new LimitRefusal("quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, h);
     case "over":
-      return over ? new LimitRefusal(402, "quota_exceeded", over.limit, over.message, h) : null;
+      return over ? new LimitRefusal("quota_exceeded", over.tripped, over.message, h) : null;
     case "usage": {
       const c = r.checks[v[1] - 1];
       const used = Number(v[3]);
       switch (v[2]) {
         case "td":
-          return new LimitRefusal(402, "quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
+          return new LimitRefusal("quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
         case "tm":
-          return new LimitRefusal(402, "quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
+          return new LimitRefusal("quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
         case "bd":
-          return new LimitRefusal(402, "budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
+          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
         case "bm":
-          return new LimitRefusal(402, "budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
+          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
         default:
-          return new LimitRefusal(402, "budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
+          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
       }
     }
   }
@@ -97,8 +94,8 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
 export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: EffectiveLimits): Promise<void> {
   return store.admit(hold.req, hold.id).then(
     (v) => {
-      Object.assign(hold.headers, sharedRateHeaders(v));
-      const e = refusalOf(v, hold.req, lim, hold.headers, hold.over);
+      hold.rate = sharedRate(v);
+      const e = refusalOf(v, hold.req, lim, hold.rate, hold.over);
       if (e) throw e;
       if (hold.over) throw hold.over; // (a store without the "over" verdict)
       hold.held = hold.req.lim;
@@ -116,9 +113,9 @@ export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: Effective
   const ids = [ents.own.id];
   if (ents.team) ids.push(ents.team.id);
   if (ents.org) ids.push(ents.org.id);
-  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false, headers: {} };
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
   if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
-    const over = new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
+    const over = new LimitRefusal("quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     // as in embedded mode, rate and max_requests refusals come first and the 402 carries the
     // rate headers: the store makes those checks and reports the rate state, taking nothing
     if (!hold.req.lim) throw over;
@@ -158,7 +155,7 @@ export async function syncShared(store: SharedLimitStore, view: SharedView, writ
   if (write && changed.length) await write(changed);
 }
 
-/** Replace admit/settle/rateHeaders on this Limits instance with the shared-store versions. */
+/** Replace admit/settle/rate on this Limits instance with the shared-store versions. */
 export function installShared(l: LimitsHost, store: SharedLimitStore): void {
   const keys = l.keys;
   l.admit = (k, est, now = l.now()) => {
@@ -172,6 +169,6 @@ export function installShared(l: LimitsHost, store: SharedLimitStore): void {
     a.settled = true;
     if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
   };
-  // the windows live in the shared store: a request's headers come with its verdict (SharedHold.headers)
-  l.rateHeaders = () => ({});
+  // the windows live in the shared store: a request's rate window comes with its verdict (SharedHold.rate)
+  l.rate = () => undefined;
 }

@@ -1,6 +1,7 @@
 // The shapes shared by the limits (limits.ts) and their scale-out variant (limits/shared.ts), kept
 // apart so neither imports the other's module for its types.
 import type { KeyCache, KeyEntry } from "../keys";
+import type { RateState } from "../../errors";
 import type { LimitRefusal } from "./refusal";
 import type { EffectiveLimits, EntityUsage, PeriodCounter } from "./usage";
 
@@ -113,8 +114,8 @@ export interface SharedHold {
   id: string;
   /** the store admitted it: settle must release the reservation */
   held: boolean;
-  /** x-ratelimit-* headers, filled in when the store answers (before `durable` settles) */
-  headers: Record<string, string>;
+  /** the key's rate window, filled in when the store answers (before `durable` settles) */
+  rate?: RateState;
   /** the per_request_max refusal the store is asked to confirm (req.x) */
   over?: LimitRefusal;
 }
@@ -128,5 +129,5 @@ export interface LimitsHost {
   entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage };
   admit(k: KeyEntry, est: Estimate, now?: number, info?: RequestInfo): Admission;
   settle(a: Admission, spend: number, tokens: number, served: boolean): void;
-  rateHeaders(k: KeyEntry, now?: number): Record<string, string>;
+  rate(k: KeyEntry, now?: number): RateState | undefined;
 }
