@@ -29,8 +29,9 @@ const STATUS: Record<ErrorKind, number> = {
   timeout: 504,
 };
 
-/** The HTTP status of an engine error. */
-export const statusOf = (e: SvcError): number => STATUS[e.kind] ?? 500;
+/** The HTTP status of an error kind, and of an engine error. */
+export const statusOfKind = (k: ErrorKind): number => STATUS[k] ?? 500;
+export const statusOf = (e: SvcError): number => statusOfKind(e.kind);
 
 const TYPE: Record<ErrorCode, string> = {
   invalid_api_key: "authentication_error",

@@ -17,9 +17,9 @@ import type { Svc } from "../../engines/svc";
 import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
 import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
-import { SvcError, invalidRequest } from "../../engines/errors";
+import { SvcError, invalidRequest, type ErrorKind } from "../../engines/errors";
 import { readJson } from "../body";
-import { openAIBody } from "../errors";
+import { openAIBody, statusOfKind } from "../errors";
 import { callerFrom, routeKey } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
@@ -87,6 +87,15 @@ function frame(ev: LoopEvent): string | undefined {
   }
 }
 
+/** A task as the API shows it: a failure's error kind (engines/errors.ts) as its HTTP status. */
+function taskBody<T>(view: T): T {
+  const err = (view as { result?: { error?: { kind?: ErrorKind; status?: number } } | null }).result?.error;
+  if (!err || err.kind === undefined) return view;
+  const { kind, ...rest } = err;
+  const r = (view as { result: Record<string, unknown> }).result;
+  return { ...view, result: { ...r, error: { ...rest, status: statusOfKind(kind) } } };
+}
+
 export default function routes(svc: Svc): Router {
   const r = new Router();
 
@@ -141,7 +150,7 @@ export default function routes(svc: Svc): Router {
     ctx.status = created ? 202 : 200;
     if (!created) ctx.set("idempotent-replayed", "true");
     ctx.set("location", view.poll_url);
-    ctx.body = view;
+    ctx.body = taskBody(view);
   });
 
   /** The task if this caller may see it; 404 otherwise (no hint that it exists). */
@@ -156,12 +165,12 @@ export default function routes(svc: Svc): Router {
   };
 
   r.get("/tasks/:id", async (ctx) => {
-    ctx.body = (await visibleTask(ctx)).t.view;
+    ctx.body = taskBody((await visibleTask(ctx)).t.view);
   });
 
   r.delete("/tasks/:id", async (ctx) => {
     const { a } = await visibleTask(ctx);
-    ctx.body = await a.tasks.cancel(ctx.params.id);
+    ctx.body = taskBody(await a.tasks.cancel(ctx.params.id));
   });
 
   r.post("/tasks/:id/clarify", async (ctx) => {
@@ -175,7 +184,7 @@ export default function routes(svc: Svc): Router {
       else if (["deny", "denied", "no", "reject"].includes(w)) approve = false;
     }
     if (text === undefined && approve === undefined) throw invalidRequest("response (a string) is required", "response");
-    ctx.body = a.tasks.clarify(ctx.params.id, { text, approve });
+    ctx.body = taskBody(a.tasks.clarify(ctx.params.id, { text, approve }));
   });
 
   return r;

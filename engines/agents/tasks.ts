@@ -256,7 +256,8 @@ export class TaskManager {
       } catch (e: any) {
         const code = typeof e?.code === "string" ? e.code : "internal_error";
         if (!(e instanceof SvcError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e) });
-        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: String(e?.message ?? e), status: e?.status ?? 500 } });
+        // the error's kind, not an HTTP status: api/routes/agents.ts shows it as the status it maps to
+        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: String(e?.message ?? e), kind: e instanceof SvcError ? e.kind : "internal" } });
       }
     })();
     t.runner = run;
