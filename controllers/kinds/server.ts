@@ -3,7 +3,7 @@
 // Explicit start options (--host, --port / SVC_PORT) beat the manifest: the person starting the
 // process decided, the same way an env var beats a config file.
 import { Value } from "@sinclair/typebox/value";
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { Svc } from "../../engines/svc";
 import { ServerSpec } from "../../schemas/kinds/server";
 import { resolveModelsDir } from "../../engines/paths";
@@ -52,7 +52,7 @@ export function serverController(
   overrides: StartOverrides,
   /** lets finalize hand over to a remaining Server object that was reported Duplicate */
   enqueue?: (ref: { kind: string; name: string }) => void,
-): Controller {
+): KindController<"Server"> {
   const apply = async (spec: unknown) => {
     const eff = effectiveServer(spec);
     svc.server = eff;
