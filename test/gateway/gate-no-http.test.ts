@@ -3,6 +3,7 @@
 // carries a kind and typed limit data; api/errors.ts maps them. Providers are HTTP clients of
 // upstreams, so reading an upstream's answer (its status, its Retry-After) is allowed; building
 // svc's own answer is not.
+// (codemod-errors: skip: the examples in the second test are bad code on purpose.)
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
