@@ -87,6 +87,9 @@ function frame(ev: LoopEvent): string | undefined {
   }
 }
 
+/** A run as the API shows it (JSON answer, SSE done frame). */
+const runBody = (r: RunResult) => ({ object: "agent.run" as const, ...r });
+
 /** A task as the API shows it: a failure's error kind (engines/errors.ts) as its HTTP status. */
 function taskBody<T>(view: T): T {
   const err = (view as { result?: { error?: { kind?: ErrorKind; status?: number } } | null }).result?.error;
@@ -117,7 +120,7 @@ export default function routes(svc: Svc): Router {
     a.resolve(ctx.params.id, input.model); // 404 / 503 before anything starts
     const cancel = clientCancellation(ctx);
     if (!b.stream) {
-      ctx.body = await a.run(ctx.params.id, caller, input, { stream: false, cancel });
+      ctx.body = runBody(await a.run(ctx.params.id, caller, input, { stream: false, cancel }));
       return;
     }
     await streamRun(ctx, a, caller, input, cancel);
@@ -221,6 +224,6 @@ async function streamRun(ctx: Context, a: Agents, caller: ReturnType<typeof call
     (stream as EventStream).end();
     return;
   }
-  await send(sseEvent("done", result));
+  await send(sseEvent("done", runBody(result)));
   (stream as unknown as EventStream).end();
 }

@@ -46,7 +46,6 @@ export interface RunInput {
 }
 
 export interface RunResult {
-  object: "agent.run";
   agent: string;
   model: string;
   /** completed: a final answer; incomplete: stopped (reason iteration_budget or input_required) */
@@ -160,7 +159,7 @@ export class Agents {
     // one turn per run (its internal model calls are not turns)
     const turn = out.status === "completed" ? bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
     const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
-    const base = { object: "agent.run" as const, agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
+    const base = { agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {
       case "completed":
         return { ...base, status: "completed", reason: null, message: null, output: out.output, pending: null };
