@@ -4,7 +4,7 @@ import type { RequestListener } from "node:http";
 import Koa from "koa";
 import Router from "@koa/router";
 import { errorMiddleware } from "./errors";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
@@ -35,7 +35,7 @@ export function createApp(svc: Svc): Koa {
   app.use(root.routes());
   app.use(root.allowedMethods());
   app.use(async (ctx) => {
-    throw new GatewayError(404, "not_found", `no route for ${ctx.method} ${ctx.path}`);
+    throw new SvcError("not_found", "not_found", `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
 }
@@ -46,11 +46,11 @@ export function createHandler(svc: Svc): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
   const routed = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
   const handler: RequestListener = (req, res) => {
-    let refusal: GatewayError | undefined;
+    let refusal: SvcError | undefined;
     try {
       refusal = hostRefusal(svc, req, canonicalize(req));
     } catch (e) {
-      if (!(e instanceof GatewayError)) throw e;
+      if (!(e instanceof SvcError)) throw e;
       refusal = e;
     }
     if (refusal) return sendRefusal(res, refusal);

@@ -2,7 +2,7 @@
 // 400/413 errors (never a stack trace).
 import getRawBody from "raw-body";
 import type { HttpContext } from "./http-context";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { checkJsonBounds } from "./json-bounds";
 
 export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
@@ -11,8 +11,8 @@ export async function readRaw(ctx: HttpContext, limit = DEFAULT_BODY_LIMIT): Pro
   try {
     return await getRawBody(ctx.req, { limit, length: ctx.get("content-length") || undefined });
   } catch (e: any) {
-    if (e?.type === "entity.too.large") throw new GatewayError(413, "invalid_request", `request body exceeds ${limit} bytes`);
-    throw new GatewayError(400, "invalid_request", `could not read request body: ${e?.message ?? e}`);
+    if (e?.type === "entity.too.large") throw new SvcError("too_large", "invalid_request", `request body exceeds ${limit} bytes`);
+    throw new SvcError("invalid", "invalid_request", `could not read request body: ${e?.message ?? e}`);
   }
 }
 
@@ -21,16 +21,16 @@ export async function readJson<T = any>(ctx: HttpContext, limit?: number): Promi
   const cached = (ctx.state as any).jsonBody;
   if (cached !== undefined) return cached;
   const raw = await readRaw(ctx, limit ?? (ctx.state as any).bodyLimit);
-  if (raw.length === 0) throw new GatewayError(400, "invalid_request", "request body is empty; expected a JSON object");
+  if (raw.length === 0) throw new SvcError("invalid", "invalid_request", "request body is empty; expected a JSON object");
   const text = raw.toString("utf8");
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch (e: any) {
-    throw new GatewayError(400, "invalid_request", `request body is not valid JSON: ${e.message}`);
+    throw new SvcError("invalid", "invalid_request", `request body is not valid JSON: ${e.message}`);
   }
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw new GatewayError(400, "invalid_request", "request body must be a JSON object");
+    throw new SvcError("invalid", "invalid_request", "request body must be a JSON object");
   }
   checkJsonBounds(body as Record<string, unknown>);
   // UTF-8 bytes decode to well-formed text; only a \uD800-style escape can make a lone surrogate
@@ -46,12 +46,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 function checkWellFormed(body: Record<string, unknown>): void {
   const walk = (v: unknown, where: string): void => {
     if (typeof v === "string") {
-      if (LONE_SURROGATE.test(v)) throw new GatewayError(400, "invalid_request", `field ${where} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); send valid Unicode text`, where);
+      if (LONE_SURROGATE.test(v)) throw new SvcError("invalid", "invalid_request", `field ${where} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); send valid Unicode text`, where);
     } else if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) walk(v[i], `${where}/${i}`);
     } else if (v !== null && typeof v === "object") {
       for (const k in v as Record<string, unknown>) {
-        if (LONE_SURROGATE.test(k)) throw new GatewayError(400, "invalid_request", `a field name in ${where || "the body"} holds a lone UTF-16 surrogate; send valid Unicode text`, where || null);
+        if (LONE_SURROGATE.test(k)) throw new SvcError("invalid", "invalid_request", `a field name in ${where || "the body"} holds a lone UTF-16 surrogate; send valid Unicode text`, where || null);
         walk((v as Record<string, unknown>)[k], `${where}/${k}`);
       }
     }

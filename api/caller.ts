@@ -5,11 +5,12 @@ import type { HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import { accessRefusal } from "../engines/gateway/access-level";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
+import { rateHeaders } from "./errors";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
@@ -18,7 +19,7 @@ import type { Cancellation } from "../engines/chat/cancel";
 export const ACCEPTED_KEY_FORMS =
   "send the key as Authorization: Bearer <key> (also accepted: Authorization: Token <key>, Authorization: Basic with the key as user name or password, or an x-api-key header)";
 
-const unusable = (why: string) => new GatewayError(401, "invalid_api_key", `${why}; ${ACCEPTED_KEY_FORMS}`);
+const unusable = (why: string) => new SvcError("unauthenticated", "invalid_api_key", `${why}; ${ACCEPTED_KEY_FORMS}`);
 
 /** The key a request carries, or undefined when it sends none. A credential in a form svc does
  * not read (another Authorization scheme, an empty one, ?api_key= in the URL) is a 401, never
@@ -103,18 +104,18 @@ export function authenticateCaller(ctx: HttpContext, svc: Svc): void {
  * left unadmitted, so a pipeline call made for this request still runs its own key checks. */
 export function routeKey(svc: Svc, ctx: HttpContext, code: "model_unavailable" | "service_unavailable", unavailable: string): KeyEntry | null {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, code, unavailable);
-  const key = gw.pipeline.authenticate(callerFrom(ctx));
+  if (!gw) throw new SvcError("unavailable", code, unavailable);
+  const key = gw.gate.authenticate(callerFrom(ctx));
   if (key) ctx.state.keyId = key.id;
   const level = accessRefusal(key, "route");
-  if (level) throw new GatewayError(403, "permission_denied", level);
+  if (level) throw new SvcError("forbidden", "permission_denied", level);
   return key;
 }
 
-/** The one enforcement pipeline every inference route goes through (attached by api/server.ts). */
+/** The one enforcement pipeline every inference route goes through (attached by boot/start.ts). */
 export function pipelineOf(svc: Svc): InferencePipeline {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "inference is unavailable: the gateway engine is not running");
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "inference is unavailable: the gateway engine is not running");
   return gw.pipeline;
 }
 
@@ -137,7 +138,7 @@ export function dropResponse(ctx: HttpContext): void {
   if (!ctx.res.destroyed) ctx.res.destroy();
 }
 
-/** Send a validated request through the pipeline (which may refuse it with a GatewayError).
+/** Send a validated request through the pipeline (which may refuse it with a SvcError).
  * Returns null when the client disconnected while generation was being set up (the pipeline
  * may already wait for the first token, e.g. during prefill): the response is dropped. */
 export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): Promise<StartedChat | null> {
@@ -213,13 +214,13 @@ export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAns
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;
-    setHeaders(ctx, s.start.headers);
+    setHeaders(ctx, rateHeaders(s.start.rate));
     ctx.body = a.whole(result, a.meta);
     return;
   }
   await streamEvents(ctx, {
     format: a.format,
-    headers: s.start.headers,
+    headers: rateHeaders(s.start.rate),
     events: s.start.events,
     render: (events) => a.render(events, a.meta),
     onError: a.onError,

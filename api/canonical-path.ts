@@ -11,7 +11,7 @@
 // A malformed escape (%zz) or a target that is not an absolute path (a proxy's absolute-form
 // URL) is a 400 before anything runs.
 import type { IncomingMessage } from "node:http";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 
 export interface CanonicalTarget {
   /** the canonical path, case kept */
@@ -22,8 +22,8 @@ export interface CanonicalTarget {
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 
-function badPath(why: string): GatewayError {
-  return new GatewayError(400, "invalid_request", `request path ${why}`, "path");
+function badPath(why: string): SvcError {
+  return new SvcError("invalid", "invalid_request", `request path ${why}`, "path");
 }
 
 /** One segment with unreserved escapes decoded and the others upper-cased. */

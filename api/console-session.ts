@@ -6,7 +6,7 @@
 // token in X-CSRF-Token. Sessions end at sign-out, after 12 hours, or when the server restarts.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Context, Next } from "koa";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { hashSecret } from "../engines/gateway/keys";
 import { isLoopback } from "./loopback";
 
@@ -90,7 +90,7 @@ export function consoleAuth() {
     const s = sessionOf(ctx);
     if (!s || (s.loopback && !isLoopback(ctx))) return next(); // a loopback session serves loopback only
     if (!SAFE.has(ctx.method) && (!sameOrigin(ctx) || !csrfOk(ctx, s))) {
-      throw new GatewayError(403, "permission_denied", "this console request lacks a valid X-CSRF-Token header (or came from another site)");
+      throw new SvcError("forbidden", "permission_denied", "this console request lacks a valid X-CSRF-Token header (or came from another site)");
     }
     ctx.req.headers.authorization = `Bearer ${s.token}`;
     return next();

@@ -7,7 +7,7 @@
 // keys, never cookies.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Svc } from "../engines/svc";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { canonicalize, isAdminPath } from "./canonical-path";
 import { sendRefusal } from "./host-guard";
 
@@ -21,10 +21,10 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
   return i > 0 && origin.slice(i + 3) === host;
 }
 
-/** Refused before any route: the API's error body (GatewayError), written straight to the socket. */
+/** Refused before any route: the API's error body (SvcError), written straight to the socket. */
 function refuse(res: ServerResponse, origin: string, admin: boolean): void {
   const why = admin ? "administration routes are never served cross-origin" : "list it in the Server manifest's spec.cors.allowedOrigins";
-  sendRefusal(res, new GatewayError(403, "permission_denied", `origin ${origin} is not allowed: ${why}`, "origin"));
+  sendRefusal(res, new SvcError("forbidden", "permission_denied", `origin ${origin} is not allowed: ${why}`, "origin"));
 }
 
 export function withCors(svc: Svc, next: RequestListener): RequestListener {

@@ -12,7 +12,8 @@
 // takes a key: it always needs the Host rule, and an Origin, when sent, must be a loopback origin.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Svc } from "../engines/svc";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
+import { openAIBody, statusOf } from "./errors";
 import { isLoopbackAddress, parseIp } from "../engines/loopback-address";
 import { tokenFrom } from "./caller";
 import { isAdminPath, type CanonicalTarget } from "./canonical-path";
@@ -101,14 +102,13 @@ function headerOf(req: IncomingMessage, field: string): string {
 const ADMIN_ORIGINS = "http://localhost, http://127.0.0.1 or http://[::1], any port";
 
 /** Why the request must be refused before any route runs, or undefined to serve it. */
-export function hostRefusal(svc: Svc, req: IncomingMessage, target: CanonicalTarget): GatewayError | undefined {
+export function hostRefusal(svc: Svc, req: IncomingMessage, target: CanonicalTarget): SvcError | undefined {
   const admin = isAdminPath(target.lower);
   const host = req.headers.host;
   // no Host: not a browser; not on loopback: no loopback trust to abuse
   if (host !== undefined && isLoopbackAddress(req.socket?.remoteAddress) && !hostAllowed(svc, host) && (admin || !hasValidKey(svc, req))) {
     const shown = JSON.stringify(host.slice(0, 200));
-    return new GatewayError(
-      403,
+    return new SvcError("forbidden",
       "permission_denied",
       `Host ${shown} is not a loopback name (localhost, 127.0.0.1, [::1]) nor listed in the Server manifest's spec.allowedHosts; ` +
         (admin
@@ -120,18 +120,18 @@ export function hostRefusal(svc: Svc, req: IncomingMessage, target: CanonicalTar
   if (admin) {
     const origin = req.headers.origin;
     if (origin !== undefined && !isLoopbackOrigin(origin)) {
-      return new GatewayError(403, "permission_denied", `administration routes answer only loopback origins (${ADMIN_ORIGINS}); Origin ${origin} is not one`, "origin");
+      return new SvcError("forbidden", "permission_denied", `administration routes answer only loopback origins (${ADMIN_ORIGINS}); Origin ${origin} is not one`, "origin");
     }
     if (secureOriginOf({ req })) {
-      return new GatewayError(403, "permission_denied", "administration routes are served on loopback only, never through the secure channel");
+      return new SvcError("forbidden", "permission_denied", "administration routes are served on loopback only, never through the secure channel");
     }
   }
   return undefined;
 }
 
 /** A refusal made before any route: the API's error body, written straight to the response. */
-export function sendRefusal(res: ServerResponse, err: GatewayError): void {
-  const body = JSON.stringify(err.toOpenAI());
-  res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+export function sendRefusal(res: ServerResponse, err: SvcError): void {
+  const body = JSON.stringify(openAIBody(err));
+  res.writeHead(statusOf(err), { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }

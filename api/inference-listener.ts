@@ -11,7 +11,7 @@ import { LeanContext, sendBody } from "./http-context";
 import type { InferenceRoute } from "./inference-route";
 import { renderFailure } from "./errors";
 import { beginRequest } from "./request-id";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { authenticateCaller } from "./caller";
 import { canonicalize } from "./canonical-path";
 
@@ -32,7 +32,7 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
   try {
     if (ctx.method !== "POST") {
       ctx.set("allow", "POST");
-      throw new GatewayError(405, "invalid_request", `${ctx.method} is not allowed on ${route.path}; use POST`);
+      throw new SvcError("method_not_allowed", "invalid_request", `${ctx.method} is not allowed on ${route.path}; use POST`);
     }
     authenticateCaller(ctx, svc); // before the body is read: a bad key is a 401 whatever the body
     await route.handle(ctx);

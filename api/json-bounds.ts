@@ -2,7 +2,7 @@
 // reads a body: nesting depth (deep values crash JSON.stringify, YAML and ajv with a stack
 // overflow, a 500) and the size of free-form `metadata` objects (stored with keys and audit
 // rows). A body past a bound is a 400 invalid_request whose `param` names the top-level field.
-import { invalidRequest } from "../engines/gateway/errors";
+import { invalidRequest } from "../engines/errors";
 import { MAX_JSON_DEPTH, nestsDeeper } from "../manifests/json-depth";
 
 export { MAX_JSON_DEPTH };

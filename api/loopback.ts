@@ -2,7 +2,7 @@
 // remote caller local (app.proxy stays false).
 import type { Next } from "koa";
 import type { HttpContext } from "./http-context";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { isLoopbackAddress } from "../engines/loopback-address";
 
 export { isLoopbackAddress };
@@ -20,7 +20,7 @@ export function isLoopback(ctx: HttpContext): boolean {
 /** Middleware for admin routes: refuse any non-loopback caller, whatever key it sends. */
 export async function loopbackOnly(ctx: HttpContext, next: Next) {
   if (!isLoopback(ctx)) {
-    throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only");
+    throw new SvcError("forbidden", "permission_denied", "administration routes are served on loopback only");
   }
   await next();
 }

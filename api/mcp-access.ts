@@ -1,39 +1,58 @@
-// Who may use the exposed tools, and how tool failures look over HTTP. Authentication is the
-// inference pipeline's (same loopback rule, same 401s, failed-auth alerts); then the key's IP
-// allowlist, its role (the master key only makes temporary keys), and `permissions.actions`: a
-// key that lists actions needs `tools:call` (or `*`); a key without an actions list may call.
+// Who may use the exposed tools, and how tool failures look over HTTP. Every route passes the
+// gate (engines/gateway/gate.ts): listing and sessions need key use (the inference pipeline's
+// authentication, IP allowlist, role, the `tools` scope, `tools:call` in permissions.actions when
+// the key lists actions); each tool call is then described to the gate as action `tools:call` on
+// resource `tool:<name>`, so the key's policy statements, rate limits, max_requests and budgets
+// apply and the audit entry is written there.
+import { kindOfStatus, SvcError } from "../engines/errors";
 import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
-import { ipAllowed } from "../engines/gateway/keys";
-import { GatewayError } from "../engines/gateway/errors";
+import type { Gate, Verdict } from "../engines/gateway/gate";
 import { ToolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
-import { callerFrom, routeKey } from "./caller";
-import { requireScope } from "../engines/gateway/scopes";
+import { callerFrom, setHeaders } from "./caller";
+import { rateHeaders } from "./errors";
 
 export const TOOLS_ACTION = "tools:call";
 
 export function registryOf(svc: Svc): ToolRegistry {
   const r = svc.engines.tools;
-  if (!r) throw new GatewayError(503, "service_unavailable", "exposed tools are unavailable: the tool engine is not running");
+  if (!r) throw new SvcError("unavailable", "service_unavailable", "exposed tools are unavailable: the tool engine is not running");
   return r;
+}
+
+function gateOf(svc: Svc): Gate {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new SvcError("unavailable", "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
+  return gw.gate;
 }
 
 /** The calling key (null: unauthenticated loopback, as for inference). Throws 401/403. */
 export function toolCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
-  const key = routeKey(svc, ctx, "service_unavailable", "exposed tools are unavailable: the gateway engine (authentication) is not running");
-  if (!key) return null;
-  const caller = callerFrom(ctx); // kept in ctx.state by routeKey: not built twice
-  if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
-    throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
-  }
-  if (key.role === "master") throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key to call tools");
-  requireScope(key, "tools");
-  const actions = key.spec.permissions?.actions;
-  if (actions && !actions.some((a) => a === "*" || a === TOOLS_ACTION)) {
-    throw new GatewayError(403, "permission_denied", `action ${TOOLS_ACTION} is not in this key's permissions.actions`);
-  }
+  const key = gateOf(svc).admit(callerFrom(ctx), "tools", "tools.call", TOOLS_ACTION);
+  if (key) ctx.state.keyId = key.id;
   return key;
+}
+
+/** One tool call at the gate: policy (tools:call on tool:<name>), limits; refusals are thrown in
+ * the gateway's error shape, with the x-ratelimit-* state on the response. */
+export async function enterToolCall(svc: Svc, ctx: HttpContext, tool: string): Promise<Verdict> {
+  const v = await gateOf(svc).enter(callerFrom(ctx), {
+    action: TOOLS_ACTION,
+    scope: "tools",
+    audit: "tools.call",
+    resource: `tool:${tool}`,
+    metered: true,
+    spendMicros: 0, // tools have no price: a budgeted key may call them
+    metadata: { tool },
+  });
+  setHeaders(ctx, rateHeaders(v.rate));
+  return v;
+}
+
+/** Settle and audit a tool call the gate admitted. */
+export function finishToolCall(svc: Svc, v: Verdict, status: string): void {
+  svc.engines.gateway?.gate.finish(v, { status });
 }
 
 /** The tools external callers may see. */
@@ -51,52 +70,15 @@ export async function exposedTool(r: ToolRegistry, name: string): Promise<ToolIn
   return info;
 }
 
-const STATUS: Record<ToolError["code"], [number, GatewayError["code"]]> = {
-  tool_not_found: [404, "tool_not_found"],
-  tool_gone: [410, "tool_gone"],
-  tool_not_exposable: [403, "tool_not_exposable"],
-  invalid_arguments: [400, "invalid_request"],
-  execution_denied: [403, "execution_denied"],
-  tool_timeout: [504, "tool_timeout"],
-  service_unavailable: [503, "service_unavailable"],
-};
-
-export function toolHttpError(e: ToolError): GatewayError {
-  const [status, code] = STATUS[e.code] ?? [500, "internal_error"];
-  return new GatewayError(status, code, e.message, e.path ?? (e.code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null));
-}
-
-export interface CallOrigin {
-  requestId: string;
-  ip: string;
-  userAgent?: string;
-}
-
-/** One audit entry per tool call made with a key (unauthenticated loopback calls have no log). */
-export function auditToolCall(svc: Svc, key: KeyEntry | null, origin: CallOrigin, tool: string, status: string, startedMs: number): void {
-  if (!key) return;
-  svc.engines.gateway?.audit.record({
-    timestamp: new Date(startedMs),
-    apiKeyId: key.id,
-    apiKeyName: key.name,
-    organizationId: key.spec.organization_id,
-    requestId: origin.requestId,
-    action: "tools.call",
-    status,
-    latencyMs: Date.now() - startedMs,
-    promptTokens: 0,
-    completionTokens: 0,
-    costMicros: 0n,
-    metadata: { tool },
-    ipAddress: origin.ip,
-    userAgent: origin.userAgent,
-  });
+/** A tool error as the HTTP routes show it: invalid_arguments is an invalid_request there. */
+export function toolHttpError(e: ToolError): SvcError {
+  return e.code === "invalid_arguments" ? new SvcError("invalid", "invalid_request", e.message, e.param) : e;
 }
 
 /** The audit status of a finished call: success, tool_error (isError result) or the error code. */
 export function callStatus(e: unknown, isError?: boolean): string {
   if (e === undefined) return isError ? "tool_error" : "success";
   if (e instanceof ToolError) return e.code;
-  if (e instanceof GatewayError) return e.code;
+  if (e instanceof SvcError) return e.code;
   return "internal_error";
 }

@@ -12,10 +12,11 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, isI
 import type { Svc } from "../engines/svc";
 import { ToolError, type ToolRegistry } from "../engines/tools/types";
 import type { KeyEntry } from "../engines/gateway/keys";
-import { callStatus, exposedTool, exposedTools, type CallOrigin } from "./mcp-access";
+import { callStatus, exposedTool, exposedTools } from "./mcp-access";
 
-/** Records one finished tools/call (the audit log, for calls made with a key). */
-export type CallRecorder = (key: KeyEntry | null, origin: CallOrigin, tool: string, status: string, startedMs: number) => void;
+/** Records one finished tools/call of a session (the gate settles and audits it: the HTTP
+ * request that carried the call was admitted by the gate under this session and JSON-RPC id). */
+export type CallRecorder = (sessionId: string | undefined, requestId: string | number, tool: string, status: string) => void;
 
 const IDLE_MS = 30 * 60_000;
 const MAX_SESSIONS = 256;
@@ -29,7 +30,7 @@ interface Session {
 }
 
 /** The MCP server one session talks to: tools/list and tools/call over the exposed set. */
-export function exposedServer(registry: ToolRegistry, record?: (tool: string, status: string, startedMs: number) => void): Server {
+export function exposedServer(registry: ToolRegistry, record?: (requestId: string | number, tool: string, status: string) => void): Server {
   const server = new Server({ name: "svc", version: "0.1.0" }, { capabilities: { tools: { listChanged: true } } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: exposedTools(registry).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as any, ...(t.annotations ? { annotations: t.annotations } : {}) })),
@@ -37,7 +38,6 @@ export function exposedServer(registry: ToolRegistry, record?: (tool: string, st
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const name = req.params.name;
     const token = req.params._meta?.progressToken;
-    const started = Date.now();
     try {
       await exposedTool(registry, name);
       const r = await registry.call(name, (req.params.arguments ?? {}) as Record<string, unknown>, {
@@ -47,10 +47,10 @@ export function exposedServer(registry: ToolRegistry, record?: (tool: string, st
             ? undefined
             : (p) => void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...p } }).catch(() => undefined),
       });
-      record?.(name, callStatus(undefined, r.isError), started);
+      record?.(extra.requestId, name, callStatus(undefined, r.isError));
       return { content: r.content as any, isError: r.isError, ...(r.structuredContent ? { structuredContent: r.structuredContent } : {}) };
     } catch (e) {
-      record?.(name, extra.signal.aborted ? "cancelled" : callStatus(e), started);
+      record?.(extra.requestId, name, extra.signal.aborted ? "cancelled" : callStatus(e));
       if (!(e instanceof ToolError)) throw e;
       // Naming mistakes are protocol errors (as for an unknown tool); a failed run is a result
       // with isError, which the model can read and recover from.
@@ -92,7 +92,6 @@ export class McpSessions {
     req: import("node:http").IncomingMessage,
     res: import("node:http").ServerResponse,
     key: KeyEntry | null,
-    origin: CallOrigin,
     body: unknown,
   ): Promise<"handled" | "unknown-session" | "not-initialize"> {
     const owner = key ? `key:${key.id}` : "loopback";
@@ -106,7 +105,6 @@ export class McpSessions {
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) return "not-initialize";
     if (this.sessions.size >= MAX_SESSIONS) this.evictOldest();
-    const server = exposedServer(this.registry, this.record && ((tool, status, started) => this.record!(key, origin, tool, status, started)));
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       keepAliveMs: 25_000,
@@ -117,6 +115,7 @@ export class McpSessions {
         this.sessions.delete(id);
       },
     });
+    const server = exposedServer(this.registry, this.record && ((id, tool, status) => this.record!(transport.sessionId, id, tool, status)));
     transport.onclose = () => {
       if (transport.sessionId) this.sessions.delete(transport.sessionId);
     };

@@ -1,71 +1,80 @@
-// Auth, permissions and audit for the media routes and /credits/balance. Media spends the
-// calling key like inference: authentication, IP allowlist and the `inference` scope come from
-// the gateway pipeline (admit); permissions.models applies to the model named; every call made
-// with a key leaves an audit entry (action media.<operation>). Media has no price in svc, so keys
-// with a budget are refused (403) rather than counted as free, as for unpriced chat models.
+// The media routes and /credits/balance at the gate (engines/gateway/gate.ts): the key is
+// admitted with the `inference` scope before the body is read; each call is then described to
+// the gate (action media:<operation>, model, provider, price) which runs the key's permissions,
+// policy statements, rate limits, max_requests and budgets, and writes the audit entry.
+// Prices: Provider spec.models[].perImage / perVideoSecond / perAudioMinute; a budgeted key is
+// refused for a call without one, naming the missing price.
 import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Caller } from "../engines/gateway/pipeline-types";
+import type { Gate, GateCall, Verdict } from "../engines/gateway/gate";
 import type { Media } from "../engines/media";
-import { GatewayError } from "../engines/gateway/errors";
-import { globMatch } from "../engines/gateway/policy";
-import { callerFrom } from "./caller";
+import { SvcError } from "../engines/errors";
+import { mediaPrice, type MediaUnit } from "../engines/gateway/media-prices";
+import { callerFrom, setHeaders } from "./caller";
+import { rateHeaders } from "./errors";
 
 export function mediaOf(svc: Svc): Media {
   const m = svc.engines.media;
-  if (!m) throw new GatewayError(503, "model_unavailable", "media routes are unavailable: the media engine did not start (see the server log)");
+  if (!m) throw new SvcError("unavailable", "model_unavailable", "media routes are unavailable: the media engine did not start (see the server log)");
   return m;
 }
 
 export interface MediaCall {
+  gate: Gate;
   caller: Caller;
   key: KeyEntry | null;
-  started: number;
 }
 
-export function admitMedia(svc: Svc, ctx: HttpContext): MediaCall {
+function gateOf(svc: Svc): Gate {
   const gw = svc.engines.gateway;
-  if (!gw) throw new GatewayError(503, "model_unavailable", "media routes are unavailable: the gateway engine (authentication) is not running");
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "media routes are unavailable: the gateway engine (authentication) is not running");
+  return gw.gate;
+}
+
+/** Authenticate and check the key's use (IP allowlist, role, inference scope) before the body. */
+export function admitMedia(svc: Svc, ctx: HttpContext, audit: string): MediaCall {
+  const gate = gateOf(svc);
   const caller = callerFrom(ctx);
-  const key = gw.pipeline.admit(caller);
-  caller.key = key;
-  if (key && gw.limits.needsPrice(key)) {
-    throw new GatewayError(403, "permission_denied", "media routes have no price in svc; a key with a budget (its own, its team's or its organization's) cannot use them");
-  }
-  return { caller, key, started: Date.now() };
+  const key = gate.admit(caller, "inference", audit);
+  if (key) ctx.state.keyId = key.id;
+  return { gate, caller, key };
 }
 
-export function allowModel(c: MediaCall, model: string | undefined): void {
-  const models = c.key?.spec.permissions?.models;
-  if (models && model !== undefined && !models.some((g) => globMatch(g, model))) {
-    throw new GatewayError(403, "permission_denied", `model ${JSON.stringify(model)} is not in this key's permissions.models`, "model");
-  }
+export interface MediaOp {
+  /** audit action: media.images.generations, credits.balance, ... (the policy action is media:<operation>) */
+  audit: string;
+  model?: string;
+  provider: string;
+  /** counted against rate limits, max_requests and budgets (false: polls, cancel, balance) */
+  metered: boolean;
+  /** how the call is priced: unit and quantity; absent with metered: a free call (a quote) */
+  price?: { unit: MediaUnit; quantity: number };
+  /** a price fixed beforehand in micro-USD (a quoted video job): charged instead of `price` */
+  spendMicros?: number;
+  jobId?: string;
 }
 
-/** One audit entry per media call made with a key (anonymous loopback calls have no log). */
-export function auditMedia(svc: Svc, c: MediaCall, action: string, r: { status: string; provider?: string; model?: string; jobId?: string }): void {
-  const k = c.key;
-  if (!k) return;
-  svc.engines.gateway?.audit.record({
-    timestamp: new Date(c.started),
-    apiKeyId: k.id,
-    apiKeyName: k.name,
-    organizationId: k.spec.organization_id,
-    requestId: c.caller.requestId,
-    action,
-    model: r.model,
-    provider: r.provider,
-    status: r.status,
-    errorCode: r.status === "success" ? undefined : r.status,
-    latencyMs: Date.now() - c.started,
-    promptTokens: 0,
-    completionTokens: 0,
-    costMicros: 0n,
-    metadata: r.jobId ? { job_id: r.jobId } : {},
-    ipAddress: c.caller.ip,
-    userAgent: c.caller.userAgent,
-  });
+/** Describe one media call to the gate; the x-ratelimit-* state goes on the response. */
+export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: MediaOp): Promise<Verdict> {
+  const call: GateCall = {
+    action: op.audit.startsWith("media.") ? `media:${op.audit.slice(6)}` : `media:${op.audit}`,
+    scope: "inference",
+    audit: op.audit,
+    model: op.model,
+    provider: op.provider,
+    metered: op.metered,
+    metadata: op.jobId ? { job_id: op.jobId } : {},
+  };
+  if (op.metered) {
+    if (op.spendMicros !== undefined) call.spendMicros = op.spendMicros;
+    else if (op.price) Object.assign(call, mediaPrice(svc.store, op.provider, op.model, op.price.unit, op.price.quantity));
+    else call.spendMicros = 0;
+  }
+  const v = await c.gate.enter(c.caller, call);
+  setHeaders(ctx, rateHeaders(v.rate));
+  return v;
 }
 
 /** May this caller see a job? Jobs made with a key: that key or the admin key; without: loopback. */
@@ -75,17 +84,28 @@ export function mayView(c: MediaCall, ownerKeyId: string | null): boolean {
 
 /** The `model` of a JSON body, or of a multipart/form-data body (its `model` field). */
 export function modelOf(body: Buffer, contentType: string): string | undefined {
+  return fieldOf(body, contentType, "model");
+}
+
+/** `n` (images asked for) of a JSON or multipart body; 1 when absent. */
+export function countOf(body: Buffer, contentType: string): number {
+  const n = Number(fieldOf(body, contentType, "n") ?? 1);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 100) : 1;
+}
+
+function fieldOf(body: Buffer, contentType: string, field: string): string | undefined {
   if (contentType.includes("json")) {
+    let v: unknown;
     try {
-      const m = JSON.parse(body.toString("utf8"))?.model;
-      return typeof m === "string" ? m : undefined;
+      v = JSON.parse(body.toString("utf8"))?.[field];
     } catch {
-      throw new GatewayError(400, "invalid_request", "request body is not valid JSON");
+      throw new SvcError("invalid", "invalid_request", "request body is not valid JSON");
     }
+    return typeof v === "string" ? v : field !== "model" && typeof v === "number" ? String(v) : undefined;
   }
   if (contentType.includes("multipart/form-data")) {
     const head = body.subarray(0, 1 << 20).toString("latin1");
-    const m = /content-disposition:\s*form-data;\s*name="model"\r\n(?:[^\r\n]+\r\n)*\r\n([^\r\n]{1,500})\r\n/i.exec(head);
+    const m = new RegExp(`content-disposition:\\s*form-data;\\s*name="${field}"\\r\\n(?:[^\\r\\n]+\\r\\n)*\\r\\n([^\\r\\n]{1,500})\\r\\n`, "i").exec(head);
     return m?.[1];
   }
   return undefined;

@@ -8,14 +8,14 @@ import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Pairing } from "../engines/pairing";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 import { requireScope } from "../engines/gateway/scopes";
 import { parseIp } from "../engines/loopback-address";
 import { callerFrom, routeKey } from "./caller";
 
 export function pairingOf(svc: Svc): Pairing {
   const p = svc.engines.pairing;
-  if (!p) throw new GatewayError(503, "service_unavailable", "pairing is unavailable: the pairing engine did not start (see the server log)");
+  if (!p) throw new SvcError("unavailable", "service_unavailable", "pairing is unavailable: the pairing engine did not start (see the server log)");
   return p;
 }
 
@@ -28,7 +28,7 @@ export function requireHost(svc: Svc, ctx: HttpContext, what: string): void {
   const caller = callerFrom(ctx);
   if (caller.loopback) return;
   const key = pairCaller(svc, ctx);
-  if (!key) throw new GatewayError(401, "invalid_api_key", `${what} from another machine needs a key with the "owner" scope`);
+  if (!key) throw new SvcError("unauthenticated", "invalid_api_key", `${what} from another machine needs a key with the "owner" scope`);
   requireScope(key, "owner");
 }
 
@@ -53,5 +53,5 @@ export function isLanAddress(ip: string): boolean {
 
 export function requireLan(ctx: HttpContext, what: string): void {
   const caller = callerFrom(ctx);
-  if (!isLanAddress(caller.ip)) throw new GatewayError(403, "permission_denied", `${what} is accepted from this machine or its local network only; use an invite (svc pair invite) from elsewhere`);
+  if (!isLanAddress(caller.ip)) throw new SvcError("forbidden", "permission_denied", `${what} is accepted from this machine or its local network only; use an invite (svc pair invite) from elsewhere`);
 }

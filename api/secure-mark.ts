@@ -2,7 +2,7 @@
 // inner request on an in-memory socket carrying this mark and the outer caller's address). The
 // mark is a property of a socket object svc made itself: no header or body can forge it.
 import type { HttpContext } from "./http-context";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 
 const kSecure = Symbol("svc.secureChannel");
 
@@ -22,8 +22,7 @@ export function secureOriginOf(ctx: Pick<HttpContext, "req">): SecureOrigin | un
 /** Remote callers of host-executing routes (agents run/dispatch) must come through the channel. */
 export function requireSecureIfRemote(ctx: Pick<HttpContext, "req">, loopback: boolean, what: string): void {
   if (loopback || secureOriginOf(ctx)) return;
-  throw new GatewayError(
-    426,
+  throw new SvcError("upgrade_required",
     "secure_channel_required",
     `${what} from a non-loopback address must go through the secure channel (POST /secure/session, then POST /secure/call; \`svc pair call\` does this)`,
   );

@@ -3,21 +3,21 @@
 // error event; Ollama: an error line) instead of cutting the socket when the grace runs out. Keyed by the local port the request came in
 // on, so several servers in one process (tests) stop only their own streams.
 import type { Cancellation } from "../engines/chat/cancel";
-import { GatewayError } from "../engines/gateway/errors";
+import { SvcError } from "../engines/errors";
 
 export interface LiveStream {
   cancel: Cancellation;
   port: number | undefined;
   /** set when the server stops: the error the stream ends with */
-  stopping?: GatewayError;
+  stopping?: SvcError;
   onDone?: () => void;
 }
 
 const live = new Set<LiveStream>();
 /** ports whose server is stopping: a stream that starts there now ends at once */
-const stoppingPorts = new Map<number | undefined, GatewayError>();
+const stoppingPorts = new Map<number | undefined, SvcError>();
 
-export const shuttingDown = () => new GatewayError(503, "model_unavailable", "svc is shutting down; this answer was cut short. Retry the request.");
+export const shuttingDown = () => new SvcError("unavailable", "model_unavailable", "svc is shutting down; this answer was cut short. Retry the request.");
 
 export function track(cancel: Cancellation, port: number | undefined): LiveStream {
   const entry: LiveStream = { cancel, port };
@@ -32,7 +32,7 @@ export function untrack(entry: LiveStream): void {
   entry.onDone?.();
 }
 
-function stop(entry: LiveStream, err: GatewayError): void {
+function stop(entry: LiveStream, err: SvcError): void {
   if (entry.stopping) return;
   entry.stopping = err;
   // an AbortError: generation stops, and the audit records the request as cancelled

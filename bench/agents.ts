@@ -7,8 +7,8 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startSvc } from "../api/server";
-import { jsonLogger } from "../api/server";
+import { startSvc } from "../boot/start";
+import { jsonLogger } from "../boot/start";
 import { table, ms, percentile, type Section } from "./report";
 
 function standIn(): Promise<{ url: string; close(): void }> {

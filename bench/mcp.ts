@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { startSvc } from "../api/server";
+import { startSvc } from "../boot/start";
 import { table, ms, percentile, type Section } from "./report";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

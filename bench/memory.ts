@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startSvc, jsonLogger } from "../api/server";
+import { startSvc, jsonLogger } from "../boot/start";
 import { table, ms, percentile, type Section } from "./report";
 
 const WORDS = (

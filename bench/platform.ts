@@ -3,7 +3,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startSvc } from "../api/server";
+import { startSvc } from "../boot/start";
 import { loadText, assertValid, makePlan, applyPlan } from "../manifests";
 import { table, ms, percentile, type Section } from "./report";
 

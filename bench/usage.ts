@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { startSvc, jsonLogger } from "../api/server";
+import { startSvc, jsonLogger } from "../boot/start";
 import { auditRow } from "../engines/gateway/audit/rows";
 import { usageDbOf, usageReport, type UsageGroup } from "../engines/gateway/usage-report";
 import { table, ms, percentile, type Section } from "./report";

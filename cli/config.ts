@@ -11,7 +11,7 @@ import { withOfflineStore } from "./offline";
 const manifests = () => import("../manifests");
 import { CliError, EXIT } from "./errors";
 import { changeCount, formatIssue, formatPlan, formatWait } from "./print";
-import { storeFile } from "../controllers/paths";
+import { storeFile } from "../engines/paths";
 import type { WaitResult } from "../controllers/runtime";
 
 const DEFAULT_SOURCE = "default";

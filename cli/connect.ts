@@ -2,7 +2,7 @@
 // else the store itself (offline: the SQLite file, or SVC_DATABASE_URL's PostgreSQL, cli/offline.ts).
 // Port: --port, SVC_PORT, <home>/server.json, else 1337.
 import { readFile } from "node:fs/promises";
-import { DEFAULT_PORT, resolveHome, serverInfoFile, type ServerInfo } from "../controllers/paths";
+import { DEFAULT_PORT, resolveHome, serverInfoFile, type ServerInfo } from "../engines/paths";
 import { CliError } from "./errors";
 import { offlineStoreExists, offlineStoreLabel } from "./offline";
 

@@ -12,7 +12,7 @@ import { snapshot, type ObjectRow } from "./status";
 import { EXIT } from "./errors";
 import { offlinePgUrl, safeUrl } from "./offline";
 import { pendingMigrations, listMigrations } from "../prisma/migrate";
-import { resolveModelsDir, storeFile } from "../controllers/paths";
+import { resolveModelsDir, storeFile } from "../engines/paths";
 
 type Level = "ok" | "warn" | "FAIL" | "info";
 interface Finding {

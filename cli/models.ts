@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { CliError } from "./errors";
-import { resolveHome, resolveModelsDir } from "../controllers/paths";
+import { resolveHome, resolveModelsDir } from "../engines/paths";
 import { TINY_MODEL_SHAPES, writeTinyGguf, type TinyModelSize } from "../engines/inference/gguf";
 import { buildVocab } from "../engines/inference/gguf/vocab";
 

@@ -6,7 +6,7 @@
 import { mkdir } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import type { ResourceStore } from "../prisma/resource-store";
-import { storeFile } from "../controllers/paths";
+import { storeFile } from "../engines/paths";
 import { CliError } from "./errors";
 
 /** The PostgreSQL URL of SVC_DATABASE_URL (undefined: the SQLite file); a bad one is a CliError. */

@@ -5,7 +5,7 @@
 // unpair (itself), call METHOD PATH [--data JSON] through the secure channel.
 import path from "node:path";
 import type { Command } from "commander";
-import { resolveHome } from "../controllers/paths";
+import { resolveHome } from "../engines/paths";
 import { admin, errorOf, resolveTarget } from "./connect";
 import { CliError } from "./errors";
 import { PairError, SecureSession, acceptInvite, loadState, pairWithCode, requestPairing, saveState, waitForApproval, type DeviceState } from "./pair-client";

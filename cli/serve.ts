@@ -8,7 +8,7 @@ import { parsePort } from "./connect";
 import { CliError } from "./errors";
 import type { LogFormat, LogLevel } from "../api/log";
 import { startupSteps } from "../api/startup-progress";
-import { resolveHome, storeFile } from "../controllers/paths";
+import { resolveHome, storeFile } from "../engines/paths";
 
 export function registerServe(program: Command): void {
   program
@@ -37,7 +37,7 @@ export function registerServe(program: Command): void {
       const steps = startupSteps(progress);
       steps.say(`starting (data dir ${resolveHome(o.home)}; logs on stdout at level ${level})`);
       // the first start compiles svc's sources: on a slow disk this alone can take a while
-      const { startSvc } = await steps.run("loading svc", () => import("../api/server"));
+      const { startSvc } = await steps.run("loading svc", () => import("../boot/start"));
       if (format === "pretty") await loadPretty();
       const log = createLogger({ level, format });
       let running;

@@ -4,7 +4,7 @@ import { admin, connect, errorOf, storeExists } from "./connect";
 import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
 import { CliError } from "./errors";
-import { resolveHome, storeFile } from "../controllers/paths";
+import { resolveHome, storeFile } from "../engines/paths";
 import { objectSummary } from "../controllers/object-summary";
 
 export interface ObjectRow {

@@ -9,13 +9,15 @@ import { modelController } from "./kinds/model";
 import { mcpServerController } from "./kinds/mcp-server";
 import { agentController } from "./kinds/agent";
 import { memoryConfigController } from "./kinds/memory-config";
+import { apiKeyController } from "./kinds/api-key";
+import { accessPolicyController } from "./kinds/access-policy";
+import { providerController } from "./kinds/provider";
+import { alertSettingsController } from "./kinds/alert-settings";
 
 export interface RegistryInput {
   svc: Svc;
   listener: Listener;
   overrides: StartOverrides;
-  /** controllers from engines built elsewhere (the gateway's ApiKey, Provider, ...) */
-  extra?: Controller[];
   enqueue?: (ref: { kind: string; name: string }) => void;
 }
 
@@ -32,7 +34,7 @@ export async function buildControllers(input: RegistryInput): Promise<Controller
   if (input.svc.engines.mcp) list.push([mcpServerController(input.svc.engines.mcp), "mcp"]);
   list.push([agentController(input.svc, input.enqueue), "agents"]);
   if (input.svc.engines.memory) list.push([memoryConfigController(input.svc.engines.memory), "memory"]);
-  for (const c of input.extra ?? []) list.push([c, "gateway"]);
+  for (const c of gatewayControllers(input.svc)) list.push([c, "gateway"]);
 
   const controllers: Controller[] = [];
   const owners: Record<string, string> = {};
@@ -47,4 +49,23 @@ export async function buildControllers(input: RegistryInput): Promise<Controller
     controllers.push(acceptedController(k));
   }
   return { controllers, fallback: acceptedController(), owners };
+}
+
+/** ApiKey, AccessPolicy, Provider and AlertSettings feed the gateway engine (when it runs). */
+function gatewayControllers(svc: Svc): Controller[] {
+  const gw = svc.engines.gateway;
+  if (!gw) return [];
+  return [
+    apiKeyController({ keys: gw.keys, policies: gw.policies, limits: gw.limits, now: gw.gate.now }),
+    accessPolicyController({
+      policies: gw.policies,
+      touchKeys: (name) => {
+        const mgr = svc.control;
+        if (!mgr) return;
+        for (const k of gw.keys.all()) if (k.spec.policies?.includes(name)) mgr.enqueue({ kind: "ApiKey", name: k.id });
+      },
+    }),
+    providerController({ router: gw.router, hasLocalPool: () => !!svc.engines.pool }),
+    alertSettingsController({ current: () => gw.alertSettings(), refresh: () => gw.refreshAlertSettings() }),
+  ];
 }

@@ -1,5 +1,30 @@
 // The controller contract, after controller-runtime: one small interface per kind.
 import type { ResourceStore, StoredObject, Ref, Condition } from "../prisma/resource-store";
+import type { ServerSpec } from "../schemas/kinds/server";
+import type { ProviderSpec } from "../schemas/kinds/provider";
+import type { ModelSpec } from "../schemas/kinds/model";
+import type { PolicyDocument } from "../schemas/kinds/access-policy";
+import type { ApiKeySpec } from "../schemas/kinds/api-key";
+import type { AgentSpec } from "../schemas/kinds/agent";
+import type { McpServerSpec } from "../schemas/kinds/mcp-server";
+import type { MemoryConfigSpec } from "../schemas/kinds/memory-config";
+import type { AlertSettingsSpec } from "../schemas/kinds/alert-settings";
+
+/** The spec type of each kind (validated against its schema before it reaches the store). */
+export interface KindSpecs {
+  Server: ServerSpec;
+  Provider: ProviderSpec;
+  Model: Partial<ModelSpec>;
+  AccessPolicy: PolicyDocument;
+  ApiKey: ApiKeySpec;
+  Agent: AgentSpec;
+  McpServer: McpServerSpec;
+  MemoryConfig: MemoryConfigSpec;
+  AlertSettings: Partial<AlertSettingsSpec>;
+}
+
+/** A stored object whose spec has its kind's type. */
+export type ObjectOf<S> = Omit<StoredObject, "spec"> & { spec: S };
 
 export interface ReconcileResult {
   /** reconcile again after this many ms (level-triggered polling, e.g. to watch expiry) */
@@ -20,12 +45,15 @@ export interface ReconcileContext {
   log: (msg: string) => void;
 }
 
-export interface Controller {
+export interface Controller<S = any> {
   kind: string;
   /** Converge actual to desired for `obj` (never deleting). Return the Ready condition. */
-  reconcile(obj: StoredObject, ctx: ReconcileContext): Promise<ReadyCondition & ReconcileResult>;
+  reconcile(obj: ObjectOf<S>, ctx: ReconcileContext): Promise<ReadyCondition & ReconcileResult>;
   /** Clean up an object being deleted (close a connection, unload a model). Default: nothing. */
-  finalize?(obj: StoredObject, ctx: ReconcileContext): Promise<void>;
+  finalize?(obj: ObjectOf<S>, ctx: ReconcileContext): Promise<void>;
 }
+
+/** The controller of one kind, typed by that kind's spec. */
+export type KindController<K extends keyof KindSpecs> = Controller<KindSpecs[K]> & { kind: K };
 
 export type { Ref, StoredObject };

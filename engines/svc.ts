@@ -1,8 +1,7 @@
-// The running svc: everything routes and controllers share, built once by api/server.ts.
-import type { OpenedDb } from "../prisma/client";
-import type { ResourceStore } from "../prisma/resource-store";
-import type { ServerSpec } from "../schemas/kinds/server";
-import type { Ref } from "../prisma/resource-store";
+// The running svc: everything routes and controllers share, built once at start-up (boot/start.ts).
+// Engines see only its core (engines/host.ts) plus the engines they call, typed where they are
+// used, so this aggregate of every engine imports engines and no engine imports it.
+import type { Host } from "./host";
 import type { Gateway } from "./gateway";
 import type { ModelPool } from "./inference/pool";
 import type { ToolRegistry } from "./tools/types";
@@ -13,28 +12,11 @@ import type { Pairing } from "./pairing";
 import type { Media } from "./media";
 import type { MemoryEngine } from "./memory/engine";
 
-/** What engines log through. api/log.ts implements it over pino: JSON lines on stdout (human
- * lines on a terminal), filtered by --log-level / SVC_LOG_LEVEL, with secret-looking fields and
- * anything shaped like a key redacted; so fields may be passed as they are. */
-export interface Logger {
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
+export type { Logger, ControlPlane, WaitItem, WaitResult, WaitState, Host } from "./host";
 
-export interface Svc {
-  /** data dir: ~/.svc, SVC_HOME, or under SVC_TEST_ROOT */
-  home: string;
-  modelsDir: string;
-  db: OpenedDb;
-  store: ResourceStore;
-  log: Logger;
-  /** effective Server settings (Server manifest with defaults); updated by the Server controller */
-  server: ServerSpec;
-  /** engines, attached by api/server.ts (and the Model controller, for the pool) */
+export interface Svc extends Host {
+  /** engines, attached at start-up (and by the Model controller, for the pool) */
   engines: Engines;
-  /** the running control plane, attached once the controllers run */
-  control?: ControlPlane;
 }
 
 /** The typed registry of running engines. Each is optional: an engine that failed to start is
@@ -59,32 +41,3 @@ export interface Engines {
   memory?: MemoryEngine;
 }
 
-export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";
-
-export interface WaitItem {
-  kind: string;
-  name: string;
-  /** generation waited for; absent when waiting for deletion */
-  generation?: number;
-  state: WaitState;
-  reason?: string;
-  message?: string;
-}
-
-export interface WaitResult {
-  /** every object Ready at its generation (or deleted); NotImplemented kinds count as settled */
-  ready: boolean;
-  timedOut: boolean;
-  objects: WaitItem[];
-}
-
-/** What engines and routes may ask of the controllers (controllers/runtime.ts implements the
- * reconcile side; api/server.ts assembles this). */
-export interface ControlPlane {
-  /** wake the controller of one object */
-  enqueue(ref: Ref): void;
-  waitForReady(refs: Ref[], generationByRef: Map<string, number> | Record<string, number>, timeoutMs: number): Promise<WaitResult>;
-  /** kind -> which engine's controller reconciles it */
-  owners: Record<string, string>;
-  listenUrl(): string;
-}

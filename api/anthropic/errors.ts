@@ -1,7 +1,8 @@
 // Errors in the Anthropic shape {type: "error", error: {type, message}}, typed by HTTP status as
 // Anthropic's API does.
 import type { HttpContext } from "../http-context";
-import type { GatewayError } from "../../engines/gateway/errors";
+import type { SvcError } from "../../engines/errors";
+import { setErrorHead, statusOf } from "../errors";
 
 export function anthropicErrorType(status: number): string {
   switch (status) {
@@ -29,10 +30,9 @@ export function anthropicErrorType(status: number): string {
   }
 }
 
-export const anthropicErrorBody = (err: GatewayError) => ({ type: "error" as const, error: { type: anthropicErrorType(err.status), message: err.message } });
+export const anthropicErrorBody = (err: SvcError) => ({ type: "error" as const, error: { type: anthropicErrorType(statusOf(err)), message: err.message } });
 
-export function renderAnthropic(ctx: HttpContext, err: GatewayError): void {
-  ctx.status = err.status;
-  for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+export function renderAnthropic(ctx: HttpContext, err: SvcError): void {
+  setErrorHead(ctx, err);
   ctx.body = anthropicErrorBody(err);
 }

@@ -1,8 +1,8 @@
 // Small field checks shared by the protocol request transforms (OpenAI, Anthropic, Ollama). Each
-// throws a 400 invalid_request GatewayError naming the offending field; the router renders it in
+// throws a 400 invalid_request SvcError naming the offending field; the router renders it in
 // its protocol's shape.
 import { uniqueId } from "../../engines/ids";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 import type { ToolDef } from "../../engines/chat/types";
 
 /** Upper bound for any output-token limit: the largest context a Model manifest may declare.
@@ -10,7 +10,7 @@ import type { ToolDef } from "../../engines/chat/types";
 export const MAX_OUTPUT_TOKENS = 1_048_576;
 export const MAX_STOP_SEQUENCES = 16;
 
-export const bad = (message: string, param: string | null = null) => new GatewayError(400, "invalid_request", message, param);
+export const bad = (message: string, param: string | null = null) => new SvcError("invalid", "invalid_request", message, param);
 
 const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === "object" && !Array.isArray(v);
 export { isObj };

@@ -8,7 +8,7 @@ import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
 import { objectSummary } from "../../controllers/object-summary";
 import { readJson, readRaw } from "../body";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 import {
   loadText,
   assertValid,
@@ -177,20 +177,20 @@ async function readConfigRequest(ctx: Context): Promise<ConfigRequest> {
   const b = await readJson<Record<string, unknown>>(ctx);
   const given = ["document", "documents", "plan"].filter((k) => b[k] !== undefined);
   if (given.length !== 1) {
-    throw new GatewayError(400, "invalid_request", 'send exactly one of "document" (YAML text), "documents" (a list of objects) or "plan" (a saved plan)', given.length ? given[1] : "document");
+    throw new SvcError("invalid", "invalid_request", 'send exactly one of "document" (YAML text), "documents" (a list of objects) or "plan" (a saved plan)', given.length ? given[1] : "document");
   }
   let text: string | undefined;
   let file = "<request>";
   if (b.document !== undefined) {
-    if (typeof b.document !== "string") throw new GatewayError(400, "invalid_request", '"document" must be a string of YAML', "document");
+    if (typeof b.document !== "string") throw new SvcError("invalid", "invalid_request", '"document" must be a string of YAML', "document");
     text = b.document;
   } else if (b.documents !== undefined) {
-    if (!Array.isArray(b.documents)) throw new GatewayError(400, "invalid_request", '"documents" must be a list of objects', "documents");
+    if (!Array.isArray(b.documents)) throw new SvcError("invalid", "invalid_request", '"documents" must be a list of objects', "documents");
     // JSON is YAML: one pretty-printed array gives issues a line and column in <documents>
     text = JSON.stringify(b.documents, null, 2);
     file = "<documents>";
   } else if (b.plan === null || typeof b.plan !== "object" || Array.isArray(b.plan)) {
-    throw new GatewayError(400, "invalid_request", '"plan" must be a saved plan object', "plan");
+    throw new SvcError("invalid", "invalid_request", '"plan" must be a saved plan object', "plan");
   }
   return { text, file, plan: b.plan, ...applyOptions(b) };
 }
@@ -209,7 +209,7 @@ function applyOptions(src: Record<string, unknown>) {
 
 function formatParam(ctx: Context): "yaml" | "json" {
   const f = ctx.query.format ?? "yaml";
-  if (f !== "yaml" && f !== "json") throw new GatewayError(400, "invalid_request", 'format must be "yaml" or "json"', "format");
+  if (f !== "yaml" && f !== "json") throw new SvcError("invalid", "invalid_request", 'format must be "yaml" or "json"', "format");
   return f;
 }
 
@@ -218,13 +218,13 @@ function boolParam(v: unknown, name: string): boolean | undefined {
   if (typeof v === "boolean") return v;
   if (v === "true" || v === "1" || v === "") return true;
   if (v === "false" || v === "0") return false;
-  throw new GatewayError(400, "invalid_request", `${name} must be true or false`, name);
+  throw new SvcError("invalid", "invalid_request", `${name} must be true or false`, name);
 }
 
 function sourceParam(v: unknown): string {
   if (v === undefined || v === null) return DEFAULT_SOURCE;
   if (typeof v !== "string" || v.length === 0 || v.length > 512 || /[\u0000-\u001f]/.test(v)) {
-    throw new GatewayError(400, "invalid_request", "source must be a non-empty string of at most 512 printable characters", "source");
+    throw new SvcError("invalid", "invalid_request", "source must be a non-empty string of at most 512 printable characters", "source");
   }
   return v;
 }
@@ -232,6 +232,6 @@ function sourceParam(v: unknown): string {
 function waitParam(v: unknown): number {
   if (v === undefined) return DEFAULT_WAIT_SECONDS * 1000;
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0 || n > 3600) throw new GatewayError(400, "invalid_request", "waitTimeoutSeconds must be between 0 and 3600", "waitTimeoutSeconds");
+  if (!Number.isFinite(n) || n <= 0 || n > 3600) throw new SvcError("invalid", "invalid_request", "waitTimeoutSeconds must be between 0 and 3600", "waitTimeoutSeconds");
   return n * 1000;
 }

@@ -14,7 +14,7 @@ import { DEFAULT_BODY_LIMIT } from "../body";
 import { existingPool, resolveModelFile } from "../../controllers/kinds/model";
 import { BUILTIN_SAMPLING_DEFAULTS, SAMPLING_KEYS as KEYS, SAMPLING_PRECEDENCE, samplingSources, type SamplingKey as Key } from "../../engines/inference/sampling";
 import type { ModelSpec } from "../../schemas/kinds/model";
-import { invalidRequest, notFound } from "../../engines/gateway/errors";
+import { invalidRequest, notFound } from "../../engines/errors";
 
 
 /** Query parameter names of hypothetical request overrides (OpenAI / llama.cpp spelling). */

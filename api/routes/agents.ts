@@ -17,18 +17,18 @@ import type { Svc } from "../../engines/svc";
 import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
 import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest, type ErrorKind } from "../../engines/errors";
 import { readJson } from "../body";
+import { openAIBody, statusOfKind } from "../errors";
 import { callerFrom, routeKey } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
-import { requireAudience } from "../../engines/gateway/scopes";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 
 const MAX_PROMPT = 1_000_000;
 
 function agentsOf(svc: Svc): Agents {
   const a = svc.engines.agents;
-  if (!a) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the agents engine is not running");
+  if (!a) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the agents engine is not running");
   return a;
 }
 
@@ -87,6 +87,18 @@ function frame(ev: LoopEvent): string | undefined {
   }
 }
 
+/** A run as the API shows it (JSON answer, SSE done frame). */
+const runBody = (r: RunResult) => ({ object: "agent.run" as const, ...r });
+
+/** A task as the API shows it: a failure's error kind (engines/errors.ts) as its HTTP status. */
+function taskBody<T>(view: T): T {
+  const err = (view as { result?: { error?: { kind?: ErrorKind; status?: number } } | null }).result?.error;
+  if (!err || err.kind === undefined) return view;
+  const { kind, ...rest } = err;
+  const r = (view as { result: Record<string, unknown> }).result;
+  return { ...view, result: { ...r, error: { ...rest, status: statusOfKind(kind) } } };
+}
+
 export default function routes(svc: Svc): Router {
   const r = new Router();
 
@@ -100,8 +112,7 @@ export default function routes(svc: Svc): Router {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent run");
-    const key = a.authorize(caller, "agents:run");
-    requireAudience(key, `agent:${ctx.params.id}`);
+    a.authorize(caller, "agents:run", ctx.params.id);
     const b = await readJson(ctx);
     const conversationId = str(b.conversation_id, "conversation_id", 200) ?? (ctx.get("x-svc-conversation-id").trim().slice(0, 200) || undefined);
     const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice), conversationId };
@@ -109,7 +120,7 @@ export default function routes(svc: Svc): Router {
     a.resolve(ctx.params.id, input.model); // 404 / 503 before anything starts
     const cancel = clientCancellation(ctx);
     if (!b.stream) {
-      ctx.body = await a.run(ctx.params.id, caller, input, { stream: false, cancel });
+      ctx.body = runBody(await a.run(ctx.params.id, caller, input, { stream: false, cancel }));
       return;
     }
     await streamRun(ctx, a, caller, input, cancel);
@@ -119,8 +130,7 @@ export default function routes(svc: Svc): Router {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent dispatch");
-    const key = a.authorize(caller, "agents:dispatch");
-    requireAudience(key, `agent:${ctx.params.id}`);
+    const key = a.authorize(caller, "agents:dispatch", ctx.params.id);
     const b = await readJson(ctx);
     const prompt = str(b.prompt, "prompt");
     if (!prompt) throw invalidRequest("prompt (a non-empty string) is required", "prompt");
@@ -143,7 +153,7 @@ export default function routes(svc: Svc): Router {
     ctx.status = created ? 202 : 200;
     if (!created) ctx.set("idempotent-replayed", "true");
     ctx.set("location", view.poll_url);
-    ctx.body = view;
+    ctx.body = taskBody(view);
   });
 
   /** The task if this caller may see it; 404 otherwise (no hint that it exists). */
@@ -153,17 +163,17 @@ export default function routes(svc: Svc): Router {
     const key = authenticate(svc, ctx);
     const t = await a.tasks.get(ctx.params.id);
     const mayView = t && (t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback);
-    if (!t || !mayView) throw new GatewayError(404, "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (!t || !mayView) throw new SvcError("not_found", "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
     return { a, t };
   };
 
   r.get("/tasks/:id", async (ctx) => {
-    ctx.body = (await visibleTask(ctx)).t.view;
+    ctx.body = taskBody((await visibleTask(ctx)).t.view);
   });
 
   r.delete("/tasks/:id", async (ctx) => {
     const { a } = await visibleTask(ctx);
-    ctx.body = await a.tasks.cancel(ctx.params.id);
+    ctx.body = taskBody(await a.tasks.cancel(ctx.params.id));
   });
 
   r.post("/tasks/:id/clarify", async (ctx) => {
@@ -177,7 +187,7 @@ export default function routes(svc: Svc): Router {
       else if (["deny", "denied", "no", "reject"].includes(w)) approve = false;
     }
     if (text === undefined && approve === undefined) throw invalidRequest("response (a string) is required", "response");
-    ctx.body = a.tasks.clarify(ctx.params.id, { text, approve });
+    ctx.body = taskBody(a.tasks.clarify(ctx.params.id, { text, approve }));
   });
 
   return r;
@@ -209,11 +219,11 @@ async function streamRun(ctx: Context, a: Agents, caller: ReturnType<typeof call
     });
   } catch (e: any) {
     if (!stream) throw e; // nothing sent yet: a normal error response
-    const g = e instanceof GatewayError ? e : new GatewayError(500, "internal_error", "the agent run failed");
-    await (stream as EventStream).write(sseEvent("error", g.toOpenAI()));
+    const g = e instanceof SvcError ? e : new SvcError("internal", "internal_error", "the agent run failed");
+    await (stream as EventStream).write(sseEvent("error", openAIBody(g)));
     (stream as EventStream).end();
     return;
   }
-  await send(sseEvent("done", result));
+  await send(sseEvent("done", runBody(result)));
   (stream as unknown as EventStream).end();
 }

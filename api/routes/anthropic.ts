@@ -5,12 +5,12 @@ import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
 import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
-import { toGatewayError } from "../errors";
+import { toSvcError } from "../errors";
 import { readJson } from "../body";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, startChat } from "../caller";
 import { clientCancellation } from "../sse";
 import { countPromptTokens } from "../../engines/providers/count-tokens";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 import { frames, sseEvent } from "../sse";
 import { parseCountTokensRequest, parseMessagesRequest } from "../anthropic/request";
 import { anthropicMessage } from "../anthropic/response";
@@ -21,7 +21,7 @@ import { newId } from "../openai/validate";
 
 /** The POST inference routes (served by api/inference-listener.ts). */
 const renderMessages = (events: AsyncIterable<ChatEvent>, meta: { id: string; model: string }) => frames(messageEvents(events, meta), (ev) => sseEvent(ev.type, ev));
-const sseError = (e: unknown) => sseEvent("error", anthropicErrorBody(toGatewayError(e)));
+const sseError = (e: unknown) => sseEvent("error", anthropicErrorBody(toSvcError(e)));
 
 const COUNT_FIELDS = new Set(["messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "output_config"]);
 
@@ -42,7 +42,7 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
     const req = parseCountTokensRequest(body);
     const visible = await pipelineOf(svc).listModels(callerFrom(ctx)); // authenticates the key
     if (!visible.some((m) => m.id === req.model)) {
-      throw new GatewayError(404, "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
+      throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
     }
     // what Anthropic's count_tokens accepts, forwarded as sent to an Anthropic upstream
     const rest = Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_FIELDS.has(k)));

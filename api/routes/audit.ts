@@ -10,7 +10,7 @@ import type { Svc } from "../../engines/svc";
 import type { Gateway } from "../../engines/gateway";
 import type { KeyEntry } from "../../engines/gateway/keys";
 import type { AuditQuery } from "../../engines/gateway/audit/log";
-import { GatewayError, invalidRequest, notFound } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest, notFound } from "../../engines/errors";
 import { audited, gatewayOf, managementActor } from "../management";
 
 const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/;
@@ -47,11 +47,11 @@ function resolveScope(gw: Gateway, caller: KeyEntry, admin: boolean, headerId: s
   if (!KEY_ID.test(headerId)) throw invalidRequest("X-API-Key-ID is not a valid key id", "X-API-Key-ID");
   if (headerId === caller.id) return { keyIds: [caller.id] };
   // Callers with no right to other keys' logs learn nothing about whether a key exists.
-  if (!admin && !orgViewer) throw new GatewayError(403, "permission_denied", "this key may read only its own audit log");
+  if (!admin && !orgViewer) throw new SvcError("forbidden", "permission_denied", "this key may read only its own audit log");
   const target = gw.keys.get(headerId);
   if (!target) throw notFound(`no API key with id ${headerId}`);
   if (!admin && target.spec.organization_id !== orgViewer) {
-    throw new GatewayError(403, "permission_denied", "this key may read audit logs of its own organization only");
+    throw new SvcError("forbidden", "permission_denied", "this key may read audit logs of its own organization only");
   }
   return { keyIds: [target.id] };
 }

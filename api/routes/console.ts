@@ -17,7 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { AUTH_MESSAGES, ipAllowed, loadAdminKey, tokenPrefix } from "../../engines/gateway/keys";
 import { accessLevelOf } from "../../engines/gateway/access-level";
 import { readJson } from "../body";
@@ -138,7 +138,7 @@ export default function routes(svc: Svc): Router {
 
   r.post("/console/session", async (ctx) => {
     secure(ctx);
-    if (!sameOrigin(ctx)) throw new GatewayError(403, "permission_denied", "sign-in from another site is refused");
+    if (!sameOrigin(ctx)) throw new SvcError("forbidden", "permission_denied", "sign-in from another site is refused");
     const body = await readJson<{ api_key?: unknown }>(ctx);
     const token = typeof body.api_key === "string" ? body.api_key.trim() : "";
     if (!token) throw invalidRequest("api_key is required", "api_key");
@@ -146,10 +146,10 @@ export default function routes(svc: Svc): Router {
     const a = gw.keys.authenticate(token);
     if (!a.ok) {
       gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), a.key?.ref);
-      throw new GatewayError(401, a.code, AUTH_MESSAGES[a.code]);
+      throw new SvcError("unauthenticated", a.code, AUTH_MESSAGES[a.code]);
     }
     if (a.key.ipRanges && !ipAllowed(clientIp(ctx), a.key.ipRanges)) {
-      throw new GatewayError(403, "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
+      throw new SvcError("forbidden", "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
     }
     const { id } = createSession(token, false);
     setSessionCookie(ctx, id);
@@ -159,9 +159,9 @@ export default function routes(svc: Svc): Router {
 
   r.post("/console/session/loopback", (ctx) => {
     secure(ctx);
-    if (!sameOrigin(ctx)) throw new GatewayError(403, "permission_denied", "sign-in from another site is refused");
+    if (!sameOrigin(ctx)) throw new SvcError("forbidden", "permission_denied", "sign-in from another site is refused");
     if (!loopbackAllowed(ctx)) {
-      throw new GatewayError(403, "permission_denied", "signing in without a key needs a loopback address (and a Server that allows unauthenticated loopback): sign in with an API key");
+      throw new SvcError("forbidden", "permission_denied", "signing in without a key needs a loopback address (and a Server that allows unauthenticated loopback): sign in with an API key");
     }
     const { id } = createSession(loadAdminKey(svc.home), true);
     setSessionCookie(ctx, id);
@@ -172,7 +172,7 @@ export default function routes(svc: Svc): Router {
   r.delete("/console/session", (ctx) => {
     secure(ctx);
     const s = sessionOf(ctx);
-    if (s && (!sameOrigin(ctx) || !csrfOk(ctx, s))) throw new GatewayError(403, "permission_denied", "sign-out needs the session's X-CSRF-Token header");
+    if (s && (!sameOrigin(ctx) || !csrfOk(ctx, s))) throw new SvcError("forbidden", "permission_denied", "sign-out needs the session's X-CSRF-Token header");
     endSession(ctx);
     ctx.status = 204;
   });
@@ -185,7 +185,7 @@ export default function routes(svc: Svc): Router {
   function serve(ctx: Context, name: string) {
     assets ??= loadAssets();
     const a = assets.get(name);
-    if (!a) throw new GatewayError(404, "not_found", `no console file ${name.slice(0, 100)}`);
+    if (!a) throw new SvcError("not_found", "not_found", `no console file ${name.slice(0, 100)}`);
     secure(ctx);
     ctx.type = a.type;
     ctx.set("cache-control", "no-cache");

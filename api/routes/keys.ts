@@ -11,6 +11,7 @@ import type { Gateway } from "../../engines/gateway";
 import type { KeyEntry } from "../../engines/gateway/keys";
 import { readJson } from "../body";
 import { audited, gatewayOf, managementActor } from "../management";
+import { keyBody } from "../key-json";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -28,16 +29,16 @@ export default function routes(svc: Svc): Router {
       });
     };
 
-  r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => gw.admin.createTemporary(a, await readJson(ctx)), 201));
-  r.post("/v1/api-keys", op("keys.create", async (gw, a, ctx) => gw.admin.create(a, await readJson(ctx)), 201));
+  r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => keyBody(await gw.admin.createTemporary(a, await readJson(ctx))), 201));
+  r.post("/v1/api-keys", op("keys.create", async (gw, a, ctx) => keyBody(await gw.admin.create(a, await readJson(ctx))), 201));
   r.get("/v1/api-keys", op("keys.list", (gw, a, ctx) => {
     const q = ctx.query as Record<string, string | undefined>;
     const keys = gw.admin.list(a, { status: q.status, key_type: q.key_type, organization_id: q.organization_id, team_id: q.team_id, user_id: q.user_id });
-    return { object: "list", keys };
+    return { object: "list", keys: keys.map(keyBody) };
   }));
-  r.get("/v1/api-keys/:id", op("keys.get", (gw, a, ctx) => gw.admin.get(a, ctx.params.id)));
-  r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => gw.admin.patch(a, ctx.params.id, await readJson(ctx))));
-  r.delete("/v1/api-keys/:id", op("keys.revoke", (gw, a, ctx) => gw.admin.revoke(a, ctx.params.id)));
+  r.get("/v1/api-keys/:id", op("keys.get", (gw, a, ctx) => keyBody(gw.admin.get(a, ctx.params.id))));
+  r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => keyBody(await gw.admin.patch(a, ctx.params.id, await readJson(ctx)))));
+  r.delete("/v1/api-keys/:id", op("keys.revoke", async (gw, a, ctx) => keyBody(await gw.admin.revoke(a, ctx.params.id))));
 
   return r;
 }

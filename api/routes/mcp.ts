@@ -5,19 +5,29 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson, readRaw } from "../body";
-import { clientIp } from "../loopback";
-import { auditToolCall, callStatus, exposedTool, exposedTools, registryOf, toolCaller, toolHttpError } from "../mcp-access";
+import type { Verdict } from "../../engines/gateway/gate";
+import { callStatus, enterToolCall, exposedTool, exposedTools, finishToolCall, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
+
+const MAX_ADMITTED = 4096;
 
 export default function mcp(svc: Svc): Router {
   const r = new Router();
   let sessions: McpSessions | undefined;
+  // tools/call requests the gate admitted, by session and JSON-RPC id, until the session ran them
+  const admitted = new Map<string, Verdict>();
+  const callKey = (sid: string | undefined, id: unknown) => `${sid ?? ""}\n${JSON.stringify(id)}`;
   const sessionsOf = () => {
     if (!sessions) {
       const reg = registryOf(svc);
-      const s = (sessions = new McpSessions(reg, (key, origin, tool, status, started) => auditToolCall(svc, key, origin, tool, status, started)));
+      const s = (sessions = new McpSessions(reg, (sid, id, _tool, status) => {
+        const k = callKey(sid, id);
+        const v = admitted.get(k);
+        admitted.delete(k);
+        if (v) finishToolCall(svc, v, status);
+      }));
       svc.engines.mcp?.onClose(() => s.close());
     }
     return sessions;
@@ -39,8 +49,7 @@ export default function mcp(svc: Svc): Router {
   r.post("/mcp/call", async (ctx) => {
     const reg = registryOf(svc);
     checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
-    const key = toolCaller(svc, ctx);
-    const started = Date.now();
+    toolCaller(svc, ctx);
     const body = await readJson<{ name?: unknown; arguments?: unknown }>(ctx);
     if (typeof body.name !== "string" || !body.name) throw invalidRequest("name must be a tool name from GET /mcp/tools", "name");
     const args = body.arguments ?? {};
@@ -50,14 +59,14 @@ export default function mcp(svc: Svc): Router {
       if (!ctx.res.writableFinished) abort.abort();
     };
     ctx.res.on("close", onClose);
-    const origin = { requestId: String(ctx.state.requestId ?? ""), ip: clientIp(ctx), userAgent: ctx.get("user-agent") || undefined };
+    const v = await enterToolCall(svc, ctx, body.name); // policy, limits: refused before anything runs
     try {
-      await exposedTool(reg, body.name); // refused before anything runs
+      await exposedTool(reg, body.name);
       const result = await reg.call(body.name, args as Record<string, unknown>, { signal: abort.signal });
-      auditToolCall(svc, key, origin, body.name, callStatus(undefined, result.isError), started);
+      finishToolCall(svc, v, callStatus(undefined, result.isError));
       ctx.body = { ok: !result.isError, tool: body.name, result };
     } catch (e) {
-      auditToolCall(svc, key, origin, body.name, abort.signal.aborted ? "cancelled" : callStatus(e), started);
+      finishToolCall(svc, v, abort.signal.aborted ? "cancelled" : callStatus(e));
       if (abort.signal.aborted) {
         ctx.respond = false;
         return;
@@ -83,9 +92,46 @@ export default function mcp(svc: Svc): Router {
         return;
       }
     }
+    // each tools/call in the message passes the gate before the session sees it: a refusal is an
+    // HTTP error in the gateway's shape, as on chat, and nothing runs
+    const sid = ctx.get("mcp-session-id") || undefined;
+    const calls = (Array.isArray(body) ? body : [body]).filter((m: any) => m && m.method === "tools/call" && m.id !== undefined);
+    const entered: string[] = [];
+    try {
+      for (const m of calls as any[]) {
+        const name = typeof m.params?.name === "string" ? m.params.name : "";
+        const v = await enterToolCall(svc, ctx, name);
+        const k = callKey(sid, m.id);
+        admitted.set(k, v);
+        entered.push(k);
+      }
+    } catch (e) {
+      for (const k of entered) {
+        const v = admitted.get(k)!;
+        admitted.delete(k);
+        svc.engines.gateway?.gate.failed(v, e);
+      }
+      throw e;
+    }
     ctx.respond = false; // the SDK's transport writes the response
-    const origin = { requestId: String(ctx.state.requestId ?? ""), ip: clientIp(ctx), userAgent: ctx.get("user-agent") || undefined };
-    const outcome = await sessionsOf().handle(ctx.req, ctx.res, key, origin, body);
+    const outcome = await sessionsOf().handle(ctx.req, ctx.res, key, body);
+    // calls no session will run (unknown session, no initialize); handled ones are finished by
+    // the session's recorder when they end (their answer may still be streaming now)
+    if (outcome !== "handled") {
+      for (const k of entered) {
+        const v = admitted.get(k);
+        if (!v) continue;
+        admitted.delete(k);
+        finishToolCall(svc, v, "invalid_request");
+      }
+    } else if (admitted.size > MAX_ADMITTED) {
+      // calls the transport refused before its handler ran leave their entry: drop the oldest
+      for (const [k, v] of admitted) {
+        if (admitted.size <= MAX_ADMITTED / 2) break;
+        admitted.delete(k);
+        finishToolCall(svc, v, "cancelled");
+      }
+    }
     if (outcome === "handled") return;
     ctx.respond = true;
     if (outcome === "unknown-session") {
@@ -114,5 +160,5 @@ function checkOrigin(ctx: Context): void {
   } catch {
     oh = "";
   }
-  if (oh !== ctx.get("host")) throw new GatewayError(403, "permission_denied", `origin ${origin} is not allowed to use /mcp`);
+  if (oh !== ctx.get("host")) throw new SvcError("forbidden", "permission_denied", `origin ${origin} is not allowed to use /mcp`);
 }

@@ -1,7 +1,8 @@
 // Media routes (spec/local-server.md "Media") and the credit balance, forwarded to Providers that
 // declare the capability (Provider.spec.capabilities); paths are appended to the provider's
 // baseUrl (…/v1). Without a capable provider: 503 model_unavailable naming what to configure
-// (/credits/balance: 404 not_configured). Auth, scope, models and audit: api/media-access.ts.
+// (/credits/balance: 404 not_configured). Every call passes the gate (api/media-access.ts):
+// key use, permissions and policy (action media:<operation>), limits and prices, audit.
 //   POST /v1/audio/transcriptions           multipart or JSON, passed through   (transcription)
 //   GET  /v1/images/models                  models of image-capable providers
 //   POST /v1/images/generations|edits|upscale  a tracked image job; X-Svc-Job-Id names it
@@ -19,33 +20,21 @@ import Router from "@koa/router";
 import { Readable } from "node:stream";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { capableProviders, type MediaCapability } from "../../engines/media";
 import { newJobId } from "../../engines/media/jobs";
 import { paramsOf, quotedCharge } from "../../engines/media/quotes";
 import { readJson, readRaw } from "../body";
-import { admitMedia, allowModel, auditMedia, mayView, mediaOf, modelOf, type MediaCall } from "../media-access";
+import { admitMedia, countOf, enterMedia, mayView, mediaOf, modelOf } from "../media-access";
 
 const IMAGE_OPS: Record<string, MediaCapability> = { generations: "image_generation", edits: "image_edit", upscale: "image_upscale" };
 const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
 
-const codeOf = (e: unknown) => (e instanceof GatewayError ? e.code : "internal_error");
+const codeOf = (e: unknown) => (e instanceof SvcError ? e.code : "internal_error");
 
 function passThrough(ctx: Context, up: { contentType: string; json?: any; body: any }) {
   ctx.type = up.contentType;
   ctx.body = up.json !== undefined ? up.json : up.body ? Readable.fromWeb(up.body) : "";
-}
-
-/** Run one forwarded call with its audit entry (success or the error code). */
-async function audited<T>(svc: Svc, c: MediaCall, action: string, info: { provider?: string; model?: string; jobId?: string }, f: () => Promise<T>): Promise<T> {
-  try {
-    const r = await f();
-    auditMedia(svc, c, action, { status: "success", ...info });
-    return r;
-  } catch (e) {
-    auditMedia(svc, c, action, { status: codeOf(e), ...info });
-    throw e;
-  }
 }
 
 export default function media(svc: Svc): Router {
@@ -53,18 +42,19 @@ export default function media(svc: Svc): Router {
 
   r.post("/v1/audio/transcriptions", async (ctx) => {
     const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
+    const c = admitMedia(svc, ctx, "media.transcription");
     const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
     const type = ctx.get("content-type") || "application/octet-stream";
     const model = modelOf(raw, type);
-    allowModel(c, model);
     const t = m.target("transcription", model);
-    const up = await audited(svc, c, "media.transcription", { provider: t.provider, model }, () => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
+    // a minute is reserved; the answer's `duration` (verbose_json) settles the actual length
+    const v = await enterMedia(svc, ctx, c, { audit: "media.transcription", model, provider: t.provider, metered: true, price: { unit: "perAudioMinute", quantity: 1 } });
+    const up = await c.gate.run(v, () => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
     passThrough(ctx, up);
   });
 
   r.get("/v1/images/models", (ctx) => {
-    admitMedia(svc, ctx);
+    admitMedia(svc, ctx, "media.images.models");
     const data: Array<{ id: string; object: string; provider: string; capabilities: string[] }> = [];
     const providers = new Map<string, string[]>();
     for (const cap of ["image_generation", "image_edit", "image_upscale"] as const) {
@@ -85,25 +75,26 @@ export default function media(svc: Svc): Router {
   for (const [op, cap] of Object.entries(IMAGE_OPS)) {
     r.post(`/v1/images/${op}`, async (ctx) => {
       const m = mediaOf(svc);
-      const c = admitMedia(svc, ctx);
+      const c = admitMedia(svc, ctx, `media.images.${op}`);
       const wanted = ctx.get("x-svc-job-id").trim();
       if (wanted && !JOB_ID.test(wanted)) throw invalidRequest("X-Svc-Job-Id must be 8 to 100 characters of [A-Za-z0-9_-]", "X-Svc-Job-Id");
       const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
       const type = ctx.get("content-type") || "application/json";
       const model = modelOf(raw, type);
-      allowModel(c, model);
       const t = m.target(cap, model);
       const id = wanted ? `img_${wanted}` : newJobId("img_");
-      if (await m.jobs.get(id)) throw new GatewayError(409, "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
+      if (await m.jobs.get(id)) throw new SvcError("conflict", "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
+      const price = { unit: "perImage" as const, quantity: countOf(raw, type) };
+      const v = await enterMedia(svc, ctx, c, { audit: `media.images.${op}`, model, provider: t.provider, metered: true, price, jobId: id });
       await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
       const abort = m.jobs.track(id);
       ctx.set("x-svc-job-id", id);
       try {
-        const up = await audited(svc, c, `media.images.${op}`, { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", `/images/${op}`, { body: raw, contentType: type, signal: abort.signal }));
+        const up = await c.gate.run(v, () => m.forward(t, "POST", `/images/${op}`, { body: raw, contentType: type, signal: abort.signal }));
         await m.jobs.update(id, { status: "completed", result: { created: up.json?.created, count: Array.isArray(up.json?.data) ? up.json.data.length : undefined } });
         passThrough(ctx, up);
       } catch (e) {
-        if (abort.signal.aborted) throw new GatewayError(409, "conflict", `image job ${id} was cancelled`);
+        if (abort.signal.aborted) throw new SvcError("conflict", "conflict", `image job ${id} was cancelled`);
         await m.jobs.update(id, { status: "failed", error: codeOf(e) });
         throw e;
       } finally {
@@ -114,44 +105,49 @@ export default function media(svc: Svc): Router {
 
   r.post("/v1/images/cancel", async (ctx) => {
     const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
+    const c = admitMedia(svc, ctx, "media.images.cancel");
     const b = await readJson(ctx);
     if (typeof b.id !== "string") throw invalidRequest("id (the X-Svc-Job-Id of an image request) is required", "id");
     const id = b.id.startsWith("img_") ? b.id : `img_${b.id}`;
     const job = await m.jobs.get(id);
-    if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
-    if (job.status !== "running") throw new GatewayError(409, "conflict", `image job ${id} is already ${job.status}`);
-    if (!m.jobs.abort(id)) throw new GatewayError(409, "conflict", `image job ${id} is not running in this process`);
-    await m.jobs.update(id, { status: "cancelled" });
-    auditMedia(svc, c, "media.images.cancel", { status: "success", provider: job.provider, model: job.model ?? undefined, jobId: id });
+    if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
+    if (job.status !== "running") throw new SvcError("conflict", "conflict", `image job ${id} is already ${job.status}`);
+    const v = await enterMedia(svc, ctx, c, { audit: "media.images.cancel", model: job.model ?? undefined, provider: job.provider, metered: false, jobId: id });
+    await c.gate.run(v, async () => {
+      if (!m.jobs.abort(id)) throw new SvcError("conflict", "conflict", `image job ${id} is not running in this process`);
+      await m.jobs.update(id, { status: "cancelled" });
+    });
     ctx.body = { id, object: "image.job", status: "cancelled" };
   });
 
   r.post("/v1/videos/quote", async (ctx) => {
-    const { m, c, b, model, t } = await videoCall(svc, ctx);
-    const up = await audited(svc, c, "media.videos.quote", { provider: t.provider, model }, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }));
+    const { m, c, b, model, t } = await videoCall(svc, ctx, "media.videos.quote");
+    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.quote", model, provider: t.provider, metered: true });
+    const up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }));
     const quote = await m.quotes.issue({ provider: t.provider, model, ownerKeyId: c.key?.id ?? null, body: b, up: up.json });
     ctx.body = { ...quote, upstream: up.json ?? null };
   });
 
   r.post("/v1/videos/generations", async (ctx) => {
-    const { m, c, b, model, t } = await videoCall(svc, ctx);
-    // quote and consent checked (and the quote claimed) before anything is sent upstream
+    const { m, c, b, model, t } = await videoCall(svc, ctx, "media.videos.generations");
+    // quote and consent checked (and the quote claimed) before anything is charged or sent upstream
     const quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
     const id = newJobId("vid_");
+    const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
     const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
     let up: Awaited<ReturnType<typeof m.forward>>;
     let upstreamId: unknown;
     try {
-      up = await audited(svc, c, "media.videos.generations", { provider: t.provider, model, jobId: id }, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }));
+      // the key is charged the quoted price, whatever the provider's per-second price says
+      const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, provider: t.provider, metered: true, spendMicros: Number(priceMicros), jobId: id });
+      up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }));
       upstreamId = up.json?.id;
-      if (typeof upstreamId !== "string" || !upstreamId) throw new GatewayError(502, "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+      if (typeof upstreamId !== "string" || !upstreamId) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
     } catch (e) {
       await m.quotes.release(quote.id); // nothing started: the quote stays usable until it expires
       throw e;
     }
     const status = typeof up.json.status === "string" ? up.json.status : "queued";
-    const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
     await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId: upstreamId as string, status, ownerKeyId: c.key?.id ?? null, result: up.json, quoteId: quote.id, priceMicros });
     await m.quotes.usedBy(quote.id, id);
     ctx.status = 202;
@@ -159,57 +155,59 @@ export default function media(svc: Svc): Router {
     ctx.body = { ...up.json, id, object: "video.job", upstream_id: upstreamId, provider: t.provider, status, poll_url: `/v1/videos/jobs/${id}`, charge: quotedCharge({ quoteId: quote.id, priceMicros }) };
   });
 
-  const videoJob = async (ctx: Context) => {
+  const videoJob = async (ctx: Context, audit: string) => {
     const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
+    const c = admitMedia(svc, ctx, audit);
     const job = await m.jobs.get(ctx.params.id);
-    if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new GatewayError(404, "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
-    return { m, c, job, t: m.targetOf(job.provider, "video") };
+    if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
+    const t = m.targetOf(job.provider, "video");
+    const v = await enterMedia(svc, ctx, c, { audit, model: job.model ?? undefined, provider: t.provider, metered: false, jobId: job.id });
+    return { m, c, job, t, v };
   };
 
   r.get("/v1/videos/jobs/:id", async (ctx) => {
-    const { m, c, job, t } = await videoJob(ctx);
-    const up = await audited(svc, c, "media.videos.job", { provider: t.provider, model: job.model ?? undefined, jobId: job.id }, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}`));
+    const { m, c, job, t, v } = await videoJob(ctx, "media.videos.job");
+    const up = await c.gate.run(v, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}`));
     const status = typeof up.json?.status === "string" ? up.json.status : job.status;
     await m.jobs.update(job.id, { status, result: up.json });
     ctx.body = { ...(up.json ?? {}), id: job.id, object: "video.job", upstream_id: job.upstreamId, provider: job.provider, status, created_at: job.createdAt.toISOString(), charge: quotedCharge(job) };
   });
 
   r.get("/v1/videos/jobs/:id/content", async (ctx) => {
-    const { m, c, job, t } = await videoJob(ctx);
-    const up = await audited(svc, c, "media.videos.content", { provider: t.provider, model: job.model ?? undefined, jobId: job.id }, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}/content`, { stream: true }));
+    const { m, c, job, t, v } = await videoJob(ctx, "media.videos.content");
+    const up = await c.gate.run(v, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}/content`, { stream: true }));
     passThrough(ctx, up);
   });
 
   r.get("/credits/balance", async (ctx) => {
     const m = mediaOf(svc);
-    const c = admitMedia(svc, ctx);
+    const c = admitMedia(svc, ctx, "credits.balance");
     const providers = capableProviders(svc.store, "credits");
     if (!providers.length) {
-      throw new GatewayError(404, "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
+      throw new SvcError("not_found", "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
     }
     const want = typeof ctx.query.provider === "string" ? ctx.query.provider : undefined;
     const t = m.target("credits", undefined, want);
-    const up = await audited(svc, c, "credits.balance", { provider: t.provider }, () => m.forward(t, "GET", "/credits"));
+    const v = await enterMedia(svc, ctx, c, { audit: "credits.balance", provider: t.provider, metered: false });
+    const up = await c.gate.run(v, () => m.forward(t, "GET", "/credits"));
     const j = up.json ?? {};
     // OpenRouter-style {data: {total_credits, total_usage}}, or a plain {balance}
     const d = j.data ?? j;
     const total = typeof d.total_credits === "number" ? d.total_credits : undefined;
     const used = typeof d.total_usage === "number" ? d.total_usage : undefined;
     const balance = typeof d.balance === "number" ? d.balance : total !== undefined ? total - (used ?? 0) : undefined;
-    if (balance === undefined) throw new GatewayError(502, "upstream_error", `provider ${t.provider} answered /credits without a balance`);
+    if (balance === undefined) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} answered /credits without a balance`);
     ctx.body = { object: "credits.balance", provider: t.provider, balance, total_credits: total ?? null, total_usage: used ?? null, currency: typeof d.currency === "string" ? d.currency : "USD" };
   });
 
   return r;
 }
 
-/** A video request admitted: its key checked, its JSON body read, its model allowed and routed. */
-async function videoCall(svc: Svc, ctx: Context) {
+/** A video request admitted: its key checked, its JSON body read, its model routed. */
+async function videoCall(svc: Svc, ctx: Context, audit: string) {
   const m = mediaOf(svc);
-  const c = admitMedia(svc, ctx);
+  const c = admitMedia(svc, ctx, audit);
   const b = await readJson(ctx);
   const model = typeof b.model === "string" ? b.model : undefined;
-  allowModel(c, model);
   return { m, c, b, model, t: m.target("video", model) };
 }

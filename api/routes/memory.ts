@@ -18,10 +18,9 @@ import type { Svc } from "../../engines/svc";
 import type { MemoryEngine } from "../../engines/memory/engine";
 import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
 import type { RunRecord } from "../../engines/memory/types";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson } from "../body";
-import { routeKey } from "../caller";
-import { requireScope } from "../../engines/gateway/scopes";
+import { callerFrom } from "../caller";
 
 const MAX_TURN = 200_000;
 const MAX_TURNS = 1000;
@@ -29,13 +28,21 @@ const KIND_OF: Record<string, readonly MemoryKind[]> = { facts: ["fact"], episod
 
 function memoryOf(svc: Svc): MemoryEngine {
   const m = svc.engines.memory;
-  if (!m) throw new GatewayError(503, "model_unavailable", "memory is unavailable: the memory engine is not running");
+  if (!m) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the memory engine is not running");
   return m;
 }
 
-function authenticate(svc: Svc, ctx: Context) {
-  const key = routeKey(svc, ctx, "model_unavailable", "memory is unavailable: the gateway engine is not running");
-  if (key) requireScope(key, "memory"); // 403 permission_denied naming the scope
+/** The gate for a memory route: key use with the `memory` scope (403 naming it), then the key's
+ * policy for action memory:<operation> (the path's first segment: ingest, search, agents, ...). */
+async function authenticate(svc: Svc, ctx: Context) {
+  const gw = svc.engines.gateway;
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the gateway engine is not running");
+  const op = (ctx.path.split("/")[2] ?? "").toLowerCase().replace(/[^a-z]+/g, "_");
+  const audit = `memory.${op}`;
+  const caller = callerFrom(ctx);
+  const key = gw.gate.admit(caller, "memory", audit);
+  if (key) ctx.state.keyId = key.id;
+  await gw.gate.enter(caller, { action: `memory:${op}`, scope: "memory", audit });
   return key;
 }
 
@@ -59,7 +66,7 @@ const bool = (v: unknown, field: string): boolean | undefined => {
 function agentParam(svc: Svc, v: unknown, field = "agent_id"): string {
   const a = str(v, field, 200, true)!;
   const o = svc.store.get("Agent", a);
-  if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(a)} does not exist (GET /agents lists them)`);
+  if (!o || o.deleting) throw new SvcError("not_found", "not_found", `agent ${JSON.stringify(a)} does not exist (GET /agents lists them)`);
   return a;
 }
 
@@ -85,7 +92,7 @@ export default function routes(svc: Svc): Router {
 
   r.post("/memory/ingest", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const b = await readJson(ctx);
     const agent = agentParam(svc, b.agent_id);
     const conversationId = str(b.conversation_id, "conversation_id", 200, true)!;
@@ -104,7 +111,7 @@ export default function routes(svc: Svc): Router {
 
   r.post("/memory/flush", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const b = await readJson(ctx);
     const agent = agentParam(svc, b.agent_id);
     const conv = str(b.conversation_id, "conversation_id", 200);
@@ -113,7 +120,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/memory/search", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = agentParam(svc, ctx.query.agent_id);
     const kind = typeof ctx.query.kind === "string" ? ctx.query.kind : "all";
     const kinds = KIND_OF[kind];
@@ -128,7 +135,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/memory/recall", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = agentParam(svc, ctx.query.agent_id);
     const q = str(ctx.query.q, "q", 20_000, true)!;
     const model = str(ctx.query.model, "model", 500) ?? m.agentSpec(agent)?.defaultModel;
@@ -139,7 +146,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/memory/status", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = agentParam(svc, ctx.query.agent_id);
     const s = m.settings();
     ctx.body = {
@@ -158,7 +165,7 @@ export default function routes(svc: Svc): Router {
 
   r.post("/memory/consolidate", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const b = await readJson(ctx);
     const agent = b.agent_id === undefined ? undefined : agentParam(svc, b.agent_id);
     ctx.body = { object: "list", data: (await m.consolidate(agent, "on_demand")).map(runView) };
@@ -166,7 +173,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/memory/runs", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     const type = typeof ctx.query.type === "string" ? ctx.query.type : undefined;
     if (type && !["distillation", "consolidation", "index"].includes(type)) throw invalidRequest("type must be distillation, consolidation or index", "type");
@@ -175,7 +182,7 @@ export default function routes(svc: Svc): Router {
 
   r.get("/memory/dead-letters", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     ctx.body = {
       object: "list",
@@ -185,34 +192,34 @@ export default function routes(svc: Svc): Router {
 
   r.post("/memory/dead-letters/:id/retry", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const d = m.store.deadLetter(ctx.params.id);
-    if (!d) throw new GatewayError(404, "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
-    if (d.resolvedAt !== null) throw new GatewayError(409, "conflict", `dead letter ${d.id} was already retried`);
+    if (!d) throw new SvcError("not_found", "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
+    if (d.resolvedAt !== null) throw new SvcError("conflict", "conflict", `dead letter ${d.id} was already retried`);
     const res = (await m.retryDeadLetter(d.id))!;
     ctx.body = { object: "memory.retry", dead_letter: d.id, outcome: res.outcome, ...(res.dead_letter ? { new_dead_letter: res.dead_letter } : {}) };
   });
 
   r.delete("/memory/agents/:id/index", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = agentParam(svc, ctx.params.id, "id");
     ctx.body = runView(m.removeIndex(agent));
   });
 
   r.post("/memory/agents/:id/index/rebuild", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     const agent = agentParam(svc, ctx.params.id, "id");
     ctx.body = runView(await m.rebuild(agent));
   });
 
   r.delete("/memory/agents/:id", async (ctx) => {
     const m = memoryOf(svc);
-    authenticate(svc, ctx);
+    await authenticate(svc, ctx);
     // purge works for agents that no longer exist too (their records outlive the Agent object)
     const agent = str(ctx.params.id, "id", 200, true)!;
-    if (ctx.query.confirm !== "true") throw new GatewayError(409, "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
+    if (ctx.query.confirm !== "true") throw new SvcError("conflict", "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
     ctx.body = runView(m.purge(agent));
   });
 

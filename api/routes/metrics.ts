@@ -7,7 +7,7 @@
 import Router from "@koa/router";
 import type { Svc } from "../../engines/svc";
 import type { HttpContext } from "../http-context";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 import { isLoopback } from "../loopback";
 import { tokenFrom } from "../caller";
 
@@ -21,10 +21,10 @@ export default function metrics(svc: Svc): Router {
   const r = new Router();
   r.get("/metrics", async (ctx) => {
     if (!mayScrape(svc, ctx)) {
-      throw new GatewayError(403, "permission_denied", "metrics are served on loopback, to the administrative key, or to anyone when the Server manifest sets metrics.public: true");
+      throw new SvcError("forbidden", "permission_denied", "metrics are served on loopback, to the administrative key, or to anyone when the Server manifest sets metrics.public: true");
     }
     const m = svc.engines.metrics;
-    if (!m) throw new GatewayError(503, "service_unavailable", "the metrics engine is not running");
+    if (!m) throw new SvcError("unavailable", "service_unavailable", "the metrics engine is not running");
     const body = await m.scrape();
     ctx.set("cache-control", "no-store");
     ctx.type = m.contentType;

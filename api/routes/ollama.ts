@@ -7,12 +7,12 @@ import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
 import { readFileSync } from "node:fs";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import type { ModelListing } from "../../engines/gateway/pipeline-types";
 import type { ModelInfo } from "../../engines/inference/info";
 import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
 import type { ChatResult } from "../../engines/chat/collect";
-import { toGatewayError } from "../errors";
+import { rateHeaders, toSvcError } from "../errors";
 import { readJson } from "../body";
 import { agentIdOf, answerChat, authenticateCaller, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, ndjsonLine } from "../sse";
@@ -40,7 +40,7 @@ const SVC_VERSION: string = (() => {
 /** Model lookup and answering, shared by the inference routes and the Koa routes. */
 function ollamaParts(svc: Svc) {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
-  const streamError = (ctx: HttpContext) => (e: unknown) => ndjsonLine({ error: ollamaErrorMessage(ctx, toGatewayError(e)) });
+  const streamError = (ctx: HttpContext) => (e: unknown) => ndjsonLine({ error: ollamaErrorMessage(ctx, toSvcError(e)) });
 
   /** Local GGUF metadata for a listed model, when the pool serves it. */
   async function localInfo(m: ModelListing): Promise<ModelInfo | undefined> {
@@ -57,7 +57,7 @@ function ollamaParts(svc: Svc) {
     const alias = existingPool(svc)?.resolveName(name);
     const viaAlias = alias ? models.find((x) => x.id === alias) : undefined;
     if (viaAlias) return viaAlias;
-    throw new GatewayError(404, "model_not_found", `model '${name}' not found`, "model");
+    throw new SvcError("not_found", "model_not_found", `model '${name}' not found`, "model");
   }
 
   /** Run a parsed chat/generate request: one JSON answer, or NDJSON lines while it streams. */
@@ -140,7 +140,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
     const started = process.hrtime.bigint();
     const req = parseOllamaEmbed(await readJson(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, out.headers);
+    setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = {
       model: req.model,
       embeddings: out.vectors,
@@ -153,7 +153,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
   post("/api/embeddings", async (ctx) => {
     const req = parseOllamaEmbed(await readJson(ctx), true);
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, out.headers);
+    setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = { embedding: out.vectors[0] ?? [] };
   });
 
@@ -206,7 +206,7 @@ export default function ollamaRoutes(svc: Svc): Router {
   // default {error: {message}} shape shows as "[object Object]" in ollama-js). Last in this
   // router; the inference routes (POST /api/chat, …) never reach Koa.
   r.all(/^\/api\/.*/, ollamaShape, (ctx: Context) => {
-    throw new GatewayError(404, "not_found", `${ctx.method} ${ctx.path} is not an endpoint of this server (Ollama-compatible routes: /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps, /api/version)`);
+    throw new SvcError("not_found", "not_found", `${ctx.method} ${ctx.path} is not an endpoint of this server (Ollama-compatible routes: /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps, /api/version)`);
   });
 
   return r;

@@ -8,8 +8,8 @@ import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
 import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
-import { modelNotFound } from "../../engines/gateway/errors";
-import { toGatewayError } from "../errors";
+import { modelNotFound } from "../../engines/errors";
+import { openAIBody, rateHeaders, toSvcError } from "../errors";
 import { readJson } from "../body";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, sseData } from "../sse";
@@ -27,7 +27,7 @@ import { newId } from "../openai/validate";
 const now = () => Math.floor(Date.now() / 1000);
 const DONE = "data: [DONE]\n\n";
 // an error after the stream began (upstream failure, server stopping), then the end marker
-const sseError = (e: unknown) => sseData(toGatewayError(e).toOpenAI()) + DONE;
+const sseError = (e: unknown) => sseData(openAIBody(toSvcError(e))) + DONE;
 
 type ChatMeta = { id: string; created: number; model: string; includeUsage: boolean };
 const renderChat = (events: AsyncIterable<ChatEvent>, meta: ChatMeta) => frames(chatChunks(events, meta), sseData, DONE);
@@ -69,7 +69,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
       format: "sse",
       render: (events, m) => frames(responseEvents(events, m), (ev) => `event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`),
       onError: (e) => {
-        const err = toGatewayError(e);
+        const err = toSvcError(e);
         return `event: error\ndata: ${JSON.stringify({ type: "error", code: err.code, message: err.message, param: err.param, sequence_number: seq++ })}\n\n`;
       },
       log,
@@ -79,7 +79,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   post("/v1/embeddings", async (ctx) => {
     const { req, format } = parseEmbeddingsRequest(await readJson(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, out.headers);
+    setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = embeddingsResponse(out, out.model, format);
   });
 

@@ -14,7 +14,7 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 import { checkScopes, type PairResult } from "../../engines/pairing";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
@@ -60,15 +60,15 @@ export default function pair(svc: Svc): Router {
   r.post("/pair/hello", async (ctx) => {
     const p = pairingOf(svc);
     const b = await readJson(ctx);
-    if (typeof b.request_id !== "string") throw new GatewayError(400, "invalid_request", "request_id (from POST /pair) is required", "request_id");
+    if (typeof b.request_id !== "string") throw new SvcError("invalid", "invalid_request", "request_id (from POST /pair) is required", "request_id");
     const st = p.poll(b.request_id);
-    if (st.status === "denied") throw new GatewayError(403, "permission_denied", "the host denied this pairing request");
+    if (st.status === "denied") throw new SvcError("forbidden", "permission_denied", "the host denied this pairing request");
     if (st.status === "pending") {
       ctx.status = 202;
       ctx.body = { status: "pending", request_id: b.request_id };
       return;
     }
-    if (!st.result) throw new GatewayError(409, "conflict", "this pairing was approved and its key already delivered");
+    if (!st.result) throw new SvcError("conflict", "conflict", "this pairing was approved and its key already delivered");
     paired(ctx, st.result);
   });
 
@@ -110,7 +110,7 @@ export default function pair(svc: Svc): Router {
     const key = pairCaller(svc, ctx);
     const own = key ? p.device(key.id) : undefined;
     const id = typeof b.device_id === "string" ? b.device_id : own?.device_id;
-    if (!id) throw new GatewayError(400, "invalid_request", "device_id is required (or call with the device's own key)", "device_id");
+    if (!id) throw new SvcError("invalid", "invalid_request", "device_id is required (or call with the device's own key)", "device_id");
     if (!own || own.device_id !== id) requireHost(svc, ctx, "unpairing another device");
     const d = await p.unpair(id);
     svc.log.info("device unpaired", { device_id: id, by: own?.device_id === id ? "device" : caller.loopback ? "host" : key?.id });

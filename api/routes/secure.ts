@@ -16,7 +16,7 @@ import { validateHeaderName, validateHeaderValue } from "node:http";
 import { canonicalTarget, isAdminPath } from "../canonical-path";
 import { once } from "node:events";
 import type { Svc } from "../../engines/svc";
-import { GatewayError, invalidRequest } from "../../engines/gateway/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { x25519Public } from "../../engines/pairing/crypto";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
@@ -39,7 +39,7 @@ function innerOf(plain: Buffer) {
   // checked on the canonical path, the one the handler routes (api/canonical-path.ts)
   const target = canonicalTarget(j.path);
   const bare = target.path.toLowerCase();
-  if (isAdminPath(bare)) throw new GatewayError(403, "permission_denied", "administration routes are served on loopback only, never through the secure channel");
+  if (isAdminPath(bare)) throw new SvcError("forbidden", "permission_denied", "administration routes are served on loopback only, never through the secure channel");
   if (bare === "/secure" || bare.startsWith("/secure/")) throw invalidRequest("the secure channel cannot carry another secure-channel call", "path");
   const headers: Record<string, string> = {};
   if (j.headers !== undefined) {

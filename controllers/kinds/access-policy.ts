@@ -1,17 +1,16 @@
 // AccessPolicy controller: the policy index follows the store (engines/gateway/policy.ts); this
 // controller checks what a schema cannot (time zones) and reports Ready.
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { PolicyIndex } from "../../engines/gateway/policy";
 import { minutesInZone } from "../../engines/gateway/policy";
-import type { PolicyDocument } from "../../schemas/kinds/access-policy";
 
-export function accessPolicyController(d: { policies: PolicyIndex; /** re-check keys that bind this policy (their PolicyNotFound status) */ touchKeys?: (policy: string) => void }): Controller {
+export function accessPolicyController(d: { policies: PolicyIndex; /** re-check keys that bind this policy (their PolicyNotFound status) */ touchKeys?: (policy: string) => void }): KindController<"AccessPolicy"> {
   return {
     kind: "AccessPolicy",
     async reconcile(obj) {
       d.policies.refresh(obj.name);
       d.touchKeys?.(obj.name);
-      const doc = obj.spec as PolicyDocument;
+      const doc = obj.spec;
       for (const [i, s] of (doc.statements ?? []).entries()) {
         const tz = s.condition?.time_between?.timezone;
         if (!tz) continue;

@@ -4,9 +4,8 @@
 //   Ready=False GatewayUnavailable | ModelNotSet | ModelNotFound | ModelNotReady | ToolCatalogUnavailable | ToolNotFound
 // Agents are re-reconciled when a Provider or Model changes (spec or a Model's status) and when the catalog changes
 // (ToolRegistry.onChange), so the condition follows what the agent depends on.
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { Svc } from "../../engines/svc";
-import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { Ref } from "../../prisma/resource-store";
 import type { ToolRegistry } from "../../engines/tools/types";
 import { readiness } from "../../engines/agents/readiness";
@@ -14,7 +13,7 @@ import { readiness } from "../../engines/agents/readiness";
 /** Dependencies whose changes emit no store event: look again later. */
 const POLL = new Set(["ToolCatalogUnavailable", "GatewayUnavailable", "ModelNotReady"]);
 
-export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Controller {
+export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): KindController<"Agent"> {
   const wakeAll = () => {
     const q = enqueue ?? svc.control?.enqueue;
     if (!q) return;
@@ -45,7 +44,7 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): Control
     kind: "Agent",
     async reconcile(obj) {
       watchTools();
-      const r = readiness(svc, obj.spec as AgentSpec);
+      const r = readiness(svc, obj.spec);
       const extra = r.model ? { model: r.model, ...(r.tools !== undefined ? { tools: r.tools } : {}) } : undefined;
       return { status: r.ready ? "True" : "False", reason: r.reason, message: r.message, extra, ...(POLL.has(r.reason) ? { requeueAfterMs: 5000 } : {}) };
     },

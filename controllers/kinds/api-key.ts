@@ -5,7 +5,7 @@
 //   Ready=False PolicyNotFound               a bound AccessPolicy does not exist (requests are
 //                                            refused with 403 policy_denied until it does)
 //   Ready=False InvalidSecretHash            spec.secretHash is not sha256:<64 hex>
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { KeyCache } from "../../engines/gateway/keys";
 import { keyState } from "../../engines/gateway/keys";
 import type { PolicyIndex } from "../../engines/gateway/policy";
@@ -13,7 +13,7 @@ import type { Limits } from "../../engines/gateway/limits";
 
 const MAX_TIMER_MS = 2_147_000_000; // setTimeout's limit (~24.8 days)
 
-export function apiKeyController(d: { keys: KeyCache; policies: PolicyIndex; limits?: Limits; now?: () => number }): Controller {
+export function apiKeyController(d: { keys: KeyCache; policies: PolicyIndex; limits?: Limits; now?: () => number }): KindController<"ApiKey"> {
   const now = d.now ?? Date.now;
   return {
     kind: "ApiKey",

@@ -12,16 +12,15 @@
 //   Ready=False SchemaError        connected, but some tools' inputSchema is invalid (left out)
 //   Ready=False ExecutionDenied | ToolGone   the last call failed so; the next successful call clears it
 // Deleting the object closes the connection and removes its tools (finalize).
-import type { Controller, ReadyCondition } from "../types";
+import type { KindController, ReadyCondition } from "../types";
 import type { McpEngine } from "../../engines/mcp/engine";
-import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
 import { specProblem } from "../../engines/mcp/transports";
 
-export function mcpServerController(engine: McpEngine): Controller {
+export function mcpServerController(engine: McpEngine): KindController<"McpServer"> {
   return {
     kind: "McpServer",
     async reconcile(obj) {
-      const spec = obj.spec as McpServerSpec;
+      const spec = obj.spec;
       const problem = specProblem(spec);
       if (problem) {
         await engine.drop(obj.name);

@@ -1,10 +1,10 @@
 // MemoryConfig (singleton): the memory engine reads the effective settings from the store on
 // every use, so reconcile only re-arms the consolidation interval and reports what is in force:
 // the clamped values and whether recall is hybrid (embeddingModel) or lexical only.
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { MemoryEngine } from "../../engines/memory/engine";
 
-export function memoryConfigController(memory: MemoryEngine): Controller {
+export function memoryConfigController(memory: MemoryEngine): KindController<"MemoryConfig"> {
   return {
     kind: "MemoryConfig",
     async reconcile() {

@@ -7,7 +7,7 @@ import { open, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Value } from "@sinclair/typebox/value";
-import type { Controller, ReadyCondition, ReconcileResult } from "../types";
+import type { KindController, ReadyCondition, ReconcileResult } from "../types";
 import type { Svc } from "../../engines/svc";
 import { ModelSpec } from "../../schemas/kinds/model";
 import { ModelPool } from "../../engines/inference/pool";
@@ -69,7 +69,7 @@ export async function checkGguf(file: string): Promise<FileCheck> {
 /** How often to look again for a missing or invalid file (it may be written later). */
 const RECHECK_MS = 15_000;
 
-export function modelController(svc: Svc): Controller {
+export function modelController(svc: Svc): KindController<"Model"> {
   return {
     kind: "Model",
     async reconcile(obj): Promise<ReadyCondition & ReconcileResult> {

@@ -4,16 +4,15 @@
 //   Ready=False CredentialMissing the env variable / file of a reference is missing (requests
 //                                 routed here fail with 502 upstream_error, or fall back; its
 //                                 models are left out of /v1/models and /api/tags meanwhile)
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { ProviderRouter } from "../../engines/providers/router";
 import { describeMissing } from "../../engines/providers/credentials";
-import type { ProviderSpec } from "../../schemas/kinds/provider";
 
-export function providerController(d: { router: ProviderRouter; hasLocalPool?: () => boolean }): Controller {
+export function providerController(d: { router: ProviderRouter; hasLocalPool?: () => boolean }): KindController<"Provider"> {
   return {
     kind: "Provider",
     async reconcile(obj) {
-      const s = obj.spec as ProviderSpec;
+      const s = obj.spec;
       const n = s.models?.length ?? 0;
       const models = `${n} model${n === 1 ? "" : "s"}`;
       if (s.credential) {

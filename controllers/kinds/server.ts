@@ -3,17 +3,17 @@
 // Explicit start options (--host, --port / SVC_PORT) beat the manifest: the person starting the
 // process decided, the same way an env var beats a config file.
 import { Value } from "@sinclair/typebox/value";
-import type { Controller } from "../types";
+import type { KindController } from "../types";
 import type { Svc } from "../../engines/svc";
 import { ServerSpec } from "../../schemas/kinds/server";
-import { resolveModelsDir } from "../paths";
+import { resolveModelsDir } from "../../engines/paths";
 
 export interface BoundAddress {
   host: string;
   port: number;
 }
 
-/** What the composition root (api/server.ts) gives the controller to move the listener. */
+/** What the composition root (boot/start.ts) gives the controller to move the listener. */
 export interface Listener {
   address(): BoundAddress | null;
   /** Listen on host:port (closing the previous socket); resolves with the address bound. */
@@ -52,7 +52,7 @@ export function serverController(
   overrides: StartOverrides,
   /** lets finalize hand over to a remaining Server object that was reported Duplicate */
   enqueue?: (ref: { kind: string; name: string }) => void,
-): Controller {
+): KindController<"Server"> {
   const apply = async (spec: unknown) => {
     const eff = effectiveServer(spec);
     svc.server = eff;

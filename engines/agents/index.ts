@@ -1,14 +1,20 @@
 // The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
 // Every model call goes through the gateway pipeline with the caller's identity, so the key's
 // permissions, limits, budget and audit apply to agent work exactly as to direct inference.
-import { requireScope } from "../gateway/scopes";
-import type { Svc } from "../svc";
+import { kindOfStatus, SvcError } from "../errors";
+import { requireAudience } from "../gateway/scopes";
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+import type { ToolRegistry } from "../tools/types";
+import type { MemoryEngine } from "../memory/engine";
+
+/** What agents use: the gateway (the gate and model calls), the tool catalog, memory. */
+export type AgentsHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "../gateway/keys";
-import { GatewayError } from "../gateway/errors";
 import { runLoop } from "./loop";
 import { newState, type LoopEvent, type Pending } from "./types";
 import { readiness } from "./readiness";
@@ -40,7 +46,6 @@ export interface RunInput {
 }
 
 export interface RunResult {
-  object: "agent.run";
   agent: string;
   model: string;
   /** completed: a final answer; incomplete: stopped (reason iteration_budget or input_required) */
@@ -59,7 +64,7 @@ export interface RunResult {
 export class Agents {
   readonly tasks: TaskManager;
 
-  constructor(private readonly svc: Svc) {
+  constructor(private readonly svc: AgentsHost) {
     this.tasks = new TaskManager({ svc, chat: (caller, req, cancel) => this.chat(caller, req, cancel) });
   }
 
@@ -94,37 +99,42 @@ export class Agents {
   /** The agent's spec and the model a run uses; 404 / 503 naming what is missing. */
   resolve(name: string, modelOverride?: string): { spec: AgentSpec; model: string } {
     const o = this.svc.store.get("Agent", name);
-    if (!o || o.deleting) throw new GatewayError(404, "not_found", `agent ${JSON.stringify(name)} does not exist (GET /agents lists them)`);
+    if (!o || o.deleting) throw new SvcError("not_found", "not_found", `agent ${JSON.stringify(name)} does not exist (GET /agents lists them)`);
     const spec = o.spec as AgentSpec;
     const r = readiness(this.svc, spec, modelOverride);
     if (!r.ready) {
       const code = r.reason === "ModelNotFound" ? "model_not_found" : "model_unavailable";
-      throw new GatewayError(r.reason === "ModelNotFound" ? 404 : 503, code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
+      throw new SvcError(kindOfStatus(r.reason === "ModelNotFound" ? 404 : 503), code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
     }
     return { spec, model: r.model! };
   }
 
-  /** Authenticate the caller (401 for a bad key); remote callers need a key allowed to `action`. */
-  authorize(caller: Caller, action: "agents:run" | "agents:dispatch"): KeyEntry | null {
+  /** The gate for a run or dispatch of agent `name`: authenticate (401), key use with the
+   * `action` scope (agents:run / agents:dispatch alone suffice: the agent's model calls are made
+   * under this grant, not the caller's inference), the key's audience, its policy. Remote callers
+   * need a key allowed to `action`. */
+  authorize(caller: Caller, action: "agents:run" | "agents:dispatch", name?: string): KeyEntry | null {
     const gw = this.svc.engines.gateway;
-    if (!gw) throw new GatewayError(503, "model_unavailable", "agents are unavailable: the gateway engine is not running");
-    const key = gw.pipeline.authenticate(caller);
-    requireScope(key, action);
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the gateway engine is not running");
+    const key = gw.gate.authenticate(caller, action.replace(":", "."));
+    if (key) gw.gate.use(key, caller, action, action);
     if (!caller.loopback) {
       // a key with a scopes list is judged by it; a key without one keeps the older rule:
       // permissions.actions must name the action
       const actions = key?.spec.permissions?.actions;
       if (!key || (!key.spec.scopes && !actions?.some((a: string) => a === "*" || a === action))) {
-        throw new GatewayError(403, "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
+        throw new SvcError("forbidden", "permission_denied", `${action} from a non-loopback address needs a key with the "${action}" scope (or, for a key without scopes, permissions.actions including "${action}")`);
       }
     }
+    if (name !== undefined) requireAudience(key, `agent:${name}`);
+    caller.grant = action;
     return key;
   }
 
   /** One model call through the gateway pipeline, as the caller. */
   private async chat(caller: Caller, req: import("../chat/types").ChatRequest, cancel: Cancellation) {
     const gw = this.svc.engines.gateway;
-    if (!gw) throw new GatewayError(503, "model_unavailable", "the gateway engine is not running");
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "the gateway engine is not running");
     const start = await gw.pipeline.chat(caller, req, cancel);
     return start.events;
   }
@@ -149,7 +159,7 @@ export class Agents {
     // one turn per run (its internal model calls are not turns)
     const turn = out.status === "completed" ? bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
     const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
-    const base = { object: "agent.run" as const, agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
+    const base = { agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {
       case "completed":
         return { ...base, status: "completed", reason: null, message: null, output: out.output, pending: null };
@@ -178,7 +188,7 @@ function inputMessage(p: Pending): string {
     : `the agent asked a question (clarify): ${p.question}; a synchronous run cannot wait for an answer: dispatch a task to answer it`;
 }
 
-export async function createAgents(svc: Svc): Promise<Agents> {
+export async function createAgents(svc: AgentsHost): Promise<Agents> {
   const a = new Agents(svc);
   await a.init();
   return a;

@@ -1,7 +1,11 @@
 // Is an agent usable: its model routes (a local Model or a Provider model, through the gateway's
 // router) and every tool its policy names exactly is in the catalog. Shared by the Agent
 // controller (status) and the run/dispatch routes (refuse plainly instead of failing later).
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+import type { ToolRegistry } from "../tools/types";
+
+type ReadinessHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry } };
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import { missingTools, offeredTools } from "./policy";
 import { missingCapabilities } from "./capabilities";
@@ -14,7 +18,7 @@ export interface Readiness {
   tools?: number;
 }
 
-export function readiness(svc: Svc, spec: AgentSpec, modelOverride?: string): Readiness {
+export function readiness(svc: ReadinessHost, spec: AgentSpec, modelOverride?: string): Readiness {
   const gw = svc.engines.gateway;
   if (!gw) return { ready: false, reason: "GatewayUnavailable", message: "the gateway engine is not running, so no model can be called" };
   const model = modelOverride ?? spec.defaultModel;

@@ -13,13 +13,17 @@
 // - Finished tasks are pruned after Server.spec.limits.taskRetentionHours (default 168).
 import type { StoreDb } from "../store/open";
 import { randomBytes } from "node:crypto";
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { ToolRegistry } from "../tools/types";
+import type { MemoryEngine } from "../memory/engine";
+
+type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { PrismaClient } from "../../prisma/client";
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
 import { Cancellation } from "../chat/cancel";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { answer, runLoop } from "./loop";
 import { newState, type LoopEvent, type LoopState, type Pending } from "./types";
 import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
@@ -75,7 +79,7 @@ interface Active {
 }
 
 export interface TaskDeps {
-  svc: Svc;
+  svc: TasksHost;
   chat: (caller: Caller, req: import("../chat/types").ChatRequest, cancel: Cancellation) => Promise<AsyncIterable<import("../chat/types").ChatEvent>>;
 }
 
@@ -120,7 +124,7 @@ export class TaskManager {
 
   /** Start a task, or return the first task of a repeated Idempotency-Key. */
   dispatch(input: DispatchInput): Promise<{ view: TaskView; created: boolean }> {
-    if (this.closed) return Promise.reject(new GatewayError(503, "model_unavailable", "svc is shutting down"));
+    if (this.closed) return Promise.reject(new SvcError("unavailable", "model_unavailable", "svc is shutting down"));
     const key = input.idempotencyKey ? `${input.keyId ?? "loopback"}|${input.agent}|${input.idempotencyKey}` : null;
     if (key) {
       const first = this.idem.get(key);
@@ -140,7 +144,7 @@ export class TaskManager {
       if (row) return { view: this.viewOfId(row.id) ?? (await this.storedView(row.id))!, created: false };
     }
     if (this.active.size >= this.limit) {
-      throw new GatewayError(429, "capacity_exceeded", `dispatch concurrency limit reached: ${this.limit} unfinished tasks (Server.spec.limits.maxConcurrentDispatch); nothing was started. Wait for a task to finish, then dispatch again (send an Idempotency-Key to make retries safe)`, null, { "retry-after": "5" });
+      throw new SvcError("rate_limited", "capacity_exceeded", `dispatch concurrency limit reached: ${this.limit} unfinished tasks (Server.spec.limits.maxConcurrentDispatch); nothing was started. Wait for a task to finish, then dispatch again (send an Idempotency-Key to make retries safe)`, null, { retryAfterSeconds: 5 });
     }
     const now = new Date();
     const messages: ChatMessage[] = [{ role: "user", content: input.prompt }];
@@ -204,10 +208,10 @@ export class TaskManager {
     const t = this.active.get(id);
     if (!t || t.status !== "input_required" || !t.pending) {
       const status = t?.status ?? "finished";
-      throw new GatewayError(409, "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
+      throw new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
     }
     if (t.pending.kind === "approval" && response.approve === undefined) {
-      throw new GatewayError(400, "invalid_request", `task ${id} waits for an approval of ${t.pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
+      throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${t.pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
     }
     answer(t.state, t.pending, response);
     this.log(t, { type: "answer", kind: t.pending.kind, ...(t.pending.kind === "approval" ? { approved: response.approve } : { response: response.text }) });
@@ -252,8 +256,9 @@ export class TaskManager {
         }
       } catch (e: any) {
         const code = typeof e?.code === "string" ? e.code : "internal_error";
-        if (!(e instanceof GatewayError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e) });
-        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: redactSecrets(String(e?.message ?? e)), status: e?.status ?? 500 } });
+        if (!(e instanceof SvcError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e) });
+        // the error's kind, not an HTTP status: api/routes/agents.ts shows it as the status it maps to
+        this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: redactSecrets(String(e?.message ?? e)), kind: e instanceof SvcError ? e.kind : "internal" } });
       }
     })();
     t.runner = run;

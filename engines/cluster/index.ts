@@ -9,7 +9,10 @@
 // Without these variables nothing here runs and svc is the single-process SQLite server.
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+
+type ClusterHost = Host & { engines: { gateway?: Gateway } };
 import type { ResourceStore } from "../../prisma/resource-store";
 import type { StoreDb } from "../store/open";
 import { connectRedis, waitReady } from "./redis";
@@ -30,7 +33,7 @@ export interface Cluster {
 }
 
 /** The cluster part of each running svc (status, tests). */
-export const clusterOf = new WeakMap<Svc, Cluster>();
+export const clusterOf = new WeakMap<ClusterHost, Cluster>();
 
 export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const u = env.SVC_REDIS_URL?.trim();
@@ -39,7 +42,7 @@ export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undef
   return u;
 }
 
-export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.ProcessEnv = process.env): Promise<Cluster> {
+export async function startCluster(svc: ClusterHost, store: ResourceStore, env: NodeJS.ProcessEnv = process.env): Promise<Cluster> {
   const replicaId = `${process.pid.toString(36)}-${randomBytes(4).toString("hex")}`;
   const pgUrl = (svc.db as StoreDb).postgresUrl;
   const redisUrl = redisUrlOf(env);

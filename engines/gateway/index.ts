@@ -1,11 +1,17 @@
 // The gateway engine: keys, policies, limits, routing, the enforcement pipeline, audit,
-// webhooks and alerts, wired once per running svc (api/server.ts calls createGateway).
+// webhooks and alerts, wired once per running svc (start-up calls createGateway; the ApiKey,
+// AccessPolicy, Provider and AlertSettings controllers are built from it in controllers/registry.ts).
 //
 // In-memory indexes (keys, policies, providers/models, alert settings) follow the store's
 // "change" event synchronously, so a change made by apply or by the key routes is in force for
 // the very next request; the controllers report status (and requeue keys at their expiry).
-import type { Svc } from "../svc";
-import type { Controller } from "../../controllers/types";
+import type { Host } from "../host";
+import type { ModelPool } from "../inference/pool";
+import type { PipelineMetrics } from "../metrics/gateway";
+
+/** What the gateway uses of the running svc: its core, the local model pool (the "local"
+ * provider) and the request metrics. */
+export type GatewayHost = Host & { engines: { pool?: ModelPool; metrics?: { gateway: PipelineMetrics } } };
 import type { Ref } from "../../prisma/resource-store";
 import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 import type { InferencePipeline } from "./pipeline-types";
@@ -13,6 +19,7 @@ import { KeyCache, loadAdminKey, type AuthResult, type KeyEntry } from "./keys";
 import { PolicyIndex } from "./policy";
 import { Limits } from "./limits";
 import { GatewayPipeline } from "./pipeline";
+import { Gate } from "./gate";
 import { KeyAdmin } from "./key-admin";
 import { ProviderRouter } from "../providers/router";
 import { closePools } from "../providers/http";
@@ -21,15 +28,13 @@ import { AuditLog } from "./audit/log";
 import { WebhookOutbox } from "./webhooks/outbox";
 import { EmailOutbox } from "../notify/email-outbox";
 import { Alerts } from "./alerts/alerts";
-import { apiKeyController } from "../../controllers/kinds/api-key";
-import { accessPolicyController } from "../../controllers/kinds/access-policy";
-import { providerController } from "../../controllers/kinds/provider";
-import { alertSettingsController, withAlertDefaults } from "../../controllers/kinds/alert-settings";
+import { withAlertDefaults } from "./alerts/settings";
 
 export interface Gateway {
+  /** the one gate every keyed route goes through (gate.ts) */
+  gate: Gate;
+  /** chat, completions, responses, messages, Ollama and embeddings: routing and streaming around the gate */
   pipeline: InferencePipeline & GatewayPipeline;
-  /** controllers for ApiKey, AccessPolicy, Provider, AlertSettings */
-  controllers: Controller[];
   keys: KeyCache;
   policies: PolicyIndex;
   limits: Limits;
@@ -42,6 +47,8 @@ export interface Gateway {
   alerts: Alerts;
   /** current AlertSettings (defaults when none is applied) */
   alertSettings(): AlertSettingsSpec;
+  /** read the AlertSettings singleton again (its controller calls it) */
+  refreshAlertSettings(): void;
   /** authenticate a token without the pipeline (key routes, audit route) */
   authenticate(token: string): AuthResult;
   isAdmin(token: string): boolean;
@@ -61,7 +68,7 @@ export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promise<Gateway> {
+export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {}): Promise<Gateway> {
   const env = opts.env ?? process.env;
   const prisma = svc.db.prisma;
   const store = svc.store;
@@ -124,17 +131,18 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     now: opts.now ? () => new Date(opts.now!()) : undefined,
   });
 
-  const pipeline = new GatewayPipeline({
+  const gateOptions = {
     keys,
     policies,
     limits,
-    router,
     audit,
     alerts,
     metrics: svc.engines.metrics?.gateway,
     allowUnauthenticatedLoopback: () => svc.server.allowUnauthenticatedLoopback !== false,
     now: opts.now,
-  });
+  };
+  const gate = new Gate(gateOptions);
+  const pipeline = new GatewayPipeline({ ...gateOptions, router }, gate);
 
   const admin = new KeyAdmin({
     store,
@@ -146,24 +154,10 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     now: opts.now,
   });
 
-  const controllers: Controller[] = [
-    apiKeyController({ keys, policies, limits, now: opts.now }),
-    accessPolicyController({
-      policies,
-      touchKeys: (name) => {
-        const mgr = svc.control;
-        if (!mgr) return;
-        for (const k of keys.all()) if (k.spec.policies?.includes(name)) mgr.enqueue({ kind: "ApiKey", name: k.id });
-      },
-    }),
-    providerController({ router, hasLocalPool: () => !!svc.engines.pool }),
-    alertSettingsController({ current: () => settings, refresh: refreshSettings }),
-  ];
-
   let closing: Promise<void> | null = null;
   return {
+    gate,
     pipeline,
-    controllers,
     keys,
     policies,
     limits,
@@ -174,6 +168,7 @@ export async function createGateway(svc: Svc, opts: GatewayOptions = {}): Promis
     email,
     alerts,
     alertSettings: () => settings,
+    refreshAlertSettings: refreshSettings,
     authenticate: (token) => keys.authenticate(token),
     isAdmin,
     close: () =>

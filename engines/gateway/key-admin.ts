@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { ApiKeySpec } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
-import { GatewayError, invalidRequest, notFound } from "./errors";
+import { SvcError, invalidRequest, notFound } from "../errors";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
 import type { PolicyIndex } from "./policy";
 import { minutesInZone } from "./policy";
@@ -26,7 +26,6 @@ import type { Limits } from "./limits";
 import type { KeyRef, WebhookEventName } from "./key-types";
 import { keyRefOf } from "./key-types";
 import { refuseReason } from "./webhooks/url-policy";
-import { scopeBits, scopeNames } from "./scopes";
 import type { TSchema } from "@sinclair/typebox";
 import { CreateBody, PatchBody, TemporaryBody, SECRET_REF, check, mutable } from "./key-bodies";
 
@@ -45,44 +44,25 @@ export interface KeyAdminDeps {
   now?: () => number;
 }
 
-/** The key as the API shows it: every field, never the secret or its hash. */
-export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record<string, unknown> {
-  const s = o.spec as ApiKeySpec;
-  const entry = e ?? ({ revoked: !!s.revoked_at, expiresAtMs: s.expires_at ? Date.parse(s.expires_at) : Infinity } as KeyEntry);
-  const out: Record<string, unknown> = {
-    id: o.name,
-    object: "api_key",
-    name: s.name ?? o.name,
-    description: s.description ?? null,
-    key_type: s.key_type ?? "user",
-    organization_id: s.organization_id ?? null,
-    team_id: s.team_id ?? null,
-    user_id: s.user_id ?? null,
-    permissions: s.permissions ?? {},
-    access_level: s.access_level ?? "custom",
-    scopes: s.scopes ?? null,
-    effective_scopes: scopeNames(scopeBits(s.scopes)),
-    audience: s.audience ?? "*",
-    policies: s.policies ?? [],
-    policy: s.policy ?? null,
-    rate_limits: s.rate_limits ?? null,
-    budget_limits: s.budget_limits ?? null,
-    budget_alerts: s.budget_alerts ?? null,
-    token_limits: s.token_limits ?? null,
-    expires_at: s.expires_at ?? null,
-    ip_allowlist: s.ip_allowlist ?? null,
-    webhook: s.webhook ? { enabled: s.webhook.enabled !== false, url: s.webhook.url, events: s.webhook.events ?? [], secret_configured: !!s.webhook.secret } : null,
-    metadata: s.metadata ?? {},
-    status: keyState(entry, now),
-    created_at: o.createdAt,
-    updated_at: o.updatedAt,
-    revoked_at: s.revoked_at ?? null,
-    managed_by: o.owner,
-  };
-  return out;
+/** A key as key administration hands it to the API (api/key-json.ts shapes it): the stored
+ * object, its cache entry, and what only this call knows (the secret once, usage, expires_in). */
+export interface KeyView {
+  object: StoredObject;
+  entry?: KeyEntry;
+  now: number;
+  /** the secret, returned once at creation */
+  secret?: string;
+  usage?: ReturnType<KeyAdminDeps["limits"]["report"]>;
+  expiresIn?: number;
 }
 
-const denied = (m: string) => new GatewayError(403, "permission_denied", m);
+/** active / revoked / expired of a stored key (its cache entry when there is one). */
+export function stateOf(o: StoredObject, now: number, e?: KeyEntry) {
+  const s = o.spec as ApiKeySpec;
+  return keyState(e ?? ({ revoked: !!s.revoked_at, expiresAtMs: s.expires_at ? Date.parse(s.expires_at) : Infinity } as KeyEntry), now);
+}
+
+const denied = (m: string) => new SvcError("forbidden", "permission_denied", m);
 
 export class KeyAdmin {
   private readonly now: () => number;
@@ -122,7 +102,7 @@ export class KeyAdmin {
 
   private assertApiOwned(o: StoredObject) {
     if (o.owner !== "api") {
-      throw new GatewayError(409, "conflict", `API key ${o.name} is managed by ${o.owner}; change it in its manifest`);
+      throw new SvcError("conflict", "conflict", `API key ${o.name} is managed by ${o.owner}; change it in its manifest`);
     }
   }
 
@@ -187,7 +167,7 @@ export class KeyAdmin {
 
   // -- operations ---------------------------------------------------------------------------
 
-  async create(a: Actor, body: any): Promise<Record<string, unknown>> {
+  async create(a: Actor, body: any): Promise<KeyView> {
     this.assertManager(a);
     check(CreateBody, body);
     const keyType = body.key_type ?? "user";
@@ -231,10 +211,10 @@ export class KeyAdmin {
     check(ApiKeySpec, JSON.parse(JSON.stringify(spec)));
     const o = await this.put(id, spec);
     this.emit(o, "key.created", { key_type: keyType, created_by: a.id });
-    return { api_key: secret, ...keyJson(o, this.now(), this.d.keys.get(id)) };
+    return this.view(o, { secret });
   }
 
-  async createTemporary(a: Actor, body: any): Promise<Record<string, unknown>> {
+  async createTemporary(a: Actor, body: any): Promise<KeyView> {
     if (a.role !== "admin" && a.role !== "master") throw denied("temporary keys are created with the master key (or the administrative key)");
     check(TemporaryBody, body);
     const now = this.now();
@@ -251,13 +231,13 @@ export class KeyAdmin {
       secretHash: `sha256:${hashSecret(secret)}`,
     };
     const o = await this.put(id, spec);
-    return { api_key: secret, ...keyJson(o, now, this.d.keys.get(id)), expires_in: body.expires_in };
+    return this.view(o, { secret, expiresIn: body.expires_in });
   }
 
-  list(a: Actor, q: { status?: string; key_type?: string; organization_id?: string; team_id?: string; user_id?: string }): Record<string, unknown>[] {
+  list(a: Actor, q: { status?: string; key_type?: string; organization_id?: string; team_id?: string; user_id?: string }): KeyView[] {
     this.assertManager(a);
     const now = this.now();
-    const out: Record<string, unknown>[] = [];
+    const out: KeyView[] = [];
     const objs = this.d.store.list({ kind: "ApiKey" }).sort((x, y) => (x.createdAt < y.createdAt ? -1 : x.createdAt > y.createdAt ? 1 : x.name < y.name ? -1 : 1));
     for (const o of objs) {
       const s = o.spec as ApiKeySpec;
@@ -266,24 +246,28 @@ export class KeyAdmin {
       if (q.organization_id && s.organization_id !== q.organization_id) continue;
       if (q.team_id && s.team_id !== q.team_id) continue;
       if (q.user_id && s.user_id !== q.user_id) continue;
-      const j = keyJson(o, now, this.d.keys.get(o.name));
-      if (q.status && j.status !== q.status) continue;
-      out.push(j);
+      const entry = this.d.keys.get(o.name);
+      if (q.status && stateOf(o, now, entry) !== q.status) continue;
+      out.push({ object: o, entry, now });
     }
     return out;
   }
 
-  get(a: Actor, id: string): Record<string, unknown> {
+  get(a: Actor, id: string): KeyView {
     const o = this.target(a, id);
-    return { ...keyJson(o, this.now(), this.d.keys.get(id)), usage: this.d.limits.report(id) };
+    return this.view(o, { usage: this.d.limits.report(id) });
   }
 
-  async patch(a: Actor, id: string, body: any): Promise<Record<string, unknown>> {
+  private view(o: StoredObject, extra: Partial<KeyView> = {}): KeyView {
+    return { object: o, entry: this.d.keys.get(o.name), now: this.now(), ...extra };
+  }
+
+  async patch(a: Actor, id: string, body: any): Promise<KeyView> {
     const o = this.target(a, id);
     this.assertApiOwned(o);
     check(PatchBody, body);
     const cur = o.spec as ApiKeySpec;
-    if (cur.revoked_at) throw new GatewayError(409, "conflict", `API key ${id} is revoked; create a new key instead`);
+    if (cur.revoked_at) throw new SvcError("conflict", "conflict", `API key ${id} is revoked; create a new key instead`);
     const next: Record<string, any> = JSON.parse(JSON.stringify(cur));
     for (const [k, v] of Object.entries(body)) {
       const piece = (mutable as Record<string, TSchema>)[k];
@@ -302,17 +286,17 @@ export class KeyAdmin {
     this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined }, a);
     check(ApiKeySpec, JSON.parse(JSON.stringify(next)));
     const saved = await this.put(id, next);
-    return keyJson(saved, this.now(), this.d.keys.get(id));
+    return this.view(saved);
   }
 
-  async revoke(a: Actor, id: string): Promise<Record<string, unknown>> {
+  async revoke(a: Actor, id: string): Promise<KeyView> {
     const o = this.target(a, id);
     this.assertApiOwned(o);
-    if (o.spec.revoked_at) return keyJson(o, this.now(), this.d.keys.get(id));
+    if (o.spec.revoked_at) return this.view(o);
     const saved = await this.put(id, { ...o.spec, revoked_at: new Date(this.now()).toISOString() });
     this.d.limits.forget(id);
     this.emit(saved, "key.revoked", { revoked_by: a.id });
-    return keyJson(saved, this.now(), this.d.keys.get(id));
+    return this.view(saved);
   }
 }
 

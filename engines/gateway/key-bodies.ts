@@ -5,7 +5,7 @@ import addFormats from "ajv-formats";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { AccessLevel, Audience, Scopes, BudgetAlerts, BudgetLimits, IpAllowlist, Permissions, RateLimits, TokenLimits, WebhookEvent } from "../../schemas/kinds/api-key";
 import { PolicyDocument } from "../../schemas/kinds/access-policy";
-import { invalidRequest } from "./errors";
+import { invalidRequest } from "../errors";
 
 /** Longest life of a temporary key: 30 days. */
 export const MAX_TEMPORARY_SECONDS = 30 * 86_400;

@@ -23,52 +23,15 @@ import { UsageRollup } from "./limits/rollup";
 import { LimitRefusal } from "./limits/refusal";
 import { LimitsPersistence, type AuditDrain } from "./limits/persist";
 import { checksOf, usageOver } from "./limits/checks";
-import { installShared, syncShared, type SharedHold, type SharedLimitStore } from "./limits/shared";
+import { installShared, syncShared, type SharedLimitStore } from "./limits/shared";
+import type { Admission, Estimate, RequestInfo } from "./limits/types";
+import type { RateState } from "../errors";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
 export type { AuditDrain } from "./limits/persist";
 
-/** One admitted request's hold on counters, released by settle(). */
-export interface Admission {
-  entities: EntityUsage[];
-  /** the period counters this admission counted a request in (day, month, total per entity) */
-  counters: PeriodCounter[];
-  spend: number;
-  tokens: number;
-  settled: boolean;
-  /** the reservation id, when the admission was written ahead */
-  rowId?: number;
-  /** shared mode: resolves once the shared store admitted and reserved; forward only after it
-   * (it may refuse: a LimitRefusal, or 503 when the store is down) */
-  durable?: Promise<void>;
-  /** write-ahead: resolves once the reservation is in the journal (end of this event-loop turn).
-   * The request may go upstream meanwhile; its answer waits for this (limits/wal.ts) */
-  written?: Promise<void>;
-  /** scale-out: the hold on the shared limit store (limits/shared.ts) */
-  shared?: SharedHold;
-}
-
-export interface Estimate {
-  /** reserved spend in micro-USD */
-  spend: number;
-  /** reserved tokens (prompt estimate + output reserve) */
-  tokens: number;
-  /** prompt estimate + explicit max_tokens (for per_request_max) */
-  requestTokens: number;
-  /** prompt estimate (the audit row a crash recovery writes) */
-  promptTokens?: number;
-  /** model has a price (a budgeted key needs one) */
-  priced: boolean;
-  model: string;
-}
-
-/** What a write-ahead row records of the request (for the audit row recovery may write). */
-export interface RequestInfo {
-  requestId: string;
-  action: string;
-  ip?: string;
-}
+export type { Admission, Estimate, RequestInfo } from "./limits/types";
 
 export class Limits extends UsageRollup {
   private readonly rates: KeyRates;
@@ -203,12 +166,12 @@ export class Limits extends UsageRollup {
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
-  rateHeaders(k: KeyEntry, now = this.now()): Record<string, string> {
-    return this.rates.headers(k, now);
+  rate(k: KeyEntry, now = this.now()): RateState | undefined {
+    return this.rates.window(k, now);
   }
 
   private err(k: KeyEntry, now: number, code: "quota_exceeded" | "budget_exceeded", limit: string, msg: string) {
-    return new LimitRefusal(402, code, limit, msg, this.rateHeaders(k, now));
+    return new LimitRefusal(code, limit, msg, this.rate(k, now));
   }
 
   /**

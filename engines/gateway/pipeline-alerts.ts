@@ -3,6 +3,7 @@
 import type { KeyRef } from "./key-types";
 import type { KeyEntry } from "./keys";
 import { LimitRefusal, type Limits } from "./limits";
+import type { RateState } from "../errors";
 
 /** The parts of engines/gateway/alerts/alerts.ts the pipeline calls. */
 export interface AlertsSink {
@@ -25,18 +26,17 @@ export class PipelineAlerts {
   ) {}
 
   /** Usage-pattern and near-limit alerts after a request was admitted. */
-  admitted(key: KeyEntry, headers: Record<string, string>, ip: string): void {
+  admitted(key: KeyEntry, rate: RateState | undefined, ip: string): void {
     const a = this.a;
     if (!a) return;
     a.requestSeen(key.ref, ip);
-    const limit = headers["x-ratelimit-limit-requests"];
-    if (limit !== undefined) a.rateUsage(key.ref, Number(limit), Number(headers["x-ratelimit-remaining-requests"]));
+    if (rate) a.rateUsage(key.ref, rate.limit, rate.remaining);
   }
 
   /** key.limit_exceeded for a refusal by this key's limits (an upstream's 429 is not one). */
   refused(key: KeyEntry, e: unknown): void {
     if (!this.a || !(e instanceof LimitRefusal)) return;
-    this.a.limitExceeded(key.ref, e.limit, { code: e.code, message: e.message });
+    this.a.limitExceeded(key.ref, e.tripped, { code: e.code, message: e.message });
   }
 
   /** Budget-threshold alerts for the key and for the team and organization keys above it

@@ -5,7 +5,7 @@ import type { ChatEvent, Usage } from "../chat/types";
 import type { Caller } from "./pipeline-types";
 import type { AuditRecord } from "./key-types";
 import type { KeyEntry } from "./keys";
-import { GatewayError } from "./errors";
+import { SvcError, type RateState } from "../errors";
 
 /** One audit row; `errorCode` only on failures. Latency runs from `t0` (performance.now()). */
 export function auditRow(
@@ -59,8 +59,8 @@ export function count(t: Tally, ev: ChatEvent): void {
 /** A group commit of reservations failed (disk full, store closed): refuse rather than forward
  * a request whose limits are not recorded. */
 export function storeUnavailable(e: unknown): never {
-  if (e instanceof GatewayError) throw e; // a shared limit store's refusal (limits/shared.ts)
-  throw new GatewayError(503, "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
+  if (e instanceof SvcError) throw e; // a shared limit store's refusal (limits/shared.ts)
+  throw new SvcError("unavailable", "internal_error", `usage limits could not be recorded, retry later (${String((e as Error)?.message ?? e)})`);
 }
 
 /** Wait for a write-ahead reservation (limits/wal.ts) to be written before the answer leaves.
@@ -78,9 +78,16 @@ export async function reservationWritten(written: Promise<void>, events?: AsyncI
   }
 }
 
+/** A refusal after admission carries the key's rate window (x-ratelimit-* on the error response)
+ * unless it has its own (a limit's refusal). */
+export function withRate(e: unknown, rate: RateState | undefined): void {
+  if (!rate || !(e instanceof SvcError) || e.limit.limit !== undefined) return;
+  e.limit = { ...e.limit, limit: rate.limit, remaining: rate.remaining, resetSeconds: rate.resetSeconds };
+}
+
 /** The audit status of a failure: the gateway error code, an engine's own code, or cancelled. */
 export function codeOf(e: unknown): string {
-  if (e instanceof GatewayError) return e.code;
+  if (e instanceof SvcError) return e.code;
   if (isAbortLike(e)) return "cancelled";
   const x = e as { status?: unknown; code?: unknown } | undefined;
   if (typeof x?.status === "number" && typeof x.code === "string") return x.code;

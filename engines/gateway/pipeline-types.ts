@@ -3,6 +3,7 @@
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "./keys";
+import type { RateState } from "../errors";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
@@ -17,6 +18,9 @@ export interface Caller {
   /** set once the caller was admitted (InferencePipeline.admit): its key, or null for anonymous
    * loopback; undefined until then (the pipeline then authenticates itself) */
   key?: KeyEntry | null;
+  /** set by an agent run or dispatch (engines/agents): the agent's model calls need this grant,
+   * not the `inference` scope */
+  grant?: "agents:run" | "agents:dispatch";
 }
 
 export interface ChatStart {
@@ -24,8 +28,8 @@ export interface ChatStart {
   provider: string;
   /** model name as resolved */
   model: string;
-  /** headers to add to the response (x-ratelimit-*, x-request-id) */
-  headers: Record<string, string>;
+  /** the key's rate window (api/ sends it as x-ratelimit-* headers) */
+  rate?: RateState;
   /** events; iterating to the end settles cost/tokens and writes the audit entry.
    * Breaking out early (client went away) cancels upstream generation and settles what was used. */
   events: AsyncIterable<ChatEvent>;
@@ -44,10 +48,10 @@ export interface InferencePipeline {
    * Returns the key, or null for anonymous loopback; throws 401/403. Routes call it before
    * reading the body and keep the result in Caller.key. */
   admit(caller: Caller): KeyEntry | null;
-  /** Authenticate, authorize, limit, route, and start generation. Throws GatewayError before
+  /** Authenticate, authorize, limit, route, and start generation. Throws SvcError before
    * anything is sent when the request is refused. */
   chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart>;
-  embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }>;
+  embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }>;
   /** Models the caller may use (all models on unauthenticated loopback). */
   listModels(caller: Caller): Promise<ModelListing[]>;
 }

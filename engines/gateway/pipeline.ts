@@ -16,15 +16,16 @@
 import { performance } from "node:perf_hooks";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
-import type { AuditRecord } from "./key-types";
-import { GatewayError, modelNotFound, invalidRequest } from "./errors";
-import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
-import { SCOPE_BIT, scopeDenied } from "./scopes";
-import { accessRefusal, type AccessAction } from "./access-level";
-import { evaluate, globMatch, type PolicyAction, type PolicyIndex } from "./policy";
+import { SvcError, modelNotFound, invalidRequest } from "../errors";
+import type { KeyCache, KeyEntry } from "./keys";
+import { SCOPE_BIT } from "./scopes";
+import type { PolicyAction, PolicyIndex } from "./policy";
+import type { AccessAction } from "./access-level";
 import type { Admission, Limits } from "./limits";
-import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, count, reservationWritten, storeUnavailable, type Tally } from "./pipeline-records";
+import type { PipelineAlerts, AlertsSink } from "./pipeline-alerts";
+import { auditRow, codeOf, count, reservationWritten, storeUnavailable, withRate, type Tally } from "./pipeline-records";
+import type { RateState } from "../errors";
+import type { Gate, AuditSink } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
@@ -39,10 +40,7 @@ import type { PipelineMetrics } from "../metrics/gateway";
 export const DEFAULT_OUTPUT_RESERVE = 1024;
 
 export type { AlertsSink } from "./pipeline-alerts";
-
-export interface AuditSink {
-  record(e: AuditRecord): void;
-}
+export type { AuditSink } from "./gate";
 
 export interface PipelineOptions {
   keys: KeyCache;
@@ -58,7 +56,6 @@ export interface PipelineOptions {
   now?: () => number;
 }
 
-const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 interface RunCtx {
   caller: Caller;
@@ -79,98 +76,44 @@ export class GatewayPipeline implements InferencePipeline {
 
   private readonly alerts: PipelineAlerts;
 
-  constructor(private readonly o: PipelineOptions) {
+  constructor(
+    private readonly o: PipelineOptions,
+    readonly gate: Gate,
+  ) {
     this.now = o.now ?? Date.now;
-    this.alerts = new PipelineAlerts(o.alerts, o.limits);
+    this.alerts = gate.alerts;
   }
 
   // ------------------------------------------------------------------------------------------
-  // authentication and authorization
+  // authentication and authorization: the gate's (gate.ts)
 
-  /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted).
-   * On unauthenticated loopback a token that is no known key and does not look like an svc key
-   * (the "ollama" / "none" / "lm-studio" placeholders SDKs must send) is anonymous; an sk-svc-
-   * token is always checked, so a revoked key stays refused on loopback too. */
+  /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted). */
   authenticate(caller: Caller, now = this.now()): KeyEntry | null {
-    const token = caller.token;
-    if (!token) {
-      if (caller.loopback && this.o.allowUnauthenticatedLoopback()) return null;
-      throw new GatewayError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key> (or x-api-key)");
-    }
-    const r = this.o.keys.authenticate(token, now);
-    if (r.ok) return r.key;
-    if (r.code === "invalid_api_key" && caller.loopback && !token.startsWith(SECRET_PREFIX) && this.o.allowUnauthenticatedLoopback()) return null;
-    this.o.alerts?.failedAuth(tokenPrefix(token), caller.ip, r.key?.ref);
-    const err = new GatewayError(401, r.code, AUTH_MESSAGES[r.code]);
-    if (r.key) this.auditFailure(caller, r.key, caller.route.includes("embed") ? "embeddings" : "chat.completions", undefined, undefined, err, performance.now(), {});
-    throw err;
+    return this.gate.authenticate(caller, caller.route.includes("embed") ? "embeddings" : "chat.completions", now);
   }
 
-  /** authenticate + checkUse, before the body is read (InferencePipeline.admit); a refused key
+  /** authenticate + key use, before the body is read (InferencePipeline.admit); a refused key
    * use is audited as chat() would have. */
   admit(caller: Caller): KeyEntry | null {
-    const key = this.authenticate(caller);
-    if (key) {
-      try {
-        this.checkUse(key, caller);
-      } catch (e) {
-        this.auditFailure(caller, key, caller.route.includes("embed") ? "embeddings" : "chat.completions", undefined, undefined, e, performance.now(), {});
-        throw e;
-      }
-    }
-    return key;
+    return this.gate.admit(caller, "inference", caller.route.includes("embed") ? "embeddings" : "chat.completions");
   }
 
-  /** IP allowlist and role checks that apply to any use of a key for inference. */
+  /** The scope a model call needs: inference, or the agent grant it is made under (an agent's
+   * own model calls are the agent's, not the caller's inference). */
   private checkUse(key: KeyEntry, caller: Caller, access: AccessAction = "inference") {
-    if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
-      throw new GatewayError(403, "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
-    }
-    if (key.role === "master") {
-      throw new GatewayError(403, "permission_denied", "the master key can only create temporary keys; use an API key for inference");
-    }
-    if ((key.scopeBits & SCOPE_BIT.inference) === 0) throw scopeDenied("inference");
-    const level = accessRefusal(key, access);
-    if (level) throw new GatewayError(403, "permission_denied", level);
+    this.gate.use(key, caller, caller.grant ?? "inference", undefined, access);
   }
 
-  /** Permissions and policy; returns the candidates the key may use (never empty). */
-  private authorize(key: KeyEntry, action: PolicyAction, model: string, cands: readonly RouteTarget[], now: number): readonly RouteTarget[] {
-    const p = key.spec.permissions;
-    if (p?.models && !p.models.some((g) => globMatch(g, model))) {
-      throw new GatewayError(403, "permission_denied", `model ${JSON.stringify(model)} is not in this key's permissions.models`, "model");
+  /** X-Svc-Agent-Id: a key may attribute a request only to an agent its audience allows, and
+   * only with the memory scope (the turn goes to that agent's memory) or the agent grant. */
+  private attribution(key: KeyEntry, caller: Caller, agent: string) {
+    const aud = key.spec.audience;
+    if (aud && aud !== "*" && aud !== `agent:${agent}`) {
+      throw new SvcError("forbidden", "permission_denied", `this key may not act for agent ${JSON.stringify(agent)} (X-Svc-Agent-Id): its audience is ${JSON.stringify(aud)}`, "X-Svc-Agent-Id");
     }
-    if (p?.actions && !p.actions.some((a) => a === "*" || a === action)) {
-      throw new GatewayError(403, "permission_denied", `action ${action} is not in this key's permissions.actions`);
+    if (!caller.grant && (key.scopeBits & SCOPE_BIT.memory) === 0) {
+      throw new SvcError("forbidden", "permission_denied", `attributing a request to agent ${JSON.stringify(agent)} (X-Svc-Agent-Id) needs a key with the "memory" scope`, "X-Svc-Agent-Id");
     }
-    const kp = this.o.policies.forKey(key);
-    if (kp.missing.length) {
-      throw new GatewayError(403, "policy_denied", `access policy ${JSON.stringify(kp.missing[0])} bound to this key does not exist`);
-    }
-    let out = cands;
-    if (kp.statements.length) {
-      const monthSpendMicros = this.o.limits.monthSpend(key);
-      let denial: string | undefined;
-      out = cands.filter((t) => {
-        const d = evaluate(kp.statements, { action, model, provider: t.provider, monthSpendMicros, now });
-        if (!d.allowed) denial ??= d.message;
-        return d.allowed;
-      });
-      if (out.length === 0) throw new GatewayError(403, "policy_denied", denial!, "model");
-    }
-    if (this.o.limits.needsPrice(key, now)) {
-      const priced = out.filter((t) => t.priced);
-      if (priced.length === 0) {
-        throw new GatewayError(
-          403,
-          "permission_denied",
-          `model ${JSON.stringify(model)} has no price configured (Provider ${out[0].provider}); keys with a budget may only use priced models`,
-          "model",
-        );
-      }
-      out = priced;
-    }
-    return out;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -194,9 +137,10 @@ export class GatewayPipeline implements InferencePipeline {
     const admitted = caller.key !== undefined; // by admit(), before the body was read
     run.key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const key = run.key;
-    let headers = NO_HEADERS;
+    let rate: RateState | undefined;
     try {
-      if (key && !admitted) this.checkUse(key, caller);
+      if (key && (!admitted || caller.grant)) this.checkUse(key, caller);
+      if (key && req.agentId && key.role === "key") this.attribution(key, caller, req.agentId);
       const routing = req.metadata?.routing as { strategy?: unknown; fallback?: unknown } | undefined;
       const fallback = routing?.fallback === true;
       if (!req.model) throw invalidRequest("model is required", "model");
@@ -206,7 +150,7 @@ export class GatewayPipeline implements InferencePipeline {
       let out = req;
       run.promptEst = estimateTokens(req);
       if (key && key.role === "key") {
-        cands = this.authorize(key, action, req.model, cands, now);
+        cands = this.gate.authorize(key, caller.grant ?? action, req.model, cands, now);
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
         const lim = this.o.limits.limitsOf(key);
         let maxTokens = req.maxTokens;
@@ -226,11 +170,12 @@ export class GatewayPipeline implements InferencePipeline {
           priced: true,
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
-        // shared limits (scale-out): the headers come with the store's verdict, filled in before `durable` settles
-        headers = run.adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
-        // shared mode: the shared store's own admission decides before the upstream sees it
+        rate = this.o.limits.rate(key, now);
+        // shared mode: the shared store's own admission decides before the upstream sees it, and
+        // its verdict carries the rate window
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
-        this.alerts.admitted(key, headers, caller.ip);
+        if (run.adm.shared) rate = run.adm.shared.rate;
+        this.alerts.admitted(key, rate, caller.ip);
       } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
 
       let events: AsyncIterable<ChatEvent> | undefined;
@@ -249,14 +194,12 @@ export class GatewayPipeline implements InferencePipeline {
       // The reservation is written at the end of this event-loop turn, while the upstream works;
       // no answer leaves before it is (a crash loses at most requests in flight).
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
-      return { provider: run.target!.provider, model: req.model, headers, events: this.track(events, run) };
+      return { provider: run.target!.provider, model: req.model, rate, events: this.track(events, run) };
     } catch (e) {
       if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
       this.o.metrics?.refused(e);
       if (key) {
-        if (e instanceof GatewayError && headers !== NO_HEADERS) {
-          for (const [k, v] of Object.entries(headers)) if (!(k in e.headers)) (e.headers as Record<string, string>)[k] = v;
-        }
+        withRate(e, rate ?? run.adm?.shared?.rate);
         this.auditFailure(caller, key, run.action, run.model, run.target?.provider, e, t0, run.metadata);
         this.alerts.refused(key, e);
       }
@@ -322,28 +265,27 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   private auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>) {
-    const code = codeOf(e);
-    this.o.audit?.record(auditRow(caller, key, new Date(), action, model, provider, code, t0, 0, 0, 0, metadata, code));
+    this.gate.auditFailure(caller, key, action, model, provider, e, t0, metadata);
   }
 
   // ------------------------------------------------------------------------------------------
   // embeddings and model listing
 
-  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; headers: Record<string, string> }> {
+  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }> {
     const t0 = performance.now();
     const now = this.now();
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     let adm: Admission | undefined;
     let target: RouteTarget | undefined;
-    let headers = NO_HEADERS;
+    let rate: RateState | undefined;
     const promptEst = req.input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
     try {
       if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);
       if (cands.length === 0) throw modelNotFound(req.model);
       if (key && key.role === "key") {
-        cands = this.authorize(key, "embeddings", req.model, cands, now);
+        cands = this.gate.authorize(key, "embeddings", req.model, cands, now);
         let spend = 0;
         for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
         adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, promptTokens: promptEst, priced: true, model: req.model }, now, {
@@ -351,9 +293,10 @@ export class GatewayPipeline implements InferencePipeline {
           action: "embeddings",
           ip: caller.ip,
         });
-        headers = adm.shared?.headers ?? this.o.limits.rateHeaders(key, now);
+        rate = this.o.limits.rate(key, now);
         if (adm.durable) await adm.durable.catch(storeUnavailable);
-        this.alerts.admitted(key, headers, caller.ip);
+        if (adm.shared) rate = adm.shared.rate;
+        this.alerts.admitted(key, rate, caller.ip);
       }
       const written = adm?.written;
       target = cands[0];
@@ -367,12 +310,12 @@ export class GatewayPipeline implements InferencePipeline {
       if (key) {
         this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, cost, {}));
       }
-      return { ...r, provider: target.provider, model: req.model, headers };
+      return { ...r, provider: target.provider, model: req.model, rate };
     } catch (e) {
       if (adm) this.o.limits.settle(adm, 0, 0, false);
       this.o.metrics?.refused(e);
       if (key) {
-        if (e instanceof GatewayError && headers !== NO_HEADERS) Object.assign(e.headers, headers);
+        withRate(e, rate ?? adm?.shared?.rate);
         this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});
         this.alerts.refused(key, e);
       }
@@ -390,7 +333,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (seen.has(m.model)) continue;
       if (key && key.role === "key") {
         try {
-          this.authorize(key, "chat:completions", m.model, this.o.router.targets(m.model), now);
+          this.gate.authorize(key, "chat:completions", m.model, this.o.router.targets(m.model), now);
         } catch {
           continue;
         }

@@ -17,12 +17,17 @@ import type { PolicyDocument, PolicyStatement } from "../../schemas/kinds/access
 import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { KeyEntry } from "./keys";
 
-export type PolicyAction = "chat:completions" | "chat:stream" | "embeddings" | "models:list";
+/** The gate's actions (engines/gateway/gate.ts): the spec's chat actions, embeddings, and
+ * media:<operation>, tools:call, agents:run, agents:dispatch, memory:<operation>. */
+export type PolicyAction = "chat:completions" | "chat:stream" | "embeddings" | "models:list" | (string & {});
 
 export interface PolicyRequest {
   action: PolicyAction;
-  model: string;
-  provider: string;
+  /** absent for calls not made to a model (tools, memory) */
+  model?: string;
+  provider?: string;
+  /** tool:<name> for tool calls */
+  resource?: string;
   /** the key's month-to-date spend in micro-USD */
   monthSpendMicros: number;
   /** ms since epoch (injectable clock) */
@@ -30,7 +35,7 @@ export interface PolicyRequest {
 }
 
 interface Matcher {
-  kind: "any" | "model" | "provider";
+  kind: "any" | "model" | "provider" | "tool";
   exact?: string;
   re?: RegExp;
 }
@@ -39,6 +44,8 @@ interface CompiledStatement {
   effect: "Allow" | "Deny";
   anyAction: boolean;
   actions: Set<string>;
+  /** actions with a `*` inside (media:*, memory:*) */
+  actionGlobs: RegExp[];
   resources: Matcher[];
   condition?: PolicyStatement["condition"];
   /** for messages: `policy "name" statement #2` */
@@ -66,7 +73,7 @@ export function globMatch(glob: string, value: string): boolean {
 function compileResource(r: string): Matcher {
   if (r === "*") return { kind: "any" };
   const i = r.indexOf(":");
-  const kind = r.slice(0, i) as "model" | "provider";
+  const kind = r.slice(0, i) as "model" | "provider" | "tool";
   const name = r.slice(i + 1);
   if (name === "*") return { kind };
   return name.includes("*") ? { kind, re: globToRegExp(name) } : { kind, exact: name };
@@ -77,6 +84,7 @@ function compileStatement(s: PolicyStatement, label: string): CompiledStatement 
     effect: s.effect,
     anyAction: s.actions.includes("*"),
     actions: new Set(s.actions),
+    actionGlobs: s.actions.filter((a) => a !== "*" && a.includes("*")).map(globToRegExp),
     resources: s.resources.map(compileResource),
     condition: s.condition,
     label,
@@ -112,7 +120,7 @@ export function timeBetween(now: number, start: string, end: string, timezone = 
 }
 
 function conditionHolds(c: NonNullable<PolicyStatement["condition"]>, req: PolicyRequest): boolean {
-  if (c.not_in) return !c.not_in.includes(req.provider);
+  if (c.not_in) return req.provider === undefined || !c.not_in.includes(req.provider);
   if (c.time_between) {
     try {
       return timeBetween(req.now, c.time_between.start, c.time_between.end, c.time_between.timezone);
@@ -126,13 +134,13 @@ function conditionHolds(c: NonNullable<PolicyStatement["condition"]>, req: Polic
 }
 
 function statementMatches(s: CompiledStatement, req: PolicyRequest): boolean {
-  if (!s.anyAction && !s.actions.has(req.action)) return false;
+  if (!s.anyAction && !s.actions.has(req.action) && !s.actionGlobs.some((re) => re.test(req.action))) return false;
   let hit = false;
   for (const r of s.resources) {
     if (r.kind === "any") hit = true;
     else {
-      const v = r.kind === "model" ? req.model : req.provider;
-      hit = r.exact !== undefined ? r.exact === v : r.re ? r.re.test(v) : true;
+      const v = r.kind === "model" ? req.model : r.kind === "provider" ? req.provider : toolOf(req.resource);
+      hit = v === undefined ? false : r.exact !== undefined ? r.exact === v : r.re ? r.re.test(v) : true;
     }
     if (hit) break;
   }
@@ -140,19 +148,24 @@ function statementMatches(s: CompiledStatement, req: PolicyRequest): boolean {
   return s.condition ? conditionHolds(s.condition, req) : true;
 }
 
+const toolOf = (resource: string | undefined) => (resource?.startsWith("tool:") ? resource.slice(5) : undefined);
+
+/** What a request was made on, for messages: model:x (provider:y), or tool:x. */
+function target(req: PolicyRequest): string {
+  if (req.resource) return req.resource;
+  if (req.model === undefined) return req.provider !== undefined ? `provider:${req.provider}` : "*";
+  return `model:${req.model} (provider:${req.provider})`;
+}
+
 export function evaluate(stmts: CompiledStatement[], req: PolicyRequest): PolicyDecision {
   if (stmts.length === 0) return { allowed: true };
   let allowed = false;
   for (const s of stmts) {
     if (!statementMatches(s, req)) continue;
-    if (s.effect === "Deny") {
-      return { allowed: false, message: `${s.label} denies ${req.action} on model:${req.model} (provider:${req.provider})` };
-    }
+    if (s.effect === "Deny") return { allowed: false, message: `${s.label} denies ${req.action} on ${target(req)}` };
     allowed = true;
   }
-  return allowed
-    ? { allowed: true }
-    : { allowed: false, message: `no policy statement allows ${req.action} on model:${req.model} (provider:${req.provider})` };
+  return allowed ? { allowed: true } : { allowed: false, message: `no policy statement allows ${req.action} on ${target(req)}` };
 }
 
 /** Compile a whole document (used for tests and for inline policies). */

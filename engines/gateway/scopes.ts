@@ -2,7 +2,7 @@
 // path tests one integer (no allocation). A key without `scopes` keeps the behaviour keys had
 // before scopes existed: every non-owner scope. `owner` (host-level operations such as creating
 // pairing invites over the network) is granted only when listed, and to the admin key.
-import { GatewayError } from "./errors";
+import { SvcError } from "../errors";
 
 export const SCOPES = ["inference", "tools", "agents:run", "agents:dispatch", "memory", "owner"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -42,8 +42,8 @@ export interface Scoped {
   scopeBits: number;
 }
 
-export function scopeDenied(scope: Scope): GatewayError {
-  return new GatewayError(403, "permission_denied", `this key lacks the "${scope}" scope`, "scope");
+export function scopeDenied(scope: Scope): SvcError {
+  return new SvcError("forbidden", "permission_denied", `this key lacks the "${scope}" scope`, "scope");
 }
 
 /** Throw 403 permission_denied naming the scope when the key lacks it. A null key (anonymous
@@ -58,5 +58,5 @@ export function requireScope(key: Scoped | null | undefined, scope: Scope): void
 export function requireAudience(key: { spec: { audience?: string } } | null | undefined, audience: string): void {
   const a = key?.spec.audience;
   if (!a || a === "*" || a === audience) return;
-  throw new GatewayError(401, "wrong_audience", `this key's audience is ${JSON.stringify(a)}, not ${JSON.stringify(audience)}`);
+  throw new SvcError("unauthenticated", "wrong_audience", `this key's audience is ${JSON.stringify(a)}, not ${JSON.stringify(audience)}`);
 }

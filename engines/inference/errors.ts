@@ -1,19 +1,22 @@
-// Errors the inference engine raises; api/ maps `code` and `status` onto each protocol's shape.
+// Errors the inference engine raises: the one engine error type (engines/errors.ts) with the
+// inference codes; api/ maps them onto each protocol's shape.
+import { SvcError, type ErrorKind } from "../errors";
+
 export type InferenceErrorCode = "model_unavailable" | "invalid_request" | "capacity_exceeded" | "context_length_exceeded";
 
-const STATUS: Record<InferenceErrorCode, number> = {
-  model_unavailable: 503,
-  invalid_request: 400,
-  capacity_exceeded: 429,
-  context_length_exceeded: 400,
+const KIND: Record<InferenceErrorCode, ErrorKind> = {
+  model_unavailable: "unavailable",
+  invalid_request: "invalid",
+  capacity_exceeded: "rate_limited",
+  context_length_exceeded: "invalid",
 };
 
-export class InferenceError extends Error {
-  readonly status: number;
-  constructor(readonly code: InferenceErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`${code}: ${message}`, options);
+export class InferenceError extends SvcError {
+  declare readonly code: InferenceErrorCode;
+  constructor(code: InferenceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(KIND[code], code, `${code}: ${message}`);
     this.name = "InferenceError";
-    this.status = STATUS[code];
+    if (options && "cause" in options) (this as { cause?: unknown }).cause = options.cause;
   }
 }
 

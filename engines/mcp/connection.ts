@@ -8,7 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ToolListChangedNotificationSchema, McpError, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
-import type { Logger } from "../svc";
+import type { Logger } from "../host";
 import { ToolError, type ToolCallOptions, type ToolCallResult, type ToolContent } from "../tools/types";
 import type { UpstreamTool } from "./exposure";
 import { buildTransport, endpointLabel, type BuiltTransport } from "./transports";

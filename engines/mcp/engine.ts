@@ -4,7 +4,7 @@
 // as a whole, so a reader never sees half of an old list and half of a new one.
 import type { ValidateFunction } from "ajv";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
-import type { Logger } from "../svc";
+import type { Logger } from "../host";
 import { ToolError, type ToolCallOptions, type ToolCallResult, type ToolInfo, type ToolRegistry } from "../tools/types";
 import type { BuiltinTool } from "../tools/builtins";
 import { argumentProblem, compileSchema, type Compiled } from "../tools/validate";

@@ -1,5 +1,11 @@
-// The MCP engine of one running svc (api/server.ts creates it; the McpServer controller drives it).
-import type { Svc } from "../svc";
+// The MCP engine of one running svc (boot/start.ts creates it; the McpServer controller drives it).
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+import type { MemoryEngine } from "../memory/engine";
+import type { Metrics } from "../metrics";
+
+/** What the MCP engine uses: the gateway's model listing and memory search (built-in tools), metrics. */
+export type McpHost = Host & { engines: { gateway?: Gateway; memory?: MemoryEngine; metrics?: Pick<Metrics, "toolCall"> } };
 import { builtinTools } from "../tools/builtins";
 import { McpEngine } from "./engine";
 import { KINDS } from "../memory/types";
@@ -7,7 +13,7 @@ import { KINDS } from "../memory/types";
 export { McpEngine } from "./engine";
 export type { ServiceState } from "./engine";
 
-export function createMcpEngine(svc: Svc): McpEngine {
+export function createMcpEngine(svc: McpHost): McpEngine {
   return new McpEngine({
     log: svc.log,
     home: svc.home,

@@ -2,8 +2,8 @@
 // capability (engines/media/providers.ts), jobs tracked in the store (jobs.ts), and a
 // provider's credit balance. Upstream failures become 502 upstream_error / 504 upstream_timeout
 // with credentials redacted from the message.
-import type { Svc } from "../svc";
-import { GatewayError } from "../gateway/errors";
+import { kindOfStatus, SvcError } from "../errors";
+import type { Host } from "../host";
 import { redactSecrets } from "../providers/redact";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
@@ -22,7 +22,7 @@ export interface Upstream {
 export class Media {
   readonly jobs: MediaJobs;
   readonly quotes: VideoQuotes;
-  constructor(private readonly svc: Svc) {
+  constructor(private readonly svc: Host) {
     this.jobs = new MediaJobs(svc.db.prisma);
     this.quotes = new VideoQuotes(svc.db.prisma);
   }
@@ -34,7 +34,7 @@ export class Media {
   /** The target of a stored job's provider (it must still exist and declare the capability). */
   targetOf(provider: string, cap: MediaCapability): MediaTarget {
     const p = capableProviders(this.svc.store, cap).find((x) => x.name === provider);
-    if (!p) throw new GatewayError(503, "model_unavailable", `provider ${provider} of this job is gone or no longer declares "${cap}"`);
+    if (!p) throw new SvcError("unavailable", "model_unavailable", `provider ${provider} of this job is gone or no longer declares "${cap}"`);
     return resolveTarget(p.name, p.spec);
   }
 
@@ -52,8 +52,8 @@ export class Media {
       });
     } catch (e: any) {
       if (o.signal?.aborted) throw e;
-      if (timeout.aborted) throw new GatewayError(504, "upstream_timeout", `provider ${t.provider} did not answer within ${t.timeoutMs / 1000} s`);
-      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is unreachable: ${redactSecrets(String(e?.cause?.code ?? e?.message ?? e))}`);
+      if (timeout.aborted) throw new SvcError("timeout", "upstream_timeout", `provider ${t.provider} did not answer within ${t.timeoutMs / 1000} s`);
+      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is unreachable: ${redactSecrets(String(e?.cause?.code ?? e?.message ?? e))}`);
     }
     const contentType = res.headers.get("content-type") ?? "application/octet-stream";
     if (!res.ok) {
@@ -66,7 +66,7 @@ export class Media {
       }
       const status = res.status === 429 ? 429 : res.status >= 500 ? 502 : res.status;
       const code = res.status === 429 ? "rate_limit_exceeded" : res.status === 404 ? "not_found" : res.status >= 500 ? "upstream_error" : res.status === 400 || res.status === 422 ? "invalid_request" : "upstream_error";
-      throw new GatewayError(status, code, `provider ${t.provider} answered ${res.status}: ${msg || "(no message)"}`);
+      throw new SvcError(kindOfStatus(status), code, `provider ${t.provider} answered ${res.status}: ${msg || "(no message)"}`);
     }
     if (!o.stream && contentType.includes("json")) return { status: res.status, contentType, body: null, json: await res.json() };
     return { status: res.status, contentType, body: res.body };

@@ -4,7 +4,7 @@
 // the first capable provider (by name) that lists no models.
 import type { ResourceStore } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { describeMissing, resolveSecretRef } from "../providers/credentials";
 import { upstreamBaseUrl } from "../providers/router";
 
@@ -29,10 +29,9 @@ const WHAT: Record<MediaCapability, string> = {
   credits: "a credit balance",
 };
 
-export function unavailable(cap: MediaCapability, model?: string): GatewayError {
+export function unavailable(cap: MediaCapability, model?: string): SvcError {
   const m = model ? ` for model ${JSON.stringify(model)}` : "";
-  return new GatewayError(
-    503,
+  return new SvcError("unavailable",
     "model_unavailable",
     `no provider offers ${WHAT[cap]}${m}: add a Provider whose spec.capabilities lists "${cap}"${model ? ` and whose models include ${JSON.stringify(model)}` : ""} (svc config apply)`,
     model ? "model" : null,
@@ -72,13 +71,13 @@ export function resolveTarget(name: string, spec: ProviderSpec, upstreamModel?: 
   const headers: Record<string, string> = {};
   if (spec.credential) {
     const v = resolveSecretRef(spec.credential);
-    if (v === undefined) throw new GatewayError(503, "model_unavailable", `provider ${name} cannot be used: its credential does not resolve (${describeMissing(spec.credential)})`);
+    if (v === undefined) throw new SvcError("unavailable", "model_unavailable", `provider ${name} cannot be used: its credential does not resolve (${describeMissing(spec.credential)})`);
     if (spec.type === "anthropic") headers["x-api-key"] = v;
     else headers.authorization = `Bearer ${v}`;
   }
   for (const [k, ref] of Object.entries(spec.headers ?? {})) {
     const v = resolveSecretRef(ref);
-    if (v === undefined) throw new GatewayError(503, "model_unavailable", `provider ${name} cannot be used: header ${k} does not resolve (${describeMissing(ref)})`);
+    if (v === undefined) throw new SvcError("unavailable", "model_unavailable", `provider ${name} cannot be used: header ${k} does not resolve (${describeMissing(ref)})`);
     headers[k.toLowerCase()] = v;
   }
   return {

@@ -7,7 +7,7 @@
 // Quotes are MediaJob rows of kind "video_quote" (status open | used), so they survive a restart.
 import { createHash, randomBytes } from "node:crypto";
 import type { PrismaClient } from "../../prisma/client";
-import { GatewayError, type GatewayErrorCode } from "../gateway/errors";
+import { SvcError, type ErrorCode } from "../errors";
 
 /** How long a quote holds when the provider names no expiry, and the longest svc honours. */
 export const QUOTE_TTL_MS = 15 * 60_000;
@@ -44,7 +44,7 @@ export function paramsOf(body: Record<string, unknown>): Record<string, unknown>
 }
 const digest = (p: Record<string, unknown>) => createHash("sha256").update(JSON.stringify(p)).digest("hex");
 
-const refuse = (code: GatewayErrorCode, message: string, param = "quote_id") => new GatewayError(400, code, message, param);
+const refuse = (code: ErrorCode, message: string, param = "quote_id") => new SvcError("invalid", code, message, param);
 
 interface QuoteResult {
   params: Record<string, unknown>;
@@ -62,7 +62,7 @@ export class VideoQuotes {
   /** Record a quote for `body` priced by the provider's answer `up`. */
   async issue(q: { provider: string; model?: string; ownerKeyId: string | null; body: Record<string, unknown>; up: any }): Promise<VideoQuote> {
     const price = upstreamPrice(q.up);
-    if (price === undefined) throw new GatewayError(502, "upstream_error", `provider ${q.provider} answered the quote without a price (price_usd, price or cost)`);
+    if (price === undefined) throw new SvcError("upstream", "upstream_error", `provider ${q.provider} answered the quote without a price (price_usd, price or cost)`);
     const now = this.now();
     const upExpiry = typeof q.up?.expires_at === "string" ? Date.parse(q.up.expires_at) : typeof q.up?.expires_at === "number" ? q.up.expires_at * 1000 : NaN;
     const expires = new Date(Math.min(now.getTime() + QUOTE_TTL_MS, Number.isFinite(upExpiry) ? upExpiry : Infinity));

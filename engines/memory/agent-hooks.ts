@@ -1,7 +1,10 @@
 // What the agents engine asks of memory: recall before a run (only for Agents with memory on)
 // and one buffered turn after it (a run's internal model calls are never recorded: the loop
 // calls the pipeline directly, not through the X-Svc-Agent-Id path of the protocol routes).
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { MemoryEngine } from "./engine";
+
+type HooksHost = Host & { engines: { memory?: MemoryEngine } };
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage } from "../chat/types";
 import type { Outcome } from "./types";
@@ -14,7 +17,7 @@ export interface RunMemory {
   budget: number;
 }
 
-export function memoryOn(svc: Svc, agent: string, spec: AgentSpec): boolean {
+export function memoryOn(svc: HooksHost, agent: string, spec: AgentSpec): boolean {
   const m = svc.engines.memory;
   return !!m && spec.memory === true && m.refusal(agent) === null;
 }
@@ -25,7 +28,7 @@ export function lastUserText(messages: ChatMessage[]): string {
 }
 
 /** Recall for a run; a failure is logged and the run goes on without memory. */
-export async function recallForRun(svc: Svc, agent: string, spec: AgentSpec, query: string, model: string): Promise<RunMemory | null> {
+export async function recallForRun(svc: HooksHost, agent: string, spec: AgentSpec, query: string, model: string): Promise<RunMemory | null> {
   const m = svc.engines.memory;
   if (!m || !memoryOn(svc, agent, spec) || !query.trim()) return null;
   try {
@@ -38,7 +41,7 @@ export async function recallForRun(svc: Svc, agent: string, spec: AgentSpec, que
 }
 
 /** Buffer a finished run's turn: direct chat, or delegated work (a task) in its own session. */
-export function bufferRunTurn(svc: Svc, agent: string, spec: AgentSpec, t: { conversationId: string; user: string; assistant: string; delegated: boolean }): Outcome | null {
+export function bufferRunTurn(svc: HooksHost, agent: string, spec: AgentSpec, t: { conversationId: string; user: string; assistant: string; delegated: boolean }): Outcome | null {
   const m = svc.engines.memory;
   if (!m || spec.memory !== true) return null;
   try {

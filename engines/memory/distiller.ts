@@ -3,10 +3,15 @@
 // attempt leaves the signals pending and retries later (30 s, then 2 min); the third failure
 // moves them to a dead letter (GET /memory/dead-letters; POST .../retry puts them back).
 // Distillations of the same session never overlap: a second trigger waits for the first.
-import type { MemoryEngine } from "./engine";
+import type { Logger } from "../host";
+import type { AgentSpec } from "../../schemas/kinds/agent";
+import type { Clock } from "./clock";
+import type { MemorySettings } from "./config";
+import type { MemoryStore } from "./store";
+import type { GatewayCalls } from "./gateway-calls";
 import { newId } from "./text";
 import { episodeText, type SavedExtraction } from "./store";
-import type { Outcome } from "./types";
+import type { MemoryKind, Outcome } from "./types";
 import { extractionRequest, parseExtraction } from "./extract";
 
 export const MAX_ATTEMPTS = 3;
@@ -20,10 +25,24 @@ export interface DistillResult {
   run?: string;
 }
 
+/** What the distiller uses of the memory engine (engine.ts implements it; declared here so the
+ * two modules do not import each other). */
+export interface DistillerHost {
+  readonly clock: Clock;
+  readonly store: MemoryStore;
+  readonly calls: GatewayCalls;
+  readonly log: Logger;
+  settings(): MemorySettings;
+  agentSpec(agent: string): AgentSpec | undefined;
+  track<T>(p: Promise<T>): Promise<T>;
+  embedLater(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>): void;
+  debounce(agent: string, conv: string, ms?: number, trigger?: string): void;
+}
+
 export class Distiller {
   private readonly running = new Map<string, Promise<DistillResult>>();
 
-  constructor(private readonly m: MemoryEngine) {}
+  constructor(private readonly m: DistillerHost) {}
 
   /** The extraction model: MemoryConfig.extractionModel, else the agent's defaultModel. */
   modelFor(agent: string): string | undefined {

@@ -3,7 +3,7 @@
 // agent's direct chat switches conversation, or on an explicit flush; recalls within a token
 // budget; consolidates on an interval and on demand; removes, purges and rebuilds indexes.
 // Time comes from an injectable Clock (tests advance a ManualClock instead of sleeping).
-import type { Svc } from "../svc";
+import type { MemoryHost } from "./gateway-calls";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import { systemClock, type Clock, type TimerHandle } from "./clock";
 import { currentSettings, type MemorySettings } from "./config";
@@ -53,7 +53,7 @@ export class MemoryEngine {
   private scheduledInterval = 0;
   private closed = false;
 
-  constructor(private readonly svc: Svc, clock: Clock = systemClock) {
+  constructor(private readonly svc: MemoryHost, clock: Clock = systemClock) {
     this.clock = clock;
     this.index = new IndexStore(svc.db.sqlite);
     this.store = new MemoryStore(svc.db.sqlite, this.index);
@@ -314,7 +314,7 @@ export class MemoryEngine {
   }
 }
 
-export async function createMemory(svc: Svc, clock?: Clock): Promise<MemoryEngine> {
+export async function createMemory(svc: MemoryHost, clock?: Clock): Promise<MemoryEngine> {
   const m = new MemoryEngine(svc, clock);
   m.start();
   return m;

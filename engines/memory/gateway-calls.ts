@@ -3,7 +3,12 @@
 // svc's own background work: made as internal loopback with no key (no key's limits or budget
 // apply; the caller whose turn it was is long gone when a debounce fires).
 import { randomBytes } from "node:crypto";
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { Gateway } from "../gateway";
+import type { ModelPool } from "../inference/pool";
+
+/** What memory's model calls use: the gateway (remote models) and the local pool. */
+export type MemoryHost = Host & { engines: { gateway?: Gateway; pool?: ModelPool } };
 import type { Caller } from "../gateway/pipeline-types";
 import type { ChatRequest } from "../chat/types";
 import { Cancellation } from "../chat/cancel";
@@ -20,7 +25,7 @@ const internalCaller = (what: string): Caller => ({
 });
 
 export class GatewayCalls {
-  constructor(private readonly svc: Svc) {}
+  constructor(private readonly svc: MemoryHost) {}
 
   /** One non-streaming chat call; the whole answer text. */
   async chat(req: ChatRequest): Promise<string> {

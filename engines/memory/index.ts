@@ -1,4 +1,4 @@
-// The memory engine of one running svc (api/server.ts creates it). See README.md for decisions.
+// The memory engine of one running svc (boot/start.ts creates it). See README.md for decisions.
 export { MemoryEngine, createMemory, type TurnRecord, type IngestResult } from "./engine";
 export { ManualClock, systemClock, type Clock } from "./clock";
 export type { Hit, MemoryKind, Outcome } from "./types";

@@ -54,7 +54,7 @@ export class GatewayMetrics implements PipelineMetrics {
 
   refused(e: unknown): void {
     if (!(e instanceof LimitRefusal)) return;
-    this.refusalCells.get(refusalKind(e.code, e.limit), e.code).value++;
+    this.refusalCells.get(refusalKind(e.code, e.tripped), e.code).value++;
   }
 }
 

@@ -5,7 +5,12 @@
 // on the request path.
 import type { EventEmitter } from "node:events";
 import { Counter, Gauge, Registry } from "prom-client";
-import type { Svc } from "../svc";
+import type { Host } from "../host";
+import type { ModelPool } from "../inference/pool";
+import type { Agents } from "../agents";
+
+/** What metrics reads of other engines (structural, so metrics imports no engine that imports it) */
+type MetricsHost = Host & { engines: { pool?: ModelPool; agents?: Agents; gateway?: { router: { deploymentStats(): DeploymentStats[] } } } };
 import type { Ref } from "../../prisma/resource-store";
 import { HttpMetrics } from "./http";
 import { GatewayMetrics } from "./gateway";
@@ -23,7 +28,7 @@ export class Metrics {
   private readonly reconciles: Counter<"kind" | "result">;
   private readonly toolCalls: Counter<"service" | "outcome">;
 
-  constructor(private readonly svc: Svc) {
+  constructor(private readonly svc: MetricsHost) {
     const r = this.registry;
     for (const f of [this.http.requests, this.gateway.duration, this.gateway.tokens, this.gateway.spend, this.gateway.refusals]) r.registerMetric(f as never);
     this.reconciles = new Counter({ name: "svc_reconcile_total", help: "Controller reconciles by kind and result (success|failure); a failure is retried with backoff.", labelNames: ["kind", "result"], registers: [r] });
@@ -116,6 +121,6 @@ export class Metrics {
   }
 }
 
-export function createMetrics(svc: Svc): Metrics {
+export function createMetrics(svc: MetricsHost): Metrics {
   return new Metrics(svc);
 }

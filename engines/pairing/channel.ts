@@ -5,7 +5,7 @@
 // numbers (a repeat or an older one is a replay); answer frames are numbered and closed by an
 // authenticated end frame, so a cut or reordered stream is detected.
 import { createHash, randomBytes, type KeyObject } from "node:crypto";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { b64u, deriveKey, open, seal, x25519Pair, x25519Public, type Sealed } from "./crypto";
 import type { Identity } from "./identity";
 
@@ -43,7 +43,7 @@ export class SecureSessions {
   open(clientEpk: string, clientNonce: string, ttlSeconds: number | undefined, deviceId?: string) {
     const now = this.now();
     for (const [id, s] of this.sessions) if (s.expiresMs <= now) this.sessions.delete(id);
-    if (this.sessions.size >= MAX_SESSIONS) throw new GatewayError(429, "rate_limit_exceeded", "too many open secure sessions; retry later", null, { "retry-after": "60" });
+    if (this.sessions.size >= MAX_SESSIONS) throw new SvcError("rate_limited", "rate_limit_exceeded", "too many open secure sessions; retry later", null, { retryAfterSeconds: 60 });
     const eph = x25519Pair();
     const id = "ses_" + b64u(randomBytes(18));
     const expiresMs = now + (ttlSeconds ?? SESSION_TTL_MS / 1000) * 1000;
@@ -57,16 +57,16 @@ export class SecureSessions {
    * decryption_failed (tampered or wrong key), 409 replay_refused (sequence not above the last). */
   accept(id: unknown, seq: unknown, sealed: Sealed): { session: Session; plaintext: Buffer } {
     const s = typeof id === "string" ? this.sessions.get(id) : undefined;
-    if (!s) throw new GatewayError(404, "not_found", "unknown secure session: open one with POST /secure/session", "session_id");
+    if (!s) throw new SvcError("not_found", "not_found", "unknown secure session: open one with POST /secure/session", "session_id");
     if (s.expiresMs <= this.now()) {
       this.sessions.delete(s.id);
-      throw new GatewayError(401, "session_expired", "the secure session has expired: open a new one with POST /secure/session", "session_id");
+      throw new SvcError("unauthenticated", "session_expired", "the secure session has expired: open a new one with POST /secure/session", "session_id");
     }
-    if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) throw new GatewayError(400, "invalid_request", "seq must be a positive integer", "seq");
-    if (typeof sealed.nonce !== "string" || typeof sealed.ciphertext !== "string") throw new GatewayError(400, "invalid_request", "nonce and ciphertext (base64url) are required", "ciphertext");
+    if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1) throw new SvcError("invalid", "invalid_request", "seq must be a positive integer", "seq");
+    if (typeof sealed.nonce !== "string" || typeof sealed.ciphertext !== "string") throw new SvcError("invalid", "invalid_request", "nonce and ciphertext (base64url) are required", "ciphertext");
     const plaintext = open(s.c2s, sealed, callAad(s.id, seq));
-    if (!plaintext) throw new GatewayError(400, "decryption_failed", "the call does not authenticate (tampered, wrong key or wrong sequence number)", "ciphertext");
-    if (seq <= s.lastSeq) throw new GatewayError(409, "replay_refused", `sequence ${seq} was already used (last ${s.lastSeq}): calls need a strictly increasing seq`, "seq");
+    if (!plaintext) throw new SvcError("invalid", "decryption_failed", "the call does not authenticate (tampered, wrong key or wrong sequence number)", "ciphertext");
+    if (seq <= s.lastSeq) throw new SvcError("conflict", "replay_refused", `sequence ${seq} was already used (last ${s.lastSeq}): calls need a strictly increasing seq`, "seq");
     s.lastSeq = seq;
     return { session: s, plaintext };
   }

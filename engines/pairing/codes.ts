@@ -3,7 +3,7 @@
 // makes a new one; each address gets at most 10 failed tries a minute. State is in memory: a restart
 // voids outstanding codes, and the host makes a new one.
 import { randomInt } from "node:crypto";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 
 export const CODE_TTL_MS = 5 * 60_000;
 export const MAX_WRONG = 5;
@@ -40,7 +40,7 @@ export class PairingCodes {
     const recent = (this.tries.get(ip) ?? []).filter((t) => t > now - 60_000);
     if (recent.length >= PER_IP_PER_MINUTE) {
       const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
-      throw new GatewayError(429, "rate_limit_exceeded", `too many pairing-code attempts from ${ip}; wait ${retry} s`, null, { "retry-after": String(retry) });
+      throw new SvcError("rate_limited", "rate_limit_exceeded", `too many pairing-code attempts from ${ip}; wait ${retry} s`, null, { retryAfterSeconds: retry });
     }
     // failed tries count against the address (a right code is not a guess)
     const failed = () => {
@@ -49,7 +49,7 @@ export class PairingCodes {
       if (this.tries.size > 10_000) this.tries.clear();
     };
     if (this.locked) failed();
-    if (this.locked) throw new GatewayError(403, "permission_denied", `pairing codes are locked after ${MAX_WRONG} wrong tries; make a new code on the host (svc pair code)`);
+    if (this.locked) throw new SvcError("forbidden", "permission_denied", `pairing codes are locked after ${MAX_WRONG} wrong tries; make a new code on the host (svc pair code)`);
     this.prune();
     const c = typeof code === "string" ? this.codes.get(code) : undefined;
     if (!c) {
@@ -58,9 +58,9 @@ export class PairingCodes {
       if (this.wrong >= MAX_WRONG) {
         this.locked = true;
         this.codes.clear();
-        throw new GatewayError(403, "permission_denied", `wrong pairing code; ${MAX_WRONG} wrong tries: every outstanding code is void, make a new one on the host (svc pair code)`, "code");
+        throw new SvcError("forbidden", "permission_denied", `wrong pairing code; ${MAX_WRONG} wrong tries: every outstanding code is void, make a new one on the host (svc pair code)`, "code");
       }
-      throw new GatewayError(400, "invalid_request", `wrong or expired pairing code (${MAX_WRONG - this.wrong} tries left before codes are locked)`, "code");
+      throw new SvcError("invalid", "invalid_request", `wrong or expired pairing code (${MAX_WRONG - this.wrong} tries left before codes are locked)`, "code");
     }
     this.codes.delete(code);
     return c;

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { generateSecret, hashSecret, newKeyId } from "../gateway/keys";
 import { isScope } from "../gateway/scopes";
 import { b64u, sealTo, x25519Public, type Sealed } from "./crypto";
@@ -64,14 +64,14 @@ export const sealAad = (deviceId: string) => `svc-pair-v1|${deviceId}`;
 export function checkScopes(v: unknown, field = "scopes"): string[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || !v.every((s) => typeof s === "string" && isScope(s))) {
-    throw new GatewayError(400, "invalid_request", `${field} must be a list of: inference, tools, agents:run, agents:dispatch, memory, owner`, field);
+    throw new SvcError("invalid", "invalid_request", `${field} must be a list of: inference, tools, agents:run, agents:dispatch, memory, owner`, field);
   }
   return [...new Set(v as string[])];
 }
 
 function checkName(v: unknown): string {
   if (v === undefined || v === null || v === "") return "device";
-  if (typeof v !== "string" || v.length > 100) throw new GatewayError(400, "invalid_request", "name must be a string of at most 100 characters", "name");
+  if (typeof v !== "string" || v.length > 100) throw new SvcError("invalid", "invalid_request", "name must be a string of at most 100 characters", "name");
   return v;
 }
 
@@ -80,7 +80,7 @@ export function checkPublicKey(v: unknown, field = "public_key"): string {
     x25519Public(v as string);
     return v as string;
   } catch {
-    throw new GatewayError(400, "invalid_request", `${field} must be the device's X25519 public key: base64url of 32 raw bytes`, field);
+    throw new SvcError("invalid", "invalid_request", `${field} must be the device's X25519 public key: base64url of 32 raw bytes`, field);
   }
 }
 
@@ -107,7 +107,7 @@ export class Pairing {
   challenge(): { nonce: string; expiresMs: number } {
     const now = this.now();
     for (const [n, exp] of this.challenges) if (exp <= now) this.challenges.delete(n);
-    if (this.challenges.size > 10_000) throw new GatewayError(429, "rate_limit_exceeded", "too many outstanding pairing challenges; retry in a minute", null, { "retry-after": "60" });
+    if (this.challenges.size > 10_000) throw new SvcError("rate_limited", "rate_limit_exceeded", "too many outstanding pairing challenges; retry in a minute", null, { retryAfterSeconds: 60 });
     const nonce = b64u(randomBytes(24));
     const expiresMs = now + CHALLENGE_TTL_MS;
     this.challenges.set(nonce, expiresMs);
@@ -118,7 +118,7 @@ export class Pairing {
     const exp = typeof nonce === "string" ? this.challenges.get(nonce) : undefined;
     if (exp !== undefined) this.challenges.delete(nonce as string);
     if (exp === undefined || exp <= this.now()) {
-      throw new GatewayError(400, "invalid_request", "unknown, used or expired challenge nonce: GET /pair/challenge again", "nonce");
+      throw new SvcError("invalid", "invalid_request", "unknown, used or expired challenge nonce: GET /pair/challenge again", "nonce");
     }
   }
 
@@ -140,13 +140,13 @@ export class Pairing {
 
   private pendingRequest(id: string): PendingRequest {
     const r = this.requests.get(id);
-    if (!r || r.expiresMs <= this.now()) throw new GatewayError(404, "not_found", `no pending pairing request ${JSON.stringify(id)} (requests expire after 5 minutes)`);
+    if (!r || r.expiresMs <= this.now()) throw new SvcError("not_found", "not_found", `no pending pairing request ${JSON.stringify(id)} (requests expire after 5 minutes)`);
     return r;
   }
 
   async approve(id: string, scopes?: string[]): Promise<PendingRequest> {
     const r = this.pendingRequest(id);
-    if (r.status !== "pending") throw new GatewayError(409, "conflict", `pairing request ${id} is already ${r.status}`);
+    if (r.status !== "pending") throw new SvcError("conflict", "conflict", `pairing request ${id} is already ${r.status}`);
     r.result = await this.pairDevice(r.publicKey, r.name, scopes, "approval", r.ip);
     r.status = "approved";
     return r;
@@ -179,7 +179,7 @@ export class Pairing {
   createInvite(o: { ttlSeconds?: unknown; scopes?: unknown; name?: unknown; url?: string }) {
     const ttl = o.ttlSeconds ?? 24 * 3600;
     if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 1 || ttl > 30 * 86400) {
-      throw new GatewayError(400, "invalid_request", "expires_in must be whole seconds from 1 to 2592000 (30 days)", "expires_in");
+      throw new SvcError("invalid", "invalid_request", "expires_in must be whole seconds from 1 to 2592000 (30 days)", "expires_in");
     }
     return this.invites.create({ ttlMs: ttl * 1000, scopes: checkScopes(o.scopes), name: o.name === undefined ? undefined : checkName(o.name), url: o.url });
   }
@@ -230,7 +230,7 @@ export class Pairing {
   /** Revoke the device's key (effective on the next request) and end its secure sessions. */
   async unpair(id: string): Promise<DeviceView> {
     const o = this.store.get("ApiKey", id);
-    if (!o || !isDevice(o) || (o.spec as ApiKeySpec).revoked_at) throw new GatewayError(404, "not_found", `no paired device ${JSON.stringify(id)}`);
+    if (!o || !isDevice(o) || (o.spec as ApiKeySpec).revoked_at) throw new SvcError("not_found", "not_found", `no paired device ${JSON.stringify(id)}`);
     const view = deviceView(o);
     await this.store.write([{ op: "upsert", kind: "ApiKey", name: id, owner: o.owner, spec: { ...(o.spec as ApiKeySpec), revoked_at: new Date(this.now()).toISOString() } }]);
     this.sessions.endDevice(id);

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import path from "node:path";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { b64u, ed25519Public, fromB64u, verifyText } from "./crypto";
 import type { Identity } from "./identity";
 
@@ -22,15 +22,15 @@ export interface InvitePayload {
 
 export function parseInvite(invite: string): { payload: InvitePayload; body: string; sig: string } {
   const m = /^svcinv1\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(typeof invite === "string" ? invite.trim() : "");
-  if (!m) throw new GatewayError(400, "invalid_request", "invite is not an svc pairing invite (svcinv1.…)", "invite");
+  if (!m) throw new SvcError("invalid", "invalid_request", "invite is not an svc pairing invite (svcinv1.…)", "invite");
   let payload: InvitePayload;
   try {
     payload = JSON.parse(fromB64u(m[1]).toString("utf8"));
   } catch {
-    throw new GatewayError(400, "invalid_request", "invite payload is not readable", "invite");
+    throw new SvcError("invalid", "invalid_request", "invite payload is not readable", "invite");
   }
   // the payload is read before its signature is checked: its shape is the sender's to get wrong
-  if (!isPayload(payload)) throw new GatewayError(400, "invalid_request", "invite payload is not an svc invite's {id, server_id, server_public_key, exp}", "invite");
+  if (!isPayload(payload)) throw new SvcError("invalid", "invalid_request", "invite payload is not an svc invite's {id, server_id, server_public_key, exp}", "invite");
   return { payload, body: m[1], sig: m[2] };
 }
 
@@ -83,11 +83,11 @@ export class Invites {
   consume(invite: string): InvitePayload {
     const { payload, body, sig } = parseInvite(invite);
     if (payload.server_public_key !== this.identity.publicKey || !verifyText(ed25519Public(this.identity.publicKey), "svcinv1." + body, sig)) {
-      throw new GatewayError(400, "invalid_request", "invite was not signed by this server", "invite");
+      throw new SvcError("invalid", "invalid_request", "invite was not signed by this server", "invite");
     }
     const now = this.now();
-    if (!(payload.exp > now)) throw new GatewayError(401, "key_expired", "invite has expired; ask the host for a new one (svc pair invite)", "invite");
-    if (this.used.has(payload.id)) throw new GatewayError(409, "conflict", "invite was already used", "invite");
+    if (!(payload.exp > now)) throw new SvcError("unauthenticated", "key_expired", "invite has expired; ask the host for a new one (svc pair invite)", "invite");
+    if (this.used.has(payload.id)) throw new SvcError("conflict", "conflict", "invite was already used", "invite");
     for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id);
     this.used.set(payload.id, payload.exp);
     const tmp = this.file + ".tmp";

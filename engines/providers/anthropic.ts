@@ -2,7 +2,7 @@
 // anthropic-version. System messages become `system`; tool calls/results become tool_use /
 // tool_result blocks. max_tokens is required by the API: when the caller set none, 4096.
 import type { ChatEvent, ChatMessage, ChatRequest, FinishReason } from "../chat/types";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
@@ -76,7 +76,7 @@ function headers(t: RouteTarget): Record<string, string> {
 const messagesPath = (base: string) => (/\/v1\/?$/.test(base) ? "/messages" : "/v1/messages");
 
 async function* fromJson(t: RouteTarget, req: ChatRequest, j: any): AsyncGenerator<ChatEvent> {
-  if (!Array.isArray(j?.content)) throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no content`);
+  if (!Array.isArray(j?.content)) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} sent no content`);
   let idx = 0;
   let chars = 0;
   for (const b of j.content) {

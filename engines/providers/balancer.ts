@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import type { Cancellation } from "../chat/cancel";
 import type { ChatEvent, ChatRequest } from "../chat/types";
 import { isSyncEvents } from "../chat/collect";
-import { GatewayError } from "../gateway/errors";
+import { SvcError, type ErrorKind } from "../errors";
 import type { ProviderRouting } from "../../schemas/kinds/provider";
 import type { ProviderAdapter, RouteTarget } from "./types";
 
@@ -126,25 +126,24 @@ export function pick(g: Group, strategy: Strategy, tried: ReadonlySet<Deployment
 /** The deployment that recovers first (all are cooling). */
 const soonest = (g: Group) => g.deployments.reduce((a, b) => (b.state.coolUntil < a.state.coolUntil ? b : a));
 
-export function allCooling(g: Group, now: number): GatewayError {
+export function allCooling(g: Group, now: number): SvcError {
   const s = Math.max(1, Math.ceil((soonest(g).state.coolUntil - now) / 1000));
-  return new GatewayError(503, "model_unavailable", `every deployment of model ${g.model} is cooling down after failures; retry in ${s}s`, null, { "retry-after": String(s) });
+  return new SvcError("unavailable", "model_unavailable", `every deployment of model ${g.model} is cooling down after failures; retry in ${s}s`, null, { retryAfterSeconds: s });
 }
 
+const RETRYABLE: ReadonlySet<ErrorKind> = new Set<ErrorKind>(["rate_limited", "upstream", "unavailable", "timeout", "internal"]);
+
 function retryable(e: unknown): boolean {
-  if (e instanceof GatewayError) return e.status === 429 || e.status >= 500;
+  // an upstream's 429 and 5xx (and timeouts, unreachable upstreams) are worth another deployment
+  if (e instanceof SvcError) return RETRYABLE.has(e.kind);
   const x = e as { status?: unknown; name?: unknown } | undefined;
   if (typeof x?.status === "number") return x.status === 429 || x.status >= 500;
   return !(typeof x?.name === "string" && x.name.includes("Abort"));
 }
 
 function retryAfterMs(e: unknown): number | undefined {
-  const v = e instanceof GatewayError ? e.headers["retry-after"] : undefined;
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (Number.isFinite(n)) return Math.max(0, n * 1000);
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+  const s = e instanceof SvcError ? e.limit.retryAfterSeconds : undefined;
+  return s === undefined ? undefined : Math.max(0, s * 1000);
 }
 
 /** Count a failure; cool the deployment down when it has failed enough (a 429: at once). */

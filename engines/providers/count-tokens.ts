@@ -5,7 +5,7 @@
 // APIs have no counting endpoint.
 import type { ChatRequest } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { estimateTokens } from "./estimate";
 import { postForJson } from "./http";
 import type { ProviderRouter } from "./router";
@@ -38,9 +38,9 @@ export async function countPromptTokens(
   cancel?: Cancellation,
 ): Promise<{ inputTokens: number; source: TokenCountSource }> {
   const target = router.targets(req.model)[0];
-  if (!target) throw new GatewayError(404, "model_not_found", `model ${req.model} is not served by this gateway`, "model");
+  if (!target) throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway`, "model");
   if (target.type === "local") {
-    if (!pool) throw new GatewayError(503, "model_unavailable", "local inference is not available in this server");
+    if (!pool) throw new SvcError("unavailable", "model_unavailable", "local inference is not available in this server");
     const local = target.upstreamModel === req.model ? req : { ...req, model: target.upstreamModel };
     return { inputTokens: await pool.countChatTokens(local), source: "tokenizer" };
   }
@@ -48,7 +48,7 @@ export async function countPromptTokens(
     const t = router.resolve(target);
     const body = { ...anthropicBody, model: t.upstreamModel };
     const j = await postForJson(t.provider, t.baseUrl!, countPath(t.baseUrl!), anthropicHeaders(t), body, t.timeoutMs, cancel);
-    if (typeof j?.input_tokens !== "number") throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no input_tokens`);
+    if (typeof j?.input_tokens !== "number") throw new SvcError("upstream", "upstream_error", `provider ${t.provider} sent no input_tokens`);
     return { inputTokens: j.input_tokens, source: "upstream" };
   }
   return { inputTokens: estimateTokens(req), source: "estimate" };

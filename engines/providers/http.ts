@@ -9,10 +9,10 @@
 // 502/503/504 are "fallback-able": routing may try the next provider when fallback is on.
 // Every message built from upstream text goes through upstreamError, which redacts secrets
 // (redact.ts): an upstream that echoes our credential never hands it to the caller.
+import { kindOfStatus, SvcError, type ErrorCode, type LimitData } from "../errors";
 import type { IncomingHttpHeaders } from "node:http";
 import { Pool, type Dispatcher } from "undici";
 import { createParser } from "eventsource-parser";
-import { GatewayError, type GatewayErrorCode } from "../gateway/errors";
 import type { Cancellation } from "../chat/cancel";
 import { redactSecrets } from "./redact";
 import { outboundConnect } from "../net/outbound-guard";
@@ -49,9 +49,19 @@ export function splitUrl(base: string): { origin: string; prefix: string } {
   return s;
 }
 
-/** A GatewayError whose message holds upstream text: the one place such text is redacted. */
-export function upstreamError(status: number, code: GatewayErrorCode, message: string, headers: Record<string, string> = {}): GatewayError {
-  return new GatewayError(status, code, redactSecrets(message), null, headers);
+/** A SvcError whose message holds upstream text: the one place such text is redacted. */
+export function upstreamError(status: number, code: ErrorCode, message: string, limit: LimitData = {}): SvcError {
+  return new SvcError(kindOfStatus(status), code, redactSecrets(message), null, limit);
+}
+
+/** An upstream's Retry-After (seconds, or an HTTP date) as seconds to wait. */
+function retryAfterOf(v: string | string[] | undefined): number | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (!s) return undefined;
+  const n = Number(s);
+  if (Number.isFinite(n)) return Math.max(0, Math.ceil(n));
+  const at = Date.parse(s);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 export function isAbort(e: any, cancel?: Cancellation): boolean {
@@ -59,10 +69,10 @@ export function isAbort(e: any, cancel?: Cancellation): boolean {
 }
 
 /** Map a thrown transport error. */
-export function transportError(provider: string, e: any, timeoutMs: number, midStream = false): GatewayError {
+export function transportError(provider: string, e: any, timeoutMs: number, midStream = false): SvcError {
   const code: string = e?.code ?? e?.cause?.code ?? "";
   if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT" || e?.name === "TimeoutError") {
-    return new GatewayError(504, "upstream_timeout", `provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)}s`);
+    return new SvcError("timeout", "upstream_timeout", `provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)}s`);
   }
   const why = code ? `${code}${e?.message && !String(e.message).includes(code) ? ` (${e.message})` : ""}` : String(e?.message ?? e);
   return upstreamError(502, "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
@@ -86,11 +96,11 @@ function upstreamMessage(body: string): string {
 }
 
 /** Map a non-2xx upstream answer. */
-export function statusError(provider: string, status: number, body: string, headers: Dispatcher.ResponseData["headers"]): GatewayError {
+export function statusError(provider: string, status: number, body: string, headers: Dispatcher.ResponseData["headers"]): SvcError {
   const msg = upstreamMessage(body);
   if (status === 429) {
-    const ra = headers["retry-after"];
-    return upstreamError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra ? { "retry-after": String(ra) } : {});
+    const ra = retryAfterOf(headers["retry-after"]);
+    return upstreamError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra !== undefined ? { retryAfterSeconds: ra } : {});
   }
   if (status === 400 || status === 413 || status === 422) {
     return upstreamError(400, "invalid_request", `provider ${provider} refused the request: ${msg}`);
@@ -104,9 +114,9 @@ export function statusError(provider: string, status: number, body: string, head
 
 /** May the router try the next provider after this failure? */
 export function isFallbackable(e: unknown): boolean {
-  if (e instanceof GatewayError) return e.status === 502 || e.status === 503 || e.status === 504;
+  if (e instanceof SvcError) return e.kind === "upstream" || e.kind === "unavailable" || e.kind === "timeout";
   const x = e as { status?: unknown; name?: unknown } | undefined;
-  if (typeof x?.status === "number") return x.status >= 500; // e.g. the local pool's errors
+  if (typeof x?.status === "number") return x.status >= 500;
   return !(typeof x?.name === "string" && x.name.includes("Abort"));
 }
 

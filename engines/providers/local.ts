@@ -2,7 +2,7 @@
 // through the same pipeline as any upstream. Local models cost 0 unless a Provider of type
 // local gives them a price.
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { primed, type ProviderAdapter } from "./types";
 
 /** What the gateway needs of engines/inference/pool.ts's ModelPool. */
@@ -18,7 +18,7 @@ export interface LocalPool {
 export function localAdapter(getPool: () => LocalPool | undefined): ProviderAdapter {
   const pool = () => {
     const p = getPool();
-    if (!p) throw new GatewayError(503, "model_unavailable", "local inference is not available in this server");
+    if (!p) throw new SvcError("unavailable", "model_unavailable", "local inference is not available in this server");
     return p;
   };
   return {
@@ -28,7 +28,7 @@ export function localAdapter(getPool: () => LocalPool | undefined): ProviderAdap
     },
     async embed(t, req, cancel) {
       const p = pool();
-      if (!p.embed) throw new GatewayError(503, "model_unavailable", "local embeddings are not available in this server");
+      if (!p.embed) throw new SvcError("unavailable", "model_unavailable", "local embeddings are not available in this server");
       return p.embed(t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel }, cancel?.signal);
     },
   };

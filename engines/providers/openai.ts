@@ -3,7 +3,7 @@
 // `stream: true` and `stream_options.include_usage` so usage is counted; non-streaming requests
 // go upstream non-streaming (one JSON body).
 import type { ChatEvent, ChatMessage, ChatRequest, EmbeddingRequest, EmbeddingResult, FinishReason } from "../chat/types";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
@@ -64,7 +64,7 @@ export function authHeaders(t: RouteTarget): Record<string, string> {
 
 export function* eventsOfResponse(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
   const choice = j?.choices?.[0];
-  if (!choice) throw new GatewayError(502, "upstream_error", `provider ${t.provider} sent no choices`);
+  if (!choice) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} sent no choices`);
   const msg = choice.message ?? {};
   const text = typeof msg.content === "string" ? msg.content : "";
   if (text) yield { type: "text", text };

@@ -16,7 +16,7 @@ import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { describeMissing, resolveSecretRef } from "./credentials";
-import { GatewayError } from "../gateway/errors";
+import { SvcError } from "../errors";
 import type { ProviderAdapter, ProviderType, RouteTarget } from "./types";
 import { openaiAdapter } from "./openai";
 import { anthropicAdapter } from "./anthropic";
@@ -106,7 +106,7 @@ export class ProviderRouter {
       embed: (t, req, cancel) => {
         const d = (t as RoutedTarget).first.target;
         const a = this.adapters[d.type];
-        if (!a.embed) throw new GatewayError(400, "invalid_request", `model ${JSON.stringify(req.model)} (provider ${d.provider}) does not serve embeddings`, "model");
+        if (!a.embed) throw new SvcError("invalid", "invalid_request", `model ${JSON.stringify(req.model)} (provider ${d.provider}) does not serve embeddings`, "model");
         return a.embed(this.resolve(d), req, cancel);
       },
     };
@@ -265,12 +265,12 @@ export class ProviderRouter {
   resolve(t: RouteTarget): RouteTarget {
     const it = t as IndexedTarget;
     if (!t.baseUrl && t.type === "azure-openai") {
-      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: an azure-openai Provider needs baseUrl (the resource endpoint, https://NAME.openai.azure.com)`);
+      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: an azure-openai Provider needs baseUrl (the resource endpoint, https://NAME.openai.azure.com)`);
     }
     if (!it.credentialRef && !it.headerRefs) return t;
     const credential = resolveSecretRef(it.credentialRef);
     if (it.credentialRef && credential === undefined) {
-      throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
+      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: its credential ${it.credentialRef} does not resolve (${describeMissing(it.credentialRef)})`);
     }
     const last = it.resolved;
     if (last && last.credential === credential && headersUnchanged(it.headerRefs, last.headers)) return last;

@@ -44,7 +44,7 @@ export interface ProviderAdapter {
   /**
    * Start generation. Resolves once the upstream accepted the request (HTTP status known, first
    * event available), so a failure before any byte can fall back to the next target.
-   * Throws GatewayError (upstream_error 502, upstream_timeout 504, rate_limit_exceeded 429, …).
+   * Throws SvcError (upstream_error 502, upstream_timeout 504, rate_limit_exceeded 429, …).
    */
   chat(t: RouteTarget, req: ChatRequest, cancel: Cancellation): Promise<AsyncIterable<ChatEvent>>;
   embed?(t: RouteTarget, req: EmbeddingRequest, cancel?: Cancellation): Promise<EmbeddingResult>;

@@ -6,7 +6,7 @@
 // `repos` carries the store's batched writes in the opened database's own SQL (prisma/repos).
 import { openDb, type OpenedDb } from "../../prisma/client";
 import type { PrismaClient } from "../../prisma/client";
-import { storeFile } from "../../controllers/paths";
+import { storeFile } from "../paths";
 import { migratePg } from "./pg-migrate";
 import { postgresRepos } from "../../prisma/repos/postgres";
 

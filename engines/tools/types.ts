@@ -2,6 +2,7 @@
 // McpServer connections and svc's own built-ins), the exposed-tool routes (/mcp/*, svc mcp) and
 // the agent loop (which offers catalog tools to a model and executes the calls it makes).
 // Nothing here knows HTTP or MCP wire shapes.
+import { SvcError, type ErrorKind } from "../errors";
 
 /** Where a catalog entry comes from. */
 export type ToolSource =
@@ -63,14 +64,26 @@ export type ToolErrorCode =
   | "tool_timeout" // tool-call timeout reached without progress
   | "service_unavailable"; // the connection is down (ConnectionRefused, AuthRejected, ...)
 
-export class ToolError extends Error {
+const KIND: Record<ToolErrorCode, ErrorKind> = {
+  tool_not_found: "not_found",
+  tool_gone: "gone",
+  tool_not_exposable: "forbidden",
+  invalid_arguments: "invalid",
+  execution_denied: "forbidden",
+  tool_timeout: "timeout",
+  service_unavailable: "unavailable",
+};
+
+/** A tool call that could not be made: the one engine error type with the tool codes. */
+export class ToolError extends SvcError {
+  declare readonly code: ToolErrorCode;
   constructor(
-    readonly code: ToolErrorCode,
+    code: ToolErrorCode,
     message: string,
     /** JSON pointer of the offending argument, for invalid_arguments */
     readonly path?: string,
   ) {
-    super(message);
+    super(KIND[code], code, message, path ?? (code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null));
   }
 }
 

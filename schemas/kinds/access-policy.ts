@@ -15,11 +15,18 @@ export const PolicyCondition = Type.Object(
   { additionalProperties: false, minProperties: 1, maxProperties: 1 },
 );
 
+// The gate's actions (engines/gateway/gate.ts, docs/gate.md). `*` inside an action is a glob
+// (media:*, memory:*); a lone "*" is every action.
+const ACTION =
+  "^(\\*|chat:completions|chat:stream|embeddings|media:(\\*|[a-z_]+(\\.[a-z_]+)?)|tools:call|agents:run|agents:dispatch|memory:(\\*|[a-z_]+))$";
+const ACTIONS_DOC =
+  "chat:completions, chat:stream, embeddings, media:<operation> (media:transcription, media:images.generations, media:images.edits, media:images.upscale, media:videos.quote, media:videos.generations, ...; media:* for all), tools:call (resource tool:<name>), agents:run, agents:dispatch, memory:<operation> (memory:* for all), or *";
+
 export const PolicyStatement = Type.Object(
   {
     effect: Type.Union([Type.Literal("Allow"), Type.Literal("Deny")]),
-    actions: Type.Array(Type.Union([Type.Literal("chat:completions"), Type.Literal("chat:stream"), Type.Literal("*")]), { minItems: 1 }),
-    resources: Type.Array(Type.String({ pattern: "^(\\*|model:.+|provider:.+)$" }), { minItems: 1 }),
+    actions: Type.Array(Type.String({ pattern: ACTION, description: ACTIONS_DOC }), { minItems: 1 }),
+    resources: Type.Array(Type.String({ pattern: "^(\\*|model:.+|provider:.+|tool:.+)$" }), { minItems: 1 }),
     condition: Type.Optional(PolicyCondition),
   },
   { additionalProperties: false },

@@ -9,6 +9,9 @@ export const ProviderModel = Type.Object(
     outputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "USD per million completion tokens." })),
     // --- vendor types and routing (providers engine): a deployment's share of its model's traffic
     weight: Type.Optional(Type.Number({ minimum: 0, description: "Share of this model's traffic under the weighted strategy (default 1; 0: only when the others fail). Several Providers serving one model name are its deployments." })),
+    perImage: Type.Optional(Type.Number({ minimum: 0, description: "USD per image generated, edited or upscaled (media routes); charged to budgeted keys." })),
+    perVideoSecond: Type.Optional(Type.Number({ minimum: 0, description: "USD per second of generated video." })),
+    perAudioMinute: Type.Optional(Type.Number({ minimum: 0, description: "USD per minute of transcribed audio." })),
   },
   { additionalProperties: false },
 );

@@ -3,7 +3,7 @@ import { describe, it, expect, afterAll } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
-import { quickstartDir } from "../../api/server";
+import { quickstartDir } from "../../boot/start";
 import { ensureTinyModel } from "../../engines/inference";
 import { until } from "../helpers/http";
 

@@ -6,7 +6,11 @@ import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import auditRoutes from "../../api/routes/audit";
 import type { Gateway } from "../../engines/gateway";
-import type { KeyEntry } from "../../engines/gateway/keys";
+import type { KeyCache, KeyEntry } from "../../engines/gateway/keys";
+import type { PolicyIndex } from "../../engines/gateway/policy";
+import type { Limits } from "../../engines/gateway/limits";
+import type { AlertsSink } from "../../engines/gateway/pipeline-alerts";
+import { Gate } from "../../engines/gateway/gate";
 import { errorMiddleware } from "../../api/errors";
 import { AuditLog } from "../../engines/gateway/audit/log";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
@@ -46,15 +50,14 @@ describe("GET /v1/audit-logs (route)", () => {
   beforeAll(async () => {
     db = await tempDb();
     audit = new AuditLog(db.prisma, db.repos.audit, { log: () => {} });
-    const gateway = {
-      admin: {},
-      audit,
-      keys: {
-        authenticate: (token: string) => (KEYS[token] ? { ok: true, key: KEYS[token] } : { ok: false, code: "invalid_api_key" }),
-        get: (id: string) => Object.values(KEYS).find((k) => k.id === id),
-      },
-      alerts: { failedAuth: (prefix: string) => void failed.push(prefix) },
-    } as unknown as Gateway;
+    const keys = {
+      authenticate: (token: string) => (KEYS[token] ? { ok: true, key: KEYS[token] } : { ok: false, code: "invalid_api_key" }),
+      get: (id: string) => Object.values(KEYS).find((k) => k.id === id),
+    } as unknown as KeyCache;
+    const alerts = { failedAuth: (prefix: string) => void failed.push(prefix) } as unknown as AlertsSink;
+    // the real gate over these parts: management calls use authentication, key use and audit only
+    const gate = new Gate({ keys, policies: {} as PolicyIndex, limits: {} as Limits, audit, alerts, allowUnauthenticatedLoopback: () => false });
+    const gateway = { admin: {}, audit, keys, alerts, gate } as unknown as Gateway;
     const log = { info() {}, warn() {}, error() {} };
     const svc = { engines: { gateway }, log } as unknown as Svc;
     const app = new Koa();

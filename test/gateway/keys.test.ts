@@ -2,6 +2,7 @@
 // expiry -> expired; rights of admin / master / organization / plain keys; manifest keys.
 import { Cancellation } from "../../engines/chat/cancel";
 import { describe, it, expect, afterAll, beforeAll, onTestFinished } from "vitest";
+import { httpView } from "../helpers/errors";
 import { statSync } from "node:fs";
 import path from "node:path";
 import { startEnv, standIn, provider, expectError, type Env, type StandIn } from "./fixtures";
@@ -199,12 +200,12 @@ describe("authentication failures", () => {
   it("missing key off loopback (or with unauthenticated loopback off) -> 401 invalid_api_key", async () => {
     const caller = { ip: "10.1.2.3", loopback: false, requestId: "r1", route: "/v1/chat/completions" };
     const req = { model: "gpt-x", messages: msg(), sampling: {}, stream: false };
-    await expect(env.gw.pipeline.chat(caller, req, new Cancellation())).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await expect(env.gw.pipeline.chat(caller, req, new Cancellation()).catch(httpView)).resolves.toMatchObject({ status: 401, code: "invalid_api_key" });
     // loopback without a key is allowed by default
     const start = await env.gw.pipeline.chat({ ...caller, ip: "127.0.0.1", loopback: true }, req, new Cancellation());
     for await (const _ of start.events);
     // but a key that is sent is always checked, on loopback too
-    await expect(env.gw.pipeline.chat({ ...caller, ip: "127.0.0.1", loopback: true, token: "sk-svc-nope" }, req, new Cancellation())).rejects.toMatchObject({
+    await expect(env.gw.pipeline.chat({ ...caller, ip: "127.0.0.1", loopback: true, token: "sk-svc-nope" }, req, new Cancellation()).catch(httpView)).resolves.toMatchObject({
       status: 401,
       code: "invalid_api_key",
     });

@@ -6,7 +6,8 @@ import { EventEmitter } from "node:events";
 import { compileDocument, evaluate, timeBetween, globMatch } from "../../engines/gateway/policy";
 import { Limits } from "../../engines/gateway/limits";
 import { KeyCache, generateSecret, hashSecret, ipAllowed, parseRange, base62, type KeyEntry } from "../../engines/gateway/keys";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
+import { errorHeaders, statusOf } from "../../api/errors";
 import { costMicros } from "../../engines/providers/types";
 import { mergePatch } from "../../engines/gateway/key-admin";
 
@@ -125,7 +126,7 @@ function setup(spec: Record<string, unknown>, start = "2026-11-22T10:00:00Z") {
       try {
         return limits.admit(keys.get("k")!, e);
       } catch (err) {
-        return err as GatewayError;
+        return err as SvcError;
       }
     },
   };
@@ -134,18 +135,18 @@ function setup(spec: Record<string, unknown>, start = "2026-11-22T10:00:00Z") {
 describe("limits", () => {
   it("token bucket: burst, refill per_minute/60 a second, true Retry-After", () => {
     const s = setup({ rate_limits: { per_minute: 6, burst: 3 } });
-    for (let i = 0; i < 3; i++) expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    const e = s.admit() as GatewayError;
-    expect(e.status).toBe(429);
-    expect(e.headers["retry-after"]).toBe("10"); // 6/minute = one every 10 s
+    for (let i = 0; i < 3; i++) expect(s.admit()).not.toBeInstanceOf(SvcError);
+    const e = s.admit() as SvcError;
+    expect(statusOf(e)).toBe(429);
+    expect(errorHeaders(e)["retry-after"]).toBe("10"); // 6/minute = one every 10 s
     s.advance(9_000);
-    expect((s.admit() as GatewayError).headers["retry-after"]).toBe("1");
+    expect(errorHeaders(s.admit() as SvcError)["retry-after"]).toBe("1");
     s.advance(1_000);
-    expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).toBeInstanceOf(GatewayError);
+    expect(s.admit()).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).toBeInstanceOf(SvcError);
     s.advance(60_000); // refills to burst, not beyond
-    for (let i = 0; i < 3; i++) expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).toBeInstanceOf(GatewayError);
+    for (let i = 0; i < 3; i++) expect(s.admit()).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).toBeInstanceOf(SvcError);
   });
 
   it("per_day sliding window frees a slot exactly a day after the oldest admission", () => {
@@ -153,23 +154,23 @@ describe("limits", () => {
     s.admit();
     s.advance(3_600_000);
     s.admit();
-    const e = s.admit() as GatewayError;
+    const e = s.admit() as SvcError;
     expect(e.message).toContain("per_day=2");
-    expect(Number(e.headers["retry-after"])).toBe(23 * 3600);
+    expect(Number(errorHeaders(e)["retry-after"])).toBe(23 * 3600);
     s.advance(23 * 3_600_000);
-    expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).toBeInstanceOf(GatewayError);
+    expect(s.admit()).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).toBeInstanceOf(SvcError);
   });
 
   it("changing limits keeps what was used", () => {
     const s = setup({ rate_limits: { per_minute: 2 } });
     s.admit();
     s.admit();
-    expect(s.admit()).toBeInstanceOf(GatewayError);
+    expect(s.admit()).toBeInstanceOf(SvcError);
     s.patch({ rate_limits: { per_minute: 4 } });
-    expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).toBeInstanceOf(GatewayError);
+    expect(s.admit()).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).toBeInstanceOf(SvcError);
   });
 
   it("reservation, settlement, and the daily budget resetting at the UTC day boundary", () => {
@@ -177,19 +178,19 @@ describe("limits", () => {
     const a1 = s.admit() as any;
     const a2 = s.admit() as any;
     const a3 = s.admit() as any; // reserved 300: the third was admitted at 200 < 300
-    expect(a3).not.toBeInstanceOf(GatewayError);
-    expect(s.admit()).toBeInstanceOf(GatewayError); // 300 reserved
+    expect(a3).not.toBeInstanceOf(SvcError);
+    expect(s.admit()).toBeInstanceOf(SvcError); // 300 reserved
     s.limits.settle(a1, 50, 5, true);
     s.limits.settle(a2, 50, 5, true);
     s.limits.settle(a3, 50, 5, true);
     expect(s.limits.spendOf(s.key())).toEqual({ day: 150, month: 150, total: 150 });
     const a4 = s.admit() as any; // 150 < 300
     s.limits.settle(a4, 200, 5, true); // 350
-    const e = s.admit() as GatewayError;
+    const e = s.admit() as SvcError;
     expect(e.code).toBe("budget_exceeded");
     expect(e.message).toContain("daily=");
     s.advance(60_000); // next UTC day (and month)
-    expect(s.admit()).not.toBeInstanceOf(GatewayError);
+    expect(s.admit()).not.toBeInstanceOf(SvcError);
     expect(s.limits.spendOf(s.key())).toEqual({ day: 0, month: 0, total: 350 });
   });
 
@@ -198,9 +199,9 @@ describe("limits", () => {
     const a = s.admit() as any;
     s.limits.settle(a, 0, 0, false);
     const b = s.admit() as any;
-    expect(b).not.toBeInstanceOf(GatewayError);
+    expect(b).not.toBeInstanceOf(SvcError);
     s.limits.settle(b, 10, 1, true);
-    expect((s.admit() as GatewayError).code).toBe("quota_exceeded");
+    expect((s.admit() as SvcError).code).toBe("quota_exceeded");
   });
 
   it("cost is integer micro-USD, rounded up", () => {

@@ -2,7 +2,7 @@
 import { mkdtemp, mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startSvc, type RunningSvc, type StartOptions } from "../../api/server";
+import { startSvc, type RunningSvc, type StartOptions } from "../../boot/start";
 import { jsonLogger } from "../../api/log";
 
 export interface TestSvc extends RunningSvc {

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { getLlama, type Llama } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpView } from "../helpers/errors";
 import { collectChat } from "../../engines/chat/collect";
 import type { ChatEvent } from "../../engines/chat/types";
 import { InferenceError, ModelPool } from "../../engines/inference";
@@ -192,7 +193,7 @@ describe("ModelPool chat", { timeout: 30_000 }, () => {
       const second = collectChat(small.chat(chatReq({ model: "one", maxTokens: 4 })));
       await waitFor(() => small.stats().models[0]?.queued === 1);
       expect(small.stats().models[0]).toMatchObject({ activeLeases: 1, queued: 1 });
-      await expect(collectChat(small.chat(chatReq({ model: "one" })))).rejects.toMatchObject({ code: "capacity_exceeded", status: 429 });
+      await expect(collectChat(small.chat(chatReq({ model: "one" }))).catch(httpView)).resolves.toMatchObject({ code: "capacity_exceeded", status: 429 });
       await first.return(undefined);
       expect((await second).usage.completionTokens).toBe(4);
       expect(small.stats().models[0]).toMatchObject({ activeLeases: 0, queued: 0 });
@@ -203,8 +204,8 @@ describe("ModelPool chat", { timeout: 30_000 }, () => {
 
   it("refuses a prompt longer than the context", async () => {
     pool.register("short", tinySpec({ contextSize: 128 }));
-    await expect(collectChat(pool.chat(chatReq({ model: "short", messages: [{ role: "user", content: "the people ".repeat(200) }] }))))
-      .rejects.toMatchObject({ code: "context_length_exceeded", status: 400 });
+    await expect(collectChat(pool.chat(chatReq({ model: "short", messages: [{ role: "user", content: "the people ".repeat(200) }] }))).catch(httpView))
+      .resolves.toMatchObject({ code: "context_length_exceeded", status: 400 });
     pool.unregister("short");
   });
 });
@@ -262,7 +263,7 @@ describe("ModelPool lifecycle", { timeout: 30_000 }, () => {
     pool.register("gone", tinySpec({ file: "missing.gguf" }));
     const err = await collectChat(pool.chat(chatReq({ model: "gone" }))).catch((e) => e);
     expect(err).toBeInstanceOf(InferenceError);
-    expect(err).toMatchObject({ code: "model_unavailable", status: 503 });
+    expect(httpView(err)).toMatchObject({ code: "model_unavailable", status: 503 });
     expect(err.message).toMatch(/file not found/);
     await expect(pool.info("gone")).rejects.toMatchObject({ code: "model_unavailable" });
     await expect(collectChat(pool.chat(chatReq({ model: "nope" })))).rejects.toMatchObject({ code: "model_unavailable" });

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { startTestSvc, tempDir } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { loadPaths } from "../../manifests";
-import { jsonLogger } from "../../api/server";
+import { jsonLogger } from "../../boot/start";
 
 describe("quickstart", () => {
   it("applies examples/quickstart on an empty store, with the generated model Ready", async () => {

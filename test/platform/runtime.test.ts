@@ -7,7 +7,7 @@ import { ResourceStore } from "../../prisma/resource-store";
 import { ControllerManager } from "../../controllers/runtime";
 import { acceptedController } from "../../controllers/kinds/accepted";
 import type { Controller } from "../../controllers/types";
-import { jsonLogger } from "../../api/server";
+import { jsonLogger } from "../../boot/start";
 import { tempDir } from "../helpers/svc";
 import { until } from "../helpers/http";
 

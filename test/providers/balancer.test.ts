@@ -2,7 +2,7 @@
 // weight 0 as a standby, latency (EWMA), cost, cooldown after K failures within the window.
 import { describe, expect, it } from "vitest";
 import { DeploymentState, noteFailure, pick, type Deployment, type Group } from "../../engines/providers/balancer";
-import { GatewayError } from "../../engines/gateway/errors";
+import { SvcError } from "../../engines/errors";
 
 /** mulberry32: a small seeded generator */
 function seeded(seed: number): () => number {
@@ -57,7 +57,7 @@ describe("balancer", () => {
   it("cools a deployment after K failures within the window, and skips it until the cooldown ends", () => {
     const g = group([1, 1]);
     const d = g.deployments[0];
-    const e = new GatewayError(502, "upstream_error", "x");
+    const e = new SvcError("upstream", "upstream_error", "x");
     noteFailure(d, e, 0);
     noteFailure(d, e, 70_000); // the first fell out of the 60 s window
     noteFailure(d, e, 80_000);
@@ -73,7 +73,7 @@ describe("balancer", () => {
 
   it("a 429 cools at once, for its Retry-After", () => {
     const g = group([1]);
-    noteFailure(g.deployments[0], new GatewayError(429, "rate_limit_exceeded", "x", null, { "retry-after": "12" }), 1000);
+    noteFailure(g.deployments[0], new SvcError("rate_limited", "rate_limit_exceeded", "x", null, { retryAfterSeconds: 12 }), 1000);
     expect(g.deployments[0].state.coolUntil).toBe(13_000);
   });
 });

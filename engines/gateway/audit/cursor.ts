@@ -1,6 +1,6 @@
 // Opaque keyset cursor over (timestamp, id), newest first: stable while new entries arrive
 // (they sort before the cursor), unlike offsets.
-import { invalidRequest } from "../errors";
+import { invalidRequest } from "../../errors";
 
 export interface CursorPos {
   ts: number; // epoch ms

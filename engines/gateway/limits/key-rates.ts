@@ -5,6 +5,7 @@ import type { KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { type RateSnapshot, type RateState, SlidingWindow, TokenBucket, pairsOk, parseSnapshot, snapshotOf } from "./rate";
 import type { EffectiveLimits } from "./usage";
+import type { RateState as Rate } from "../../errors";
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
@@ -53,10 +54,7 @@ export class KeyRates {
       }
       if (which) {
         const retry = Math.max(1, Math.ceil(wait / 1000));
-        throw new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, {
-          ...this.headers(k, now),
-          "retry-after": String(retry),
-        });
+        throw new LimitRefusal("rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, this.window(k, now), retry);
       }
     }
 
@@ -127,25 +125,17 @@ export class KeyRates {
     if (st.day && pairsOk(saved.day)) st.day.restore(saved.day, now);
   }
 
-  /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
-  headers(k: KeyEntry, now: number): Record<string, string> {
+  /** The key's rate window (the per_minute bucket, else the hour, else the day window), if any. */
+  window(k: KeyEntry, now: number): Rate | undefined {
     const lim = this.limitsOf(k);
     const st = this.state(k, lim, now);
-    if (!st) return {};
+    if (!st) return undefined;
     if (st.bucket) {
       const b = st.bucket;
-      return {
-        "x-ratelimit-limit-requests": String(lim.perMinute),
-        "x-ratelimit-remaining-requests": String(Math.floor(b.tokens)),
-        "x-ratelimit-reset-requests": `${Math.ceil((b.cap - b.tokens) / b.perMs / 1000)}s`,
-      };
+      return { limit: lim.perMinute!, remaining: Math.floor(b.tokens), resetSeconds: Math.ceil((b.cap - b.tokens) / b.perMs / 1000) };
     }
     const w = (st.hour ?? st.day)!;
-    return {
-      "x-ratelimit-limit-requests": String(w.limit),
-      "x-ratelimit-remaining-requests": String(Math.max(0, w.limit - w.used(now))),
-      "x-ratelimit-reset-requests": `${Math.ceil(w.resetMs(now) / 1000)}s`,
-    };
+    return { limit: w.limit, remaining: Math.max(0, w.limit - w.used(now)), resetSeconds: Math.ceil(w.resetMs(now) / 1000) };
   }
 
   changed(): boolean {

@@ -4,97 +4,22 @@
 // the engine side: what a request asks for, and the refusal (same codes and messages as the
 // in-memory limits) its answer turns into. Only Limits.admit/settle branch here, so the
 // embedded SQLite path is unchanged.
-import { GatewayError } from "../errors";
+import { SvcError } from "../../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
 import { checksOf, type Check, type Entities } from "./checks";
-import type { Admission, Estimate, Limits } from "../limits";
+import type { RateState } from "../../errors";
+import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedVerdict } from "./types";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
-/** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
-export interface SharedCheck {
-  e: string;
-  whose: string;
-  td?: number;
-  tm?: number;
-  bd?: number;
-  bm?: number;
-  bt?: number;
-}
+export type { SharedCheck, SharedRequest, SharedRate, SharedVerdict, SharedUsage, SharedLimitStore, SharedHold } from "./types";
 
-export interface SharedRequest {
-  /** key id */
-  k: string;
-  /** any limit applies (else only the revocation check is made, and a store outage lets it pass) */
-  lim: boolean;
-  pm?: number;
-  burst?: number;
-  ph?: number;
-  pd?: number;
-  mr?: number;
-  ents: string[];
-  day: string;
-  month: string;
-  /** reserved spend (micro-USD, integer) and tokens */
-  s: number;
-  t: number;
-  checks: SharedCheck[];
-  /** refuse after the checks that come first (per_request_max is over; the store reports the rate state) */
-  x?: boolean;
-}
-
-/** The rate window the x-ratelimit-* headers describe: limit, remaining, ms until it is full again. */
-export type SharedRate = [number, number, number];
-
-/** The store's answer: admitted or why not; for a key with a rate limit, its rate state comes last. */
-export type SharedVerdict =
-  | ["ok", SharedRate?]
-  | ["revoked"]
-  | ["rate", string, number, SharedRate?]
-  | ["max", string, SharedRate?]
-  | ["over", SharedRate?]
-  | ["usage", number, string, string, SharedRate?];
-
-/** Settled usage of one entity and period as the shared store holds it. */
-export interface SharedUsage {
-  e: string;
-  period: string;
-  s: number;
-  t: number;
-  r: number;
-}
-
-export interface SharedLimitStore {
-  /** settled usage of these entities in these periods (absent ones are left out) */
-  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
-  /** resolves with the verdict; rejects when the store cannot be reached */
-  admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
-  /** release the reservation and count the actual usage (retried in the background) */
-  settle(r: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void;
-  newId(): string;
-}
-
-export interface SharedHold {
-  req: SharedRequest;
-  id: string;
-  /** the store admitted it: settle must release the reservation */
-  held: boolean;
-  /** x-ratelimit-* headers, filled in when the store answers (before `durable` settles) */
-  headers: Record<string, string>;
-  /** the per_request_max refusal the store is asked to confirm (req.x) */
-  over?: LimitRefusal;
-}
-
-/** x-ratelimit-* headers of a verdict (the same the embedded limits send, limits/key-rates.ts). */
-export function sharedRateHeaders(v: SharedVerdict): Record<string, string> {
+/** The rate window of a verdict (the same the embedded limits report, limits/key-rates.ts). */
+export function sharedRate(v: SharedVerdict): RateState | undefined {
   const r = v[v.length - 1];
-  if (!Array.isArray(r) || r.length !== 3) return {};
-  return {
-    "x-ratelimit-limit-requests": String(r[0]),
-    "x-ratelimit-remaining-requests": String(r[1]),
-    "x-ratelimit-reset-requests": `${Math.ceil(Number(r[2]) / 1000)}s`,
-  };
+  if (!Array.isArray(r) || r.length !== 3) return undefined;
+  return { limit: Number(r[0]), remaining: Number(r[1]), resetSeconds: Math.ceil(Number(r[2]) / 1000) };
 }
 
 /** Build the request for a key (`checks` from checksOf, entities key/team/org). */
@@ -128,37 +53,37 @@ export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[],
 
 export class SharedStoreUnavailable extends Error {}
 
-/** The error a refusal verdict stands for (null: admitted); `h` are its x-ratelimit-* headers. */
-export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits, h: Record<string, string> = {}, over?: LimitRefusal): GatewayError | null {
+/** The error a refusal verdict stands for (null: admitted); `h` is the key's rate window. */
+export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimits, h?: RateState, over?: LimitRefusal): SvcError | null {
   switch (v[0]) {
     case "ok":
       return null;
     case "revoked":
-      return new GatewayError(401, "key_revoked", AUTH_MESSAGES.key_revoked);
+      return new SvcError("unauthenticated", "key_revoked", AUTH_MESSAGES.key_revoked);
     case "rate": {
       const retry = Math.max(1, Math.ceil(v[2] / 1000));
       const limit = v[1] === "per_minute" ? `per_minute=${lim.perMinute}` : v[1] === "per_hour" ? `per_hour=${lim.perHour}` : `per_day=${lim.perDay}`;
       const which = v[1] === "per_minute" && lim.burst !== undefined && lim.burst !== lim.perMinute ? `${limit} (burst=${lim.burst})` : limit;
-      return new LimitRefusal(429, "rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, { ...h, "retry-after": String(retry) });
+      return new LimitRefusal("rate_limit_exceeded", limit, `rate limit ${which} exceeded; retry after ${retry}s`, h, retry);
     }
     case "max":
-      return new LimitRefusal(402, "quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, h);
+      return new LimitRefusal("quota_exceeded", `max_requests=${lim.maxRequests}`, `request quota max_requests=${lim.maxRequests} of this key is used up`, h);
     case "over":
-      return over ? new LimitRefusal(402, "quota_exceeded", over.limit, over.message, h) : null;
+      return over ? new LimitRefusal("quota_exceeded", over.tripped, over.message, h) : null;
     case "usage": {
       const c = r.checks[v[1] - 1];
       const used = Number(v[3]);
       switch (v[2]) {
         case "td":
-          return new LimitRefusal(402, "quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
+          return new LimitRefusal("quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
         case "tm":
-          return new LimitRefusal(402, "quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
+          return new LimitRefusal("quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
         case "bd":
-          return new LimitRefusal(402, "budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
+          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
         case "bm":
-          return new LimitRefusal(402, "budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
+          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
         default:
-          return new LimitRefusal(402, "budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
+          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
       }
     }
   }
@@ -169,8 +94,8 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
 export function sharedDurable(store: SharedLimitStore, hold: SharedHold, lim: EffectiveLimits): Promise<void> {
   return store.admit(hold.req, hold.id).then(
     (v) => {
-      Object.assign(hold.headers, sharedRateHeaders(v));
-      const e = refusalOf(v, hold.req, lim, hold.headers, hold.over);
+      hold.rate = sharedRate(v);
+      const e = refusalOf(v, hold.req, lim, hold.rate, hold.over);
       if (e) throw e;
       if (hold.over) throw hold.over; // (a store without the "over" verdict)
       hold.held = hold.req.lim;
@@ -188,9 +113,9 @@ export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: Effective
   const ids = [ents.own.id];
   if (ents.team) ids.push(ents.team.id);
   if (ents.org) ids.push(ents.org.id);
-  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false, headers: {} };
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
   if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
-    const over = new LimitRefusal(402, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`, {});
+    const over = new LimitRefusal("quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     // as in embedded mode, rate and max_requests refusals come first and the 402 carries the
     // rate headers: the store makes those checks and reports the rate state, taking nothing
     if (!hold.req.lim) throw over;
@@ -230,8 +155,8 @@ export async function syncShared(store: SharedLimitStore, view: SharedView, writ
   if (write && changed.length) await write(changed);
 }
 
-/** Replace admit/settle/rateHeaders on this Limits instance with the shared-store versions. */
-export function installShared(l: Limits, store: SharedLimitStore): void {
+/** Replace admit/settle/rate on this Limits instance with the shared-store versions. */
+export function installShared(l: LimitsHost, store: SharedLimitStore): void {
   const keys = l.keys;
   l.admit = (k, est, now = l.now()) => {
     const [day, month] = l.periodNames();
@@ -244,6 +169,6 @@ export function installShared(l: Limits, store: SharedLimitStore): void {
     a.settled = true;
     if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
   };
-  // the windows live in the shared store: a request's headers come with its verdict (SharedHold.headers)
-  l.rateHeaders = () => ({});
+  // the windows live in the shared store: a request's rate window comes with its verdict (SharedHold.rate)
+  l.rate = () => undefined;
 }

@@ -2,7 +2,7 @@
 // /converse-stream, SigV4-signed (sign.ts) for the manifest's region; the default endpoint is
 // https://bedrock-runtime.{region}.amazonaws.com.
 import { syncEvents } from "../../chat/collect";
-import { GatewayError } from "../../gateway/errors";
+import { SvcError } from "../../errors";
 import { postForJson, postJson, splitUrl } from "../http";
 import { primed, type ProviderAdapter } from "../types";
 import { toConverseBody } from "./request";
@@ -15,7 +15,7 @@ export const bedrockDefaultBaseUrl = (region: string | undefined) => `https://be
 
 export const bedrockAdapter: ProviderAdapter = {
   async chat(t, req, cancel) {
-    if (!t.credential) throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: a bedrock Provider needs a credential (AWS keys by reference)`);
+    if (!t.credential) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: a bedrock Provider needs a credential (AWS keys by reference)`);
     const creds = parseAwsCredentials(t.provider, t.credential);
     const region = t.vendor?.region ?? BEDROCK_DEFAULT_REGION;
     const path = `/model/${encodeURIComponent(t.upstreamModel)}/${req.stream ? "converse-stream" : "converse"}`;

@@ -4,7 +4,7 @@
 // credentials`) or as ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN].
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { GatewayError } from "../../gateway/errors";
+import { SvcError } from "../../errors";
 import { rememberSecret } from "../redact";
 
 export interface AwsCredentials {
@@ -23,7 +23,7 @@ export function parseAwsCredentials(provider: string, text: string): AwsCredenti
   if (hit) return hit;
   const c = parseText(text);
   if (typeof c?.accessKeyId !== "string" || !c.accessKeyId || typeof c.secretAccessKey !== "string" || !c.secretAccessKey) {
-    throw new GatewayError(502, "upstream_error", `provider ${provider} is not usable: its credential is not AWS credentials (JSON with accessKeyId and secretAccessKey, or ID:SECRET)`);
+    throw new SvcError("upstream", "upstream_error", `provider ${provider} is not usable: its credential is not AWS credentials (JSON with accessKeyId and secretAccessKey, or ID:SECRET)`);
   }
   const out: AwsCredentials = { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}) };
   rememberSecret(out.secretAccessKey);

@@ -4,7 +4,7 @@
 import { syncEvents } from "../../chat/collect";
 import type { Cancellation } from "../../chat/cancel";
 import type { ChatEvent, ChatRequest } from "../../chat/types";
-import { GatewayError } from "../../gateway/errors";
+import { SvcError } from "../../errors";
 import { postForJson, postJson, readJsonBody, sseMessages, upstreamError } from "../http";
 import { primed, type ProviderAdapter, type RouteTarget } from "../types";
 import { toGeminiBody } from "./request";
@@ -30,7 +30,7 @@ export async function geminiChat(t: RouteTarget, req: ChatRequest, cancel: Cance
 /** Google answers a bad API key with 400 INVALID_ARGUMENT: that is the gateway's credential, a
  * 502 like any other vendor's 401, not the client's mistake. */
 function keyRefusal(t: RouteTarget, e: unknown): unknown {
-  if (e instanceof GatewayError && e.status === 400 && /API key not valid|API_KEY_INVALID|API key expired/i.test(e.message)) {
+  if (e instanceof SvcError && e.kind === "invalid" && /API key not valid|API_KEY_INVALID|API key expired/i.test(e.message)) {
     return upstreamError(502, "upstream_error", e.message.replace(/refused the request: /, "rejected the gateway's credential (400): "));
   }
   return e;

@@ -4,7 +4,7 @@
 // token URL. Tokens are cached per key and token URL and minted again 5 minutes before expiry
 // (or at half their life when that is shorter); concurrent requests share one minting.
 import { createHash, createSign } from "node:crypto";
-import { GatewayError } from "../../gateway/errors";
+import { SvcError } from "../../errors";
 import { poolFor, splitUrl, transportError, upstreamError, upstreamText } from "../http";
 import { rememberSecret } from "../redact";
 
@@ -36,7 +36,7 @@ function parseKey(provider: string, text: string): ServiceAccount {
     j = undefined;
   }
   if (typeof j?.client_email !== "string" || typeof j?.private_key !== "string") {
-    throw new GatewayError(502, "upstream_error", `provider ${provider} is not usable: its credential is not a service-account key (JSON with client_email and private_key)`);
+    throw new SvcError("upstream", "upstream_error", `provider ${provider} is not usable: its credential is not a service-account key (JSON with client_email and private_key)`);
   }
   rememberSecret(j.private_key);
   return j;

@@ -2,7 +2,7 @@
 //   {baseUrl}/projects/{project}/locations/{region}/publishers/google/models/{model}:generateContent
 // (baseUrl default https://{region}-aiplatform.googleapis.com/v1), with an OAuth access token
 // minted from the service-account key the credential references (auth.ts).
-import { GatewayError } from "../../gateway/errors";
+import { SvcError } from "../../errors";
 import { geminiChat } from "../gemini";
 import type { ProviderAdapter } from "../types";
 import { accessToken } from "./auth";
@@ -14,8 +14,8 @@ export const vertexDefaultBaseUrl = (region: string | undefined) => `https://${r
 export const vertexAdapter: ProviderAdapter = {
   async chat(t, req, cancel) {
     const v = t.vendor ?? {};
-    if (!v.project) throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: a vertex Provider needs spec.project`);
-    if (!t.credential) throw new GatewayError(502, "upstream_error", `provider ${t.provider} is not usable: a vertex Provider needs a credential (a service-account key by reference)`);
+    if (!v.project) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: a vertex Provider needs spec.project`);
+    if (!t.credential) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is not usable: a vertex Provider needs a credential (a service-account key by reference)`);
     const token = await accessToken(t.provider, t.credential, v.tokenUrl, t.timeoutMs);
     const region = v.region ?? VERTEX_DEFAULT_REGION;
     const path = `/projects/${encodeURIComponent(v.project)}/locations/${encodeURIComponent(region)}/publishers/google/models/${encodeURIComponent(t.upstreamModel)}`;

@@ -1,5 +1,8 @@
-// Composition root: open the store, apply start-up manifests (or the quickstart on an empty
-// store), build engines and controllers, listen, and stop gracefully in the reverse order.
+// The composition root (boot/): open the store, apply start-up manifests (or the quickstart on an
+// empty store), build engines and controllers, listen, and stop gracefully in the reverse order.
+// It is the one module that imports api/, controllers/ and engines/ together: api/ is routes and
+// protocol shapes only, controllers/ reconcile, engines/ run; `svc serve` (cli/serve.ts) and the
+// tests start svc here.
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { mkdir, rm, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -7,18 +10,17 @@ import { type OpenedDb } from "../prisma/client";
 import { openStore, postgresUrlOf } from "../engines/store/open"; // scale-out: SQLite, or PostgreSQL by SVC_DATABASE_URL
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
-import { createHandler } from "./app";
+import { createHandler } from "../api/app";
 import { ControllerManager } from "../controllers/runtime";
 import { buildControllers } from "../controllers/registry";
-import type { Controller } from "../controllers/types";
 import { desiredAddress, effectiveServer, urlOf } from "../controllers/kinds/server";
-import { httpListener } from "./http-listener";
-import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../controllers/paths";
+import { httpListener } from "../api/http-listener";
+import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../engines/paths";
 import { ManifestWatcher } from "../controllers/watch";
 import { applyPaths } from "../controllers/apply-paths";
 import { pendingMigrations } from "../prisma/migrate";
-import { createLogger, svcLoggerOf } from "./log";
-import { startupSteps, type Progress } from "./startup-progress";
+import { createLogger, svcLoggerOf } from "../api/log";
+import { startupSteps, type Progress } from "../api/startup-progress";
 
 export interface StartOptions {
   /** data dir; default SVC_HOME, <SVC_TEST_ROOT>/.svc, ~/.svc */
@@ -54,7 +56,7 @@ export interface RunningSvc {
 export const quickstartDir = fileURLToPath(new URL("../examples/quickstart/", import.meta.url));
 
 // Logging lives in api/log.ts; jsonLogger stays importable from here for tests and benches.
-export { jsonLogger } from "./log";
+export { jsonLogger } from "../api/log";
 
 /** Start svc. Resolves once the HTTP listener is bound and controllers are running. */
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
@@ -109,17 +111,23 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
 
     cleanup.push(async () => svc.engines.pool?.close());
 
-    // Engines. The gateway is optional: if it cannot start, the failure is logged and
-    // configuration, status and admin keep working (inference routes depend on it).
-    let gatewayControllers: Controller[] = [];
-    try {
-      const gw = await steps.run("starting the gateway", async () => (await import("../engines/gateway")).createGateway(svc));
-      svc.engines.gateway = gw;
-      gatewayControllers = gw.controllers ?? [];
-      cleanup.push(() => gw.close());
-    } catch (e: any) {
-      log.warn("gateway engine not started; inference routes are unavailable", { err: String(e?.message ?? e) });
-    }
+    // Engines. Each is optional: one that cannot start is left out (logged), and the routes that
+    // need it answer 503 saying so, while configuration, status and admin keep working.
+    const optional = async <T>(unavailable: string, start: () => Promise<T> | T, close?: (e: T) => Promise<unknown>): Promise<T | undefined> => {
+      try {
+        const e = await start();
+        if (close) cleanup.push(() => close(e));
+        return e;
+      } catch (e: any) {
+        log.warn(unavailable, { err: String(e?.message ?? e) });
+        return undefined;
+      }
+    };
+    svc.engines.gateway = await optional(
+      "gateway engine not started; inference routes are unavailable",
+      () => steps.run("starting the gateway", async () => (await import("../engines/gateway")).createGateway(svc)),
+      (gw) => gw.close(),
+    );
 
     // scale-out (engines/cluster): shared limits and store changes on Redis, before any request
     const { startCluster } = await import("../engines/cluster");
@@ -133,42 +141,25 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     svc.engines.tools = mcp;
     cleanup.push(() => mcp.close());
     // Agents and tasks (fails unfinished tasks left by a previous process as interrupted).
-    try {
-      const agents = await steps.run("starting agents and tasks", async () => (await import("../engines/agents")).createAgents(svc));
-      svc.engines.agents = agents;
-      cleanup.push(() => agents.close());
-    } catch (e: any) {
-      log.warn("agents engine not started; agent routes are unavailable", { err: String(e?.message ?? e) });
-    }
+    svc.engines.agents = await optional(
+      "agents engine not started; agent routes are unavailable",
+      () => steps.run("starting agents and tasks", async () => (await import("../engines/agents")).createAgents(svc)),
+      (a) => a.close(),
+    );
     // Memory (re-arms the debounce of sessions a previous process left pending).
-    try {
-      const { createMemory } = await import("../engines/memory");
-      const memory = await createMemory(svc);
-      svc.engines.memory = memory;
-      cleanup.push(() => memory.close());
-    } catch (e: any) {
-      log.warn("memory engine not started; memory routes are unavailable", { err: String(e?.message ?? e) });
-    }
-
+    svc.engines.memory = await optional("memory engine not started; memory routes are unavailable", async () => (await import("../engines/memory")).createMemory(svc), (m) => m.close());
     // Pairing and the secure channel (the server's identity key lives in <home>/pairing).
-    try {
-      const { Pairing } = await import("../engines/pairing");
-      const pairing = new Pairing(store, home);
-      svc.engines.pairing = pairing;
-      cleanup.push(async () => pairing.close());
-    } catch (e: any) {
-      log.warn("pairing engine not started; pairing and secure-channel routes are unavailable", { err: String(e?.message ?? e) });
-    }
-
+    svc.engines.pairing = await optional(
+      "pairing engine not started; pairing and secure-channel routes are unavailable",
+      async () => new (await import("../engines/pairing")).Pairing(store, home),
+      async (p) => p.close(),
+    );
     // Media: forwarded to Providers that declare the capability; jobs in the store.
-    try {
-      const { Media } = await import("../engines/media");
-      const media = new Media(svc);
+    svc.engines.media = await optional("media engine not started; media routes are unavailable", async () => {
+      const media = new (await import("../engines/media")).Media(svc);
       await media.jobs.recover();
-      svc.engines.media = media;
-    } catch (e: any) {
-      log.warn("media engine not started; media routes are unavailable", { err: String(e?.message ?? e) });
-    }
+      return media;
+    });
 
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
@@ -190,7 +181,6 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       svc,
       listener,
       overrides,
-      extra: gatewayControllers,
       enqueue: (ref) => manager?.enqueue(ref),
     });
     manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: opts.resyncMs });
@@ -221,7 +211,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         // running 3 s in are told to end (generation cancelled, each protocol's terminal error
         // frame written) so that none is cut mid-frame when the grace runs out at 5 s.
         await mcp.closeSessions(); // end /mcp client streams, which would hold the listener open
-        const { endStreams, forgetStopped } = await import("./stream-shutdown");
+        const { endStreams, forgetStopped } = await import("../api/stream-shutdown");
         const port = listener.address()?.port;
         let ending: Promise<void> | undefined;
         const streamsTimer = setTimeout(() => (ending = port === undefined ? undefined : endStreams(port, 1500)), 3000);

@@ -1,5 +1,5 @@
-// Where svc keeps its files. Shared by the server (api/server.ts), controllers and the CLI so
-// that `svc status` finds the same data dir and store as `svc serve`.
+// Where svc keeps its files. Shared by start-up, engines, controllers and the CLI (it imports
+// nothing of svc), so that `svc status` finds the same data dir and store as `svc serve`.
 import os from "node:os";
 import path from "node:path";
 

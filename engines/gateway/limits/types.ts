@@ -1,0 +1,133 @@
+// The shapes shared by the limits (limits.ts) and their scale-out variant (limits/shared.ts), kept
+// apart so neither imports the other's module for its types.
+import type { KeyCache, KeyEntry } from "../keys";
+import type { RateState } from "../../errors";
+import type { LimitRefusal } from "./refusal";
+import type { EffectiveLimits, EntityUsage, PeriodCounter } from "./usage";
+
+/** One admitted request's hold on counters, released by settle(). */
+export interface Admission {
+  entities: EntityUsage[];
+  /** the period counters this admission counted a request in (day, month, total per entity) */
+  counters: PeriodCounter[];
+  spend: number;
+  tokens: number;
+  settled: boolean;
+  /** the reservation id, when the admission was written ahead */
+  rowId?: number;
+  /** shared mode: resolves once the shared store admitted and reserved; forward only after it
+   * (it may refuse: a LimitRefusal, or 503 when the store is down) */
+  durable?: Promise<void>;
+  /** write-ahead: resolves once the reservation is in the journal (end of this event-loop turn).
+   * The request may go upstream meanwhile; its answer waits for this (limits/wal.ts) */
+  written?: Promise<void>;
+  /** scale-out: the hold on the shared limit store (limits/shared.ts) */
+  shared?: SharedHold;
+}
+
+export interface Estimate {
+  /** reserved spend in micro-USD */
+  spend: number;
+  /** reserved tokens (prompt estimate + output reserve) */
+  tokens: number;
+  /** prompt estimate + explicit max_tokens (for per_request_max) */
+  requestTokens: number;
+  /** prompt estimate (the audit row a crash recovery writes) */
+  promptTokens?: number;
+  /** model has a price (a budgeted key needs one) */
+  priced: boolean;
+  model: string;
+}
+
+/** What a write-ahead row records of the request (for the audit row recovery may write). */
+export interface RequestInfo {
+  requestId: string;
+  action: string;
+  ip?: string;
+}
+
+/** One usage check (a key's own budgets/tokens, or a team/org key's above it) on an entity. */
+export interface SharedCheck {
+  e: string;
+  whose: string;
+  td?: number;
+  tm?: number;
+  bd?: number;
+  bm?: number;
+  bt?: number;
+}
+
+export interface SharedRequest {
+  /** key id */
+  k: string;
+  /** any limit applies (else only the revocation check is made, and a store outage lets it pass) */
+  lim: boolean;
+  pm?: number;
+  burst?: number;
+  ph?: number;
+  pd?: number;
+  mr?: number;
+  ents: string[];
+  day: string;
+  month: string;
+  /** reserved spend (micro-USD, integer) and tokens */
+  s: number;
+  t: number;
+  checks: SharedCheck[];
+  /** refuse after the checks that come first (per_request_max is over; the store reports the rate state) */
+  x?: boolean;
+}
+
+/** The rate window the x-ratelimit-* headers describe: limit, remaining, ms until it is full again. */
+export type SharedRate = [number, number, number];
+
+/** The store's answer: admitted or why not; for a key with a rate limit, its rate state comes last. */
+export type SharedVerdict =
+  | ["ok", SharedRate?]
+  | ["revoked"]
+  | ["rate", string, number, SharedRate?]
+  | ["max", string, SharedRate?]
+  | ["over", SharedRate?]
+  | ["usage", number, string, string, SharedRate?];
+
+/** Settled usage of one entity and period as the shared store holds it. */
+export interface SharedUsage {
+  e: string;
+  period: string;
+  s: number;
+  t: number;
+  r: number;
+}
+
+export interface SharedLimitStore {
+  /** settled usage of these entities in these periods (absent ones are left out) */
+  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
+  /** resolves with the verdict; rejects when the store cannot be reached */
+  admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
+  /** release the reservation and count the actual usage (retried in the background) */
+  settle(r: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void;
+  newId(): string;
+}
+
+export interface SharedHold {
+  req: SharedRequest;
+  id: string;
+  /** the store admitted it: settle must release the reservation */
+  held: boolean;
+  /** the key's rate window, filled in when the store answers (before `durable` settles) */
+  rate?: RateState;
+  /** the per_request_max refusal the store is asked to confirm (req.x) */
+  over?: LimitRefusal;
+}
+
+/** What the shared-store variant replaces and reads on a Limits instance (installShared). */
+export interface LimitsHost {
+  readonly keys: KeyCache;
+  readonly now: () => number;
+  periodNames(): [string, string];
+  limitsOf(k: KeyEntry): EffectiveLimits;
+  entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage };
+  admit(k: KeyEntry, est: Estimate, now?: number, info?: RequestInfo): Admission;
+  settle(a: Admission, spend: number, tokens: number, served: boolean): void;
+  rate(k: KeyEntry, now?: number): RateState | undefined;
+}

@@ -1,0 +1,59 @@
+// Engines speak no HTTP (DESIGN.md "The gate"): no module under engines/ builds a status code, a
+// response header of svc's or a protocol's error body. The one error type (engines/errors.ts)
+// carries a kind and typed limit data; api/errors.ts maps them. Providers are HTTP clients of
+// upstreams, so reading an upstream's answer (its status, its Retry-After) is allowed; building
+// svc's own answer is not.
+// (codemod-errors: skip: the examples in the second test are bad code on purpose.)
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(__dirname, "../../engines");
+
+function* files(dir: string): Generator<string> {
+  for (const n of readdirSync(dir)) {
+    const p = path.join(dir, n);
+    if (statSync(p).isDirectory()) yield* files(p);
+    else if (p.endsWith(".ts")) yield p;
+  }
+}
+
+/** Source without comments (line and block), so prose may name headers. */
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+}
+
+const RULES: Array<[string, RegExp]> = [
+  ["an error built with an HTTP status", /new\s+\w*Error\(\s*[1-5]\d\d\b/],
+  ["an HTTP status given to an error", /\bstatus:\s*[1-5]\d\d\b/],
+  ["svc's rate-limit headers", /["'`]x-ratelimit-/i],
+  ["a Retry-After header built", /["'`]retry-after["'`]\s*:/i],
+  ["an OpenAI error body", /\btoOpenAI\b|\btoAnthropic\b|\btoOllama\b/],
+  ["an OpenAI error type", /["'`](invalid_request_error|authentication_error|permission_error|rate_limit_error|insufficient_quota)["'`]/],
+];
+
+describe("engines speak no HTTP", () => {
+  it("no status code, svc response header or protocol error body is built under engines/", () => {
+    const found: string[] = [];
+    for (const f of files(root)) {
+      const src = code(readFileSync(f, "utf8"));
+      src.split("\n").forEach((line, i) => {
+        for (const [what, re] of RULES) if (re.test(line)) found.push(`${path.relative(root, f)}:${i + 1}: ${what}: ${line.trim().slice(0, 120)}`);
+      });
+    }
+    expect(found).toEqual([]);
+  });
+
+  it("the check itself finds each kind of violation", () => {
+    const bad = [
+      'throw new SvcError(429, "rate_limit_exceeded", "x")',
+      "return { status: 503, body }",
+      'h["x-ratelimit-limit-requests"] = "3"',
+      'const h = { "retry-after": "5" }',
+      "ctx.body = err.toOpenAI()",
+      'const type = "rate_limit_error"',
+    ];
+    for (const line of bad) expect(RULES.some(([, re]) => re.test(code(line))), line).toBe(true);
+    expect(RULES.some(([, re]) => re.test(code('// the x-ratelimit-* headers: api/errors.ts')))).toBe(false);
+  });
+});
