@@ -27,6 +27,9 @@ export function scriptOf(blocks: Block[], dir: string): string {
     "cleanup() { for p in \"${bg[@]}\"; do kill -TERM -- -\"$p\" 2>/dev/null; done; sleep 1; for p in \"${bg[@]}\"; do kill -KILL -- -\"$p\" 2>/dev/null; done; }",
     "trap cleanup EXIT",
     "fail() { echo \"DOCTEST FAILED: $*\"; exit 1; }",
+    // what `npm link` gives a reader: the svc command (pages write `svc …`)
+    `svc() { node ${q(path.join(repoRoot, "bin/svc.mjs"))} "$@"; }`,
+    "export -f svc",
     "waitfor() { for i in $(seq 1 240); do curl -sf -o /dev/null \"$1\" && return 0; sleep 0.5; done; return 1; }",
   ];
   blocks.forEach((b, n) => {
