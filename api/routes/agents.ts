@@ -177,7 +177,7 @@ export default function routes(svc: Svc): Router {
       else if (["deny", "denied", "no", "reject"].includes(w)) approve = false;
     }
     if (text === undefined && approve === undefined) throw invalidRequest("response (a string) is required", "response");
-    ctx.body = a.tasks.clarify(ctx.params.id, { text, approve });
+    ctx.body = await a.tasks.clarify(ctx.params.id, { text, approve });
   });
 
   return r;

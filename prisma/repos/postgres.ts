@@ -6,6 +6,7 @@
 // into TIMESTAMP(3), numbers into BIGINT).
 import type { PrismaClient } from "../generated-pg/client";
 import { resourceRepo, type RawClient } from "./resources";
+import { PgTasks } from "./tasks-postgres";
 import {
   AUDIT_COLUMNS, BATCH, chunks,
   type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos,
@@ -75,5 +76,5 @@ class PgLimits implements LimitsRepo {
 
 /** The PostgreSQL store's repositories, on its Prisma client. */
 export function postgresRepos(prisma: PrismaClient): Repos {
-  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }) };
+  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma) };
 }

@@ -4,6 +4,7 @@
 // SQLite implementation (./sqlite.ts) and a PostgreSQL one (./postgres.ts), written in each
 // database's own SQL; test/scale/repos.test.ts runs the same contract against both.
 import type Database from "better-sqlite3";
+import type { TaskRepo } from "./tasks";
 
 /** AuditEntry columns, in the order of an AuditRow's values. */
 export const AUDIT_COLUMNS = [
@@ -105,6 +106,8 @@ export interface Repos {
   audit: AuditRepo;
   limits: LimitsRepo;
   resources: ResourceRepo;
+  /** detached agent tasks (./tasks.ts) */
+  tasks: TaskRepo;
 }
 
 /** Split a batch into statements of at most n rows. */
