@@ -5,7 +5,9 @@
 //   - store changes: revoked keys marked in Redis before the write returns, and a pub/sub
 //     message making every replica re-read the store (bus.ts);
 //   - one reconciler: controllers run on the replica holding a PostgreSQL advisory lock
-//     (lease.ts); the others serve.
+//     (lease.ts); the others serve;
+//   - pairing's short-lived state and secure sessions in Redis (pairing-kv.ts); detached agent
+//     tasks in PostgreSQL with a heartbeat lease per runner (engines/agents/task-lease.ts).
 // Without these variables nothing here runs and svc is the single-process SQLite server.
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
@@ -17,6 +19,8 @@ import { RedisLimits } from "./shared-limits";
 import { redisAlerts } from "./shared-alerts";
 import { ClusterBus } from "./bus";
 import { Lease } from "./lease";
+import { redisPairingKv } from "./pairing-kv";
+import { sharedPairingKv } from "../pairing/kv";
 
 export interface Cluster {
   replicaId: string;
@@ -67,6 +71,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       await cluster.limits?.close();
       store.afterCommit = undefined;
       store.afterStatus = undefined;
+      sharedPairingKv.delete(store);
       for (const c of conns) c.disconnect();
     },
   };
@@ -89,6 +94,8 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       // throttled alerts sent once across replicas; failed authentications counted together
       gw.alerts.share(redisAlerts(cmd, { prefix, replicaId }));
     }
+    // pairing's short-lived state (challenges, requests, codes, sessions) seen by every replica
+    sharedPairingKv.set(store, redisPairingKv(cmd, prefix));
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);
     const readStatus = () => svc.db.prisma.resource.findMany({ select: { kind: true, name: true, status: true } });
