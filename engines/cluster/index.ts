@@ -19,6 +19,7 @@ import { RedisLimits } from "./shared-limits";
 import { redisAlerts } from "./shared-alerts";
 import { ClusterBus } from "./bus";
 import { Lease } from "./lease";
+import { Retention } from "../store/retention";
 import { redisPairingKv } from "./pairing-kv";
 import { sharedPairingKv } from "../pairing/kv";
 
@@ -28,6 +29,8 @@ export interface Cluster {
   limits?: RedisLimits;
   bus?: ClusterBus;
   lease?: Lease;
+  /** audit retention (every server runs it, one replica or many: engines/store/retention.ts) */
+  retention: Retention;
   /** start the controllers now (single replica) or once the lease is held (PostgreSQL) */
   runControllers(m: { start(): void; stop(): Promise<void> }): Promise<void>;
   close(): Promise<void>;
@@ -50,8 +53,16 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
   const prefix = env.SVC_REDIS_PREFIX?.trim() || "svc:";
   const log = (msg: string, extra?: Record<string, unknown>) => svc.log.warn(msg, extra);
   const conns: Redis[] = [];
+  const retention = new Retention({
+    db: svc.db,
+    days: () => svc.server.retentionDays,
+    warn: (msg, extra) => svc.log.warn(msg, extra),
+    info: (msg, extra) => svc.log.info(msg, extra),
+  });
+  retention.start();
   const cluster: Cluster = {
     replicaId,
+    retention,
     async runControllers(m) {
       if (!pgUrl) return m.start();
       const lease = new Lease({
@@ -65,6 +76,7 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
       await lease.start();
     },
     async close() {
+      await retention.close();
       svc.engines.gateway?.alerts.share(undefined);
       await cluster.lease?.close();
       await cluster.bus?.close();

@@ -7,6 +7,7 @@
 import type { PrismaClient } from "../generated-pg/client";
 import { resourceRepo, type RawClient } from "./resources";
 import { PgTasks } from "./tasks-postgres";
+import { PgRetention } from "./retention-postgres";
 import {
   AUDIT_COLUMNS, BATCH, chunks,
   type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos,
@@ -76,5 +77,5 @@ class PgLimits implements LimitsRepo {
 
 /** The PostgreSQL store's repositories, on its Prisma client. */
 export function postgresRepos(prisma: PrismaClient): Repos {
-  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma) };
+  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma), retention: new PgRetention(prisma) };
 }

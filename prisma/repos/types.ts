@@ -5,6 +5,7 @@
 // database's own SQL; test/scale/repos.test.ts runs the same contract against both.
 import type Database from "better-sqlite3";
 import type { TaskRepo } from "./tasks";
+import type { RetentionRepo } from "./retention";
 
 /** AuditEntry columns, in the order of an AuditRow's values. */
 export const AUDIT_COLUMNS = [
@@ -108,6 +109,8 @@ export interface Repos {
   resources: ResourceRepo;
   /** detached agent tasks (./tasks.ts) */
   tasks: TaskRepo;
+  /** audit retention and store size (./retention.ts) */
+  retention: RetentionRepo;
 }
 
 /** Split a batch into statements of at most n rows. */
