@@ -97,11 +97,15 @@ export async function startCluster(svc: Svc, store: ResourceStore, env: NodeJS.P
     await waitReady(cmd);
     const gw = svc.engines.gateway;
     if (gw) {
-      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log });
-      // counters saved in the database go back into a Redis that has none (it lost its data)
-      const [day, month] = gw.limits.periodNames();
-      const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
-      await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
+      // counters saved in the database go back into a Redis that has none (new, or it lost its
+      // data): now, and whenever Redis is found without them
+      const saved = async () => {
+        const [day, month] = gw.limits.periodNames();
+        const rows = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
+        return rows.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) }));
+      };
+      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log, saved });
+      await cluster.limits.reseed();
       gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
       // throttled alerts sent once across replicas; failed authentications counted together
       gw.alerts.share(redisAlerts(cmd, { prefix, replicaId }));
