@@ -53,6 +53,11 @@ class PgAudit implements AuditRepo {
     const p = this.prisma;
     await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length), ...c.flat())));
   }
+  async insertMissing(rows: AuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const p = this.prisma;
+    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length) + " ON CONFLICT (id) DO NOTHING", ...c.flat())));
+  }
 }
 
 class PgLimits implements LimitsRepo {

@@ -19,6 +19,11 @@ export type AuditRow = Array<string | number | bigint | null>;
 export interface AuditRepo {
   /** Insert the rows in one transaction: all of them or none. */
   insert(rows: AuditRow[]): Promise<void>;
+  /** Write-ahead (shared stores, ./audit-journal.ts): record one row durably on this replica,
+   * synchronously, before the request's answer leaves; `insert` later moves it to the store. */
+  journal?(row: AuditRow): void;
+  /** The same insert, skipping rows whose id is already there (a retried write-ahead batch). */
+  insertMissing?(rows: AuditRow[]): Promise<void>;
   /** SQLite only: the same insert on the direct handle, synchronous (see SyncAudit). */
   readonly sync?: SyncAudit;
 }
