@@ -2,7 +2,10 @@
 // embedded SQLite store, one replica on PostgreSQL + Redis, and two replicas sharing them
 // (autocannon spreads its connections over both URLs): aggregate requests/s and the p50/p99
 // each setup adds over calling the stand-in upstream directly. One run. Skipped, with the
-// reason, when PostgreSQL 15 / Redis 7 are not installed.
+// reason, when PostgreSQL 15 / Redis 7 are not installed. Then detached agent tasks (dispatch to
+// finished, bench/scale-tasks.ts) on the SQLite replica and on a PostgreSQL replica. Memory
+// search stays on each replica's own SQLite file (memory on PostgreSQL is not built yet), so it
+// has no PostgreSQL figure here; `npm run bench memory` measures it.
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -10,6 +13,7 @@ import path from "node:path";
 import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "./processes";
 import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
+import { BENCH_AGENT, agentReady, taskRate, type TaskRate } from "./scale-tasks";
 
 const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
@@ -72,6 +76,7 @@ export async function scaleBench(): Promise<Section> {
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
     writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(upstream));
+    writeFileSync(path.join(cfg, "agent.yaml"), BENCH_AGENT);
     const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
     services.push(pg, redis);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
@@ -102,6 +107,15 @@ export async function scaleBench(): Promise<Section> {
     const res: Record<string, Record<number, Load>> = {};
     for (const c of [1, 50]) for (const [name, u, h] of targets) (res[name] ??= {})[c] = await load(u, h, c, seconds);
 
+    // detached tasks: the same number on each store, 16 dispatching-and-polling loops
+    const nTasks = Number(process.env.BENCH_TASKS ?? 200);
+    const tasks: Record<string, TaskRate> = {};
+    for (const [name, url] of [["1 replica, SQLite", sqlite.url], ["1 replica, PostgreSQL + Redis", r1.url]] as const) {
+      await agentReady(url, ADMIN);
+      await taskRate(url, ADMIN, 16, 4); // warm-up
+      tasks[name] = await taskRate(url, ADMIN, nTasks, 16);
+    }
+
     const rows: (string | number)[][] = [];
     for (const c of [1, 50]) {
       const d = res.direct[c];
@@ -117,8 +131,14 @@ export async function scaleBench(): Promise<Section> {
       table(["connections", "setup", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
       `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${(res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps).toFixed(2)}.`,
+      "",
+      `Detached agent tasks: ${nTasks} tasks of one model call each (to the stand-in), 16 loops each dispatching a task and polling it (every 5 ms) until it has finished.`,
+      "",
+      table(["setup", "tasks/s", "dispatch to finished p50", "p99", "failed"], Object.entries(tasks).map(([n, t]) => [n, t.perSecond.toFixed(1), lat(t.p50), lat(t.p99), t.failed])),
+      "",
+      "Memory search p50/p99 on PostgreSQL: not measured (memory is not on PostgreSQL yet; each replica keeps its own).",
     ].join("\n");
-    return { title, body, data: { results: res } };
+    return { title, body, data: { results: res, tasks } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(1500);

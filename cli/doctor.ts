@@ -72,6 +72,27 @@ async function checkModelFile(o: ObjectRow, modelsDir: string): Promise<Finding 
   return null;
 }
 
+/** "store …: 12.3 MB, 4,567 audit entries, the oldest from 2026-08-27 (90 days ago)" */
+function storeSize(where: string, bytes: number, rows: number, oldest: Date | null): string {
+  const mb = `${(bytes / 1e6).toFixed(1)} MB`;
+  if (!oldest) return `${where}: ${mb}, no audit entries`;
+  const days = Math.floor((Date.now() - oldest.getTime()) / 86_400_000);
+  return `${where}: ${mb}, ${rows.toLocaleString("en-US")} audit entries, the oldest from ${oldest.toISOString().slice(0, 10)} (${days} ${days === 1 ? "day" : "days"} ago; Server spec.retentionDays keeps 90 by default)`;
+}
+
+/** The SQLite store's size (file and WAL) and its oldest audit entry, read-only. */
+async function sqliteSize(file: string): Promise<string> {
+  const Database = (await import("better-sqlite3")).default;
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const r = db.prepare(`SELECT MIN(timestamp) AS t, COUNT(*) AS n FROM "AuditEntry"`).get() as { t: string | null; n: number };
+    const bytes = (await stat(file)).size + ((await stat(file + "-wal").catch(() => null))?.size ?? 0);
+    return storeSize(`store ${file}`, bytes, r.n, r.t ? new Date(r.t) : null);
+  } finally {
+    db.close();
+  }
+}
+
 /** SVC_DATABASE_URL's PostgreSQL: does it answer, are its migrations applied? */
 async function checkPgStore(url: string, add: (level: Level, what: string, hint?: string) => void): Promise<void> {
   const pg = (await import("pg")).default;
@@ -85,6 +106,11 @@ async function checkPgStore(url: string, add: (level: Level, what: string, hint?
     const pending = listPgMigrations().filter((m) => !done.has(m));
     if (pending.length === 0) add("ok", `${where} answers and is migrated (${done.size} migrations applied)`);
     else add("warn", `${where} answers; ${pending.length} pending migrations (${pending.join(", ")})`, "they are applied automatically at the next start of svc serve");
+    const size = Number((await c.query(`SELECT pg_database_size(current_database()) AS b`)).rows[0].b);
+    const has = (await c.query(`SELECT to_regclass('auditentry') AS t`)).rows[0]?.t;
+    // the column holds UTC wall time: read it as text with its zone said
+    const a = has ? (await c.query(`SELECT to_char(MIN("timestamp"), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS t, COUNT(*)::int AS n FROM auditentry`)).rows[0] : { t: null, n: 0 };
+    add("info", storeSize(where, size, a.n, a.t ? new Date(a.t) : null));
   } catch (e: any) {
     add("FAIL", `${where} (SVC_DATABASE_URL) cannot be reached: ${String(e?.message || e?.code || e).split("\n")[0]}`, "is PostgreSQL running, and are the host, port, user and password right?");
   } finally {
@@ -133,6 +159,7 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
       const pending = pendingMigrations(db);
       if (pending.length === 0) add("ok", `store ${db} is migrated (${listMigrations().length} ${listMigrations().length === 1 ? "migration" : "migrations"} applied)`);
       else add("warn", `store ${db} has ${pending.length} pending migrations (${pending.join(", ")})`, "they are applied automatically at the next start of svc serve");
+      add("info", await sqliteSize(db).catch((e) => `store ${db}: size unknown (${e?.message ?? e})`));
     } catch (e: any) {
       add("FAIL", `store ${db} cannot be read: ${e?.message ?? e}`, "is it an svc store? move it away to start fresh");
     }

@@ -187,7 +187,7 @@ export default function routes(svc: Svc): Router {
       else if (["deny", "denied", "no", "reject"].includes(w)) approve = false;
     }
     if (text === undefined && approve === undefined) throw invalidRequest("response (a string) is required", "response");
-    ctx.body = taskBody(a.tasks.clarify(ctx.params.id, { text, approve }));
+    ctx.body = taskBody(await a.tasks.clarify(ctx.params.id, { text, approve }));
   });
 
   return r;

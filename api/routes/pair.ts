@@ -30,9 +30,9 @@ function paired(ctx: Context, r: PairResult) {
 export default function pair(svc: Svc): Router {
   const r = new Router();
 
-  r.get("/pair/challenge", (ctx) => {
+  r.get("/pair/challenge", async (ctx) => {
     const p = pairingOf(svc);
-    const c = p.challenge();
+    const c = await p.challenge();
     ctx.set("cache-control", "no-store");
     ctx.body = { nonce: c.nonce, expires_at: new Date(c.expiresMs).toISOString(), server: p.server() };
   });
@@ -45,7 +45,7 @@ export default function pair(svc: Svc): Router {
       requireLan(ctx, "pairing by code");
       return paired(ctx, await p.redeemCode(b, ip));
     }
-    const req = p.request(b, ip);
+    const req = await p.request(b, ip);
     svc.log.info("pairing request waiting for approval", { request_id: req.id, name: req.name, ip });
     ctx.status = 202;
     ctx.body = {
@@ -61,7 +61,7 @@ export default function pair(svc: Svc): Router {
     const p = pairingOf(svc);
     const b = await readJson(ctx);
     if (typeof b.request_id !== "string") throw new SvcError("invalid", "invalid_request", "request_id (from POST /pair) is required", "request_id");
-    const st = p.poll(b.request_id);
+    const st = await p.poll(b.request_id);
     if (st.status === "denied") throw new SvcError("forbidden", "permission_denied", "the host denied this pairing request");
     if (st.status === "pending") {
       ctx.status = 202;
@@ -87,7 +87,7 @@ export default function pair(svc: Svc): Router {
       return paired(ctx, await p.redeemCode(b, callerFrom(ctx).ip));
     }
     requireHost(svc, ctx, "making a pairing code");
-    const c = p.codes.create(checkScopes(b.scopes));
+    const c = await p.codes.create(checkScopes(b.scopes));
     ctx.status = 201;
     ctx.body = { code: c.code, expires_at: new Date(c.expiresMs).toISOString() };
   });
@@ -117,11 +117,10 @@ export default function pair(svc: Svc): Router {
     ctx.body = { status: "unpaired", device_id: d.device_id, name: d.name };
   });
 
-  r.get("/pair/requests", (ctx) => {
+  r.get("/pair/requests", async (ctx) => {
     requireHost(svc, ctx, "listing pairing requests");
     ctx.body = {
-      data: pairingOf(svc)
-        .pending()
+      data: (await pairingOf(svc).pending())
         .map((q) => ({ request_id: q.id, name: q.name, ip: q.ip, expires_at: new Date(q.expiresMs).toISOString() })),
     };
   });
@@ -133,9 +132,9 @@ export default function pair(svc: Svc): Router {
     ctx.body = { status: "approved", request_id: q.id, device_id: q.result!.device_id, name: q.name, scopes: q.result!.scopes };
   });
 
-  r.post("/pair/requests/:id/deny", (ctx) => {
+  r.post("/pair/requests/:id/deny", async (ctx) => {
     requireHost(svc, ctx, "denying a pairing request");
-    const q = pairingOf(svc).deny(ctx.params.id);
+    const q = await pairingOf(svc).deny(ctx.params.id);
     ctx.body = { status: q.status, request_id: q.id };
   });
 

@@ -86,7 +86,7 @@ export default function secure(svc: Svc): Router {
     if (typeof b.client_nonce !== "string" || b.client_nonce.length < 16 || b.client_nonce.length > 200) throw invalidRequest("client_nonce must be a random string of 16 to 200 characters", "client_nonce");
     const ttl = b.ttl_seconds;
     if (ttl !== undefined && (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL)) throw invalidRequest(`ttl_seconds must be whole seconds from 1 to ${MAX_TTL}`, "ttl_seconds");
-    const s = p.sessions.open(b.client_epk, b.client_nonce, ttl, key && p.device(key.id) ? key.id : undefined);
+    const s = await p.sessions.open(b.client_epk, b.client_nonce, ttl, key && p.device(key.id) ? key.id : undefined);
     ctx.status = 201;
     ctx.body = { session_id: s.session_id, server_epk: s.server_epk, expires_at: s.expires_at, expires_ms: s.expires_ms, signature: s.signature, server: p.server() };
   });
@@ -94,7 +94,7 @@ export default function secure(svc: Svc): Router {
   r.post("/secure/call", async (ctx) => {
     const p = pairingOf(svc);
     const b = await readJson(ctx);
-    const { session, plaintext } = p.sessions.accept(b.session_id, b.seq, { nonce: b.nonce, ciphertext: b.ciphertext });
+    const { session, plaintext } = await p.sessions.accept(b.session_id, b.seq, { nonce: b.nonce, ciphertext: b.ciphertext });
     const inner = innerOf(plaintext);
     inner.headers["x-request-id"] ??= String(ctx.state.requestId ?? "");
     const caller = callerFrom(ctx);

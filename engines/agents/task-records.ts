@@ -1,25 +1,11 @@
-// Tasks as the store keeps them: the view of a finished task, the start-up sweep of tasks a
-// previous process left unfinished, and pruning by retention (Prisma; none of it is hot).
+// Tasks as the store keeps them: the view of a task read from the store (finished, or run by
+// another replica), and pruning by retention (Prisma; none of it is hot).
 import type { PrismaClient } from "../../prisma/client";
 import type { ResourceStore } from "../../prisma/resource-store";
 import type { AgentSpec } from "../../schemas/kinds/agent";
-import { publicPending, pollUrl, UNFINISHED, type TaskStatus, type TaskView } from "./task-view";
+import { publicPending, pollUrl, type TaskStatus, type TaskView } from "./task-view";
 
 const RECENT = 10;
-
-/** Mark every unfinished task failed/interrupted (its caller's key is gone with the process). */
-export async function failUnfinished(prisma: PrismaClient): Promise<number> {
-  const left = await prisma.agentTask.findMany({ where: { status: { in: UNFINISHED } }, select: { id: true } });
-  const now = new Date();
-  for (const { id } of left) {
-    const seq = await prisma.agentTaskStep.count({ where: { taskId: id } });
-    await prisma.$transaction([
-      prisma.agentTask.update({ where: { id }, data: { status: "failed", reason: "interrupted", pending: null, finishedAt: now, updatedAt: now } }),
-      prisma.agentTaskStep.create({ data: { taskId: id, seq, type: "status", at: now, data: JSON.stringify({ status: "failed", reason: "interrupted", message: "svc restarted while the task was unfinished" }) } }),
-    ]);
-  }
-  return left.length;
-}
 
 export async function storedView(prisma: PrismaClient, store: ResourceStore, id: string): Promise<TaskView | undefined> {
   const row = await prisma.agentTask.findUnique({ where: { id } });

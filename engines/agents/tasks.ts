@@ -11,7 +11,11 @@
 //   task cannot continue after a restart: start-up and shutdown mark unfinished tasks `failed`
 //   with reason `interrupted`, never silently dropped.
 // - Finished tasks are pruned after Server.spec.limits.taskRetentionHours (default 168).
-import type { StoreDb } from "../store/open";
+// - Several replicas (PostgreSQL store): the replica that accepted a dispatch runs the task and
+//   holds a heartbeat lease on its row (task-lease.ts); any replica answers polls from the row and
+//   leaves cancel / clarify requests there for the runner. The capacity counts every replica's
+//   unfinished tasks. A runner that dies cannot be replaced (it alone held the caller's key): its
+//   tasks end failed/interrupted when the lease runs out, never run a second time.
 import { randomBytes } from "node:crypto";
 import type { Host } from "../host";
 import type { ToolRegistry } from "../tools/types";
@@ -25,11 +29,14 @@ import type { ChatMessage, ToolChoice } from "../chat/types";
 import { Cancellation } from "../chat/cancel";
 import { SvcError } from "../errors";
 import { answer, runLoop } from "./loop";
-import { newState, type LoopEvent, type LoopState, type Pending } from "./types";
-import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
+import { newState, type LoopEvent, type Pending } from "./types";
+import type { StepView, TaskStatus, TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
-import { TaskStore, type TaskRow } from "./task-store";
-import { failUnfinished, pruneFinished, storedView } from "./task-records";
+import type { TaskRepo } from "../../prisma/repos/tasks";
+import { pruneFinished, storedView } from "./task-records";
+import { LEASE_MS, TaskLease } from "./task-lease";
+import { rowOf, viewOf, type Active } from "./task-active";
+import { clusterOf } from "../cluster";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
 import { redactSecrets } from "../secrets/redact";
 
@@ -49,34 +56,6 @@ export interface DispatchInput {
   idempotencyKey?: string;
 }
 
-interface Active {
-  id: string;
-  agent: string;
-  title: string | null;
-  prompt: string;
-  spec: AgentSpec;
-  model: string;
-  caller: Caller;
-  keyId: string | null;
-  idem: string | null;
-  status: TaskStatus;
-  reason: string | null;
-  state: LoopState;
-  pending?: Pending;
-  result: Record<string, unknown> | null;
-  cancel: Cancellation;
-  cancelRequested: boolean;
-  interrupted: boolean;
-  currentStep: string | null;
-  recent: StepView[];
-  seq: number;
-  createdAt: Date;
-  updatedAt: Date;
-  finishedAt: Date | null;
-  runner?: Promise<void>;
-  /** recalled memory, fixed at the task's first start (undefined: not recalled yet) */
-  memory?: string | null;
-}
 
 export interface TaskDeps {
   svc: TasksHost;
@@ -87,21 +66,33 @@ export class TaskManager {
   private readonly active = new Map<string, Active>();
   private readonly idem = new Map<string, Promise<{ view: TaskView; created: boolean }>>();
   private readonly prisma: PrismaClient;
-  private readonly rows: TaskStore;
+  private readonly rows: TaskRepo;
+  private readonly runnerId: string | null;
+  private readonly lease?: TaskLease;
+  private readonly writing = new Set<Promise<void>>();
   private pruneTimer?: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly d: TaskDeps) {
-    // Tasks are local to a replica: in PostgreSQL mode they stay in the data dir's own SQLite file,
-    // next to the direct TaskStore writes (engines/store/open.ts `local`).
-    this.prisma = (d.svc.db as StoreDb).local?.prisma ?? d.svc.db.prisma;
-    this.rows = new TaskStore(d.svc.db.sqlite);
+    this.prisma = d.svc.db.prisma;
+    this.rows = d.svc.db.repos.tasks;
+    this.runnerId = this.rows.shared ? (clusterOf.get(d.svc)?.replicaId ?? "replica-" + randomBytes(6).toString("hex")) : null;
+    if (this.runnerId) {
+      this.lease = new TaskLease(this.rows, this.runnerId, {
+        local: () => [...this.active.values()],
+        cancel: (id) => void this.cancel(id),
+        answer: (id, a) => this.answered(id, a),
+        lost: (id) => this.lost(id),
+        warn: (msg, extra) => d.svc.log.warn(msg, extra),
+      });
+    }
   }
 
   /** Fail what a previous process left unfinished, prune old tasks, and prune hourly from now on. */
   async init(): Promise<void> {
-    const n = await failUnfinished(this.prisma);
+    const n = (await this.rows.interruptOrphans("svc restarted while the task was unfinished")).length;
     if (n) this.d.svc.log.warn("agent tasks interrupted by a restart marked failed", { count: n });
+    this.lease?.start();
     await this.prune();
     this.pruneTimer = setInterval(() => void this.prune().catch((e) => this.d.svc.log.warn("task prune failed", { err: String(e?.message ?? e) })), 600_000);
     this.pruneTimer.unref();
@@ -139,13 +130,16 @@ export class TaskManager {
   }
 
   private async start(input: DispatchInput, idem: string | null): Promise<{ view: TaskView; created: boolean }> {
-    if (idem) {
-      const row = await this.prisma.agentTask.findUnique({ where: { idempotencyKey: idem } });
-      if (row) return { view: this.viewOfId(row.id) ?? (await this.storedView(row.id))!, created: false };
-    }
-    if (this.active.size >= this.limit) {
-      throw new SvcError("rate_limited", "capacity_exceeded", `dispatch concurrency limit reached: ${this.limit} unfinished tasks (Server.spec.limits.maxConcurrentDispatch); nothing was started. Wait for a task to finish, then dispatch again (send an Idempotency-Key to make retries safe)`, null, { retryAfterSeconds: 5 });
-    }
+    const replay = async () => {
+      const row = idem ? await this.prisma.agentTask.findUnique({ where: { idempotencyKey: idem } }) : null;
+      return row ? { view: this.viewOfId(row.id) ?? (await this.storedView(row.id))!, created: false } : undefined;
+    };
+    const first = await replay();
+    if (first) return first;
+    const refuse = (): never => {
+      throw new SvcError("rate_limited", "capacity_exceeded", `dispatch concurrency limit reached: ${this.limit} unfinished tasks (Server.spec.limits.maxConcurrentDispatch${this.rows.shared ? ", counted over every replica" : ""}); nothing was started. Wait for a task to finish, then dispatch again (send an Idempotency-Key to make retries safe)`, null, { retryAfterSeconds: 5 });
+    };
+    if (this.active.size >= this.limit && !this.rows.shared) refuse();
     const now = new Date();
     const messages: ChatMessage[] = [{ role: "user", content: input.prompt }];
     const t: Active = {
@@ -172,17 +166,30 @@ export class TaskManager {
       updatedAt: now,
       finishedAt: null,
     };
-    this.rows.insert(this.row(t)); // durable before the 202 (synchronous, so no other dispatch interleaves)
+    // durable before the 202 (SQLite: synchronous, so no other dispatch interleaves; shared: the
+    // capacity is counted and the row inserted under one database lock)
+    let admitted: boolean;
+    try {
+      const a = this.rows.admit(rowOf(t, this.runnerId), this.limit, this.active.size, LEASE_MS);
+      // SQLite answers synchronously: no await, so no other dispatch runs before active.set below
+      admitted = typeof a === "boolean" ? a : await a;
+    } catch (e) {
+      const again = await replay(); // the same Idempotency-Key won on another replica
+      if (again) return again;
+      throw e;
+    }
+    if (!admitted) refuse();
+    t.admittedAt = Date.now();
     this.active.set(t.id, t);
     this.log(t, { type: "status", status: "queued" });
     setImmediate(() => this.execute(t));
-    return { view: this.view(t), created: true };
+    return { view: viewOf(t), created: true };
   }
 
   /** The task and who owns it, or undefined. */
   async get(id: string): Promise<{ view: TaskView; ownerKeyId: string | null } | undefined> {
     const t = this.active.get(id);
-    if (t) return { view: this.view(t), ownerKeyId: t.keyId };
+    if (t) return { view: viewOf(t), ownerKeyId: t.keyId };
     const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { ownerKeyId: true } });
     if (!row) return undefined;
     return { view: (await this.storedView(id))!, ownerKeyId: row.ownerKeyId };
@@ -191,7 +198,11 @@ export class TaskManager {
   /** Request cancellation (idempotent): the loop stops at its next safe point. */
   async cancel(id: string): Promise<TaskView | undefined> {
     const t = this.active.get(id);
-    if (!t) return (await this.get(id))?.view;
+    if (!t) {
+      // run by another replica: its heartbeat picks the request up from the row
+      if (this.rows.shared) await this.rows.requestCancel(id);
+      return (await this.get(id))?.view;
+    }
     if (!t.cancelRequested) {
       t.cancelRequested = true;
       this.log(t, { type: "status", status: t.status, cancel_requested: true });
@@ -200,26 +211,57 @@ export class TaskManager {
       if (t.status === "input_required" || (t.status === "queued" && !t.runner)) this.finish(t, "cancelled", "cancelled_by_request");
       else this.persist(t);
     }
-    return this.view(t);
+    return viewOf(t);
   }
 
   /** Answer a pending clarification or approval; 409 unless the task is input_required. */
-  clarify(id: string, response: { text?: string; approve?: boolean }): TaskView {
+  async clarify(id: string, response: { text?: string; approve?: boolean }): Promise<TaskView> {
     const t = this.active.get(id);
+    if (!t && this.rows.shared) return this.clarifyElsewhere(id, response);
     if (!t || t.status !== "input_required" || !t.pending) {
       const status = t?.status ?? "finished";
       throw new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
     }
-    if (t.pending.kind === "approval" && response.approve === undefined) {
-      throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${t.pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
-    }
+    checkAnswer(id, t.pending, response);
+    return this.applyAnswer(t, response);
+  }
+
+  /** A task run by another replica: the answer goes into its row, for its runner to apply. */
+  private async clarifyElsewhere(id: string, response: { text?: string; approve?: boolean }): Promise<TaskView> {
+    const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { status: true, pending: true } });
+    const conflict = (status: string) => new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
+    if (!row || row.status !== "input_required" || !row.pending) throw conflict(row?.status ?? "finished");
+    checkAnswer(id, JSON.parse(row.pending) as Pending, response);
+    if (!(await this.rows.sendAnswer(id, JSON.stringify(response)))) throw conflict("no longer input_required");
+    return (await this.storedView(id))!;
+  }
+
+  /** The runner side of clarifyElsewhere (the lease's heartbeat found the answer). */
+  private answered(id: string, json: string): void {
+    const t = this.active.get(id);
+    void this.rows.takeAnswer(id).catch(() => undefined);
+    if (!t || t.status !== "input_required" || !t.pending) return;
+    this.applyAnswer(t, JSON.parse(json));
+  }
+
+  /** The row was ended by another replica (or the lease could not be kept): stop here too. */
+  private lost(id: string): void {
+    const t = this.active.get(id);
+    if (!t) return;
+    t.interrupted = true;
+    if (t.runner) t.cancel.abort(new DOMException("task lease lost", "AbortError"));
+    else this.finish(t, "failed", "interrupted", { message: "the task's lease was lost" });
+  }
+
+  private applyAnswer(t: Active, response: { text?: string; approve?: boolean }): TaskView {
+    if (!t.pending) return viewOf(t);
     answer(t.state, t.pending, response);
     this.log(t, { type: "answer", kind: t.pending.kind, ...(t.pending.kind === "approval" ? { approved: response.approve } : { response: response.text }) });
     t.pending = undefined;
     t.status = "running"; // execute() logs the transition
     t.currentStep = "continuing";
     setImmediate(() => this.execute(t));
-    return this.view(t);
+    return viewOf(t);
   }
 
   private async execute(t: Active): Promise<void> {
@@ -294,31 +336,12 @@ export class TaskManager {
     if (t.idem) this.idem.delete(t.idem);
   }
 
-  private row(t: Active): TaskRow {
-    return {
-      id: t.id,
-      agent: t.agent,
-      title: t.title,
-      prompt: t.prompt,
-      status: t.status,
-      reason: t.reason,
-      idempotencyKey: t.idem,
-      ownerKeyId: t.keyId,
-      iterations: t.state.iterations,
-      messages: JSON.stringify(t.state),
-      pending: t.pending ? JSON.stringify(t.pending) : null,
-      result: t.result ? JSON.stringify(t.result) : null,
-      cancelRequested: t.cancelRequested,
-      createdAt: t.createdAt,
-      updatedAt: t.updatedAt,
-      finishedAt: t.finishedAt,
-    };
-  }
 
   /** Write the task row (status, checkpoint, result). */
   private persist(t: Active) {
     t.updatedAt = new Date();
-    this.guard(t, () => this.rows.update(this.row(t)));
+    const row = rowOf(t, this.runnerId);
+    this.guard(t, () => this.rows.update(row));
   }
 
   /** Append to the step log (memory and store). */
@@ -331,39 +354,35 @@ export class TaskManager {
     this.guard(t, () => this.rows.appendStep(t.id, seq, type, JSON.stringify(data), at));
   }
 
-  private guard(t: Active, write: () => void) {
-    try {
-      write();
-    } catch (e: any) {
-      this.d.svc.log.warn("task store write failed", { task: t.id, err: String(e?.message ?? e) });
+  /** Run a write of the task's row: at once when the store writes synchronously (SQLite), else
+   * after the task's earlier writes, in order. A failed write is logged, never thrown. */
+  private guard(t: Active, write: () => void | Promise<void>) {
+    const warn = (e: any) => this.d.svc.log.warn("task store write failed", { task: t.id, err: String(e?.message ?? e) });
+    if (t.writes) {
+      t.writes = t.writes.then(write).catch(warn);
+    } else {
+      try {
+        const p = write();
+        if (p) t.writes = p.catch(warn);
+      } catch (e) {
+        warn(e);
+      }
+    }
+    const w = t.writes;
+    if (w && !this.writing.has(w)) {
+      this.writing.add(w);
+      void w.finally(() => {
+        this.writing.delete(w);
+        if (t.writes === w) t.writes = undefined;
+      });
     }
   }
 
   private viewOfId(id: string): TaskView | undefined {
     const t = this.active.get(id);
-    return t && this.view(t);
+    return t && viewOf(t);
   }
 
-  private view(t: Active): TaskView {
-    return {
-      id: t.id,
-      object: "task",
-      agent: t.agent,
-      title: t.title,
-      status: t.status,
-      reason: t.reason,
-      cancel_requested: t.cancelRequested,
-      created_at: t.createdAt.toISOString(),
-      updated_at: t.updatedAt.toISOString(),
-      finished_at: t.finishedAt?.toISOString() ?? null,
-      progress: { iterations: t.state.iterations, max_iterations: t.spec.maxIterations ?? 8 },
-      current_step: t.currentStep,
-      pending: publicPending(t.pending),
-      recent_activity: [...t.recent],
-      result: t.result,
-      poll_url: pollUrl(t.id),
-    };
-  }
 
   private storedView(id: string): Promise<TaskView | undefined> {
     return storedView(this.prisma, this.d.svc.store, id);
@@ -377,6 +396,7 @@ export class TaskManager {
   /** Shutdown: unfinished tasks end as failed/interrupted (their caller's key is not kept). */
   async close(): Promise<void> {
     this.closed = true;
+    this.lease?.stop();
     if (this.pruneTimer) clearInterval(this.pruneTimer);
     const all = [...this.active.values()];
     for (const t of all) {
@@ -385,5 +405,12 @@ export class TaskManager {
       else this.finish(t, "failed", "interrupted", { message: "svc stopped while the task was unfinished" });
     }
     await Promise.all(all.map((t) => t.runner));
+    await Promise.all([...this.writing]);
+  }
+}
+
+function checkAnswer(id: string, pending: Pending, response: { text?: string; approve?: boolean }): void {
+  if (pending.kind === "approval" && response.approve === undefined) {
+    throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
   }
 }

@@ -5,7 +5,9 @@
 //   - store changes: revoked keys marked in Redis before the write returns, and a pub/sub
 //     message making every replica re-read the store (bus.ts);
 //   - one reconciler: controllers run on the replica holding a PostgreSQL advisory lock
-//     (lease.ts); the others serve.
+//     (lease.ts); the others serve;
+//   - pairing's short-lived state and secure sessions in Redis (pairing-kv.ts); detached agent
+//     tasks in PostgreSQL with a heartbeat lease per runner (engines/agents/task-lease.ts).
 // Without these variables nothing here runs and svc is the single-process SQLite server.
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
@@ -20,6 +22,9 @@ import { RedisLimits } from "./shared-limits";
 import { redisAlerts } from "./shared-alerts";
 import { ClusterBus } from "./bus";
 import { Lease } from "./lease";
+import { Retention } from "../store/retention";
+import { redisPairingKv } from "./pairing-kv";
+import { sharedPairingKv } from "../pairing/kv";
 
 export interface Cluster {
   replicaId: string;
@@ -27,13 +32,15 @@ export interface Cluster {
   limits?: RedisLimits;
   bus?: ClusterBus;
   lease?: Lease;
+  /** audit retention (every server runs it, one replica or many: engines/store/retention.ts) */
+  retention: Retention;
   /** start the controllers now (single replica) or once the lease is held (PostgreSQL) */
   runControllers(m: { start(): void; stop(): Promise<void> }): Promise<void>;
   close(): Promise<void>;
 }
 
 /** The cluster part of each running svc (status, tests). */
-export const clusterOf = new WeakMap<ClusterHost, Cluster>();
+export const clusterOf = new WeakMap<object, Cluster>(); // keyed by the host object
 
 export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const u = env.SVC_REDIS_URL?.trim();
@@ -49,8 +56,16 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
   const prefix = env.SVC_REDIS_PREFIX?.trim() || "svc:";
   const log = (msg: string, extra?: Record<string, unknown>) => svc.log.warn(msg, extra);
   const conns: Redis[] = [];
+  const retention = new Retention({
+    db: svc.db,
+    days: () => svc.server.retentionDays,
+    warn: (msg, extra) => svc.log.warn(msg, extra),
+    info: (msg, extra) => svc.log.info(msg, extra),
+  });
+  retention.start();
   const cluster: Cluster = {
     replicaId,
+    retention,
     async runControllers(m) {
       if (!pgUrl) return m.start();
       const lease = new Lease({
@@ -64,12 +79,14 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
       await lease.start();
     },
     async close() {
+      await retention.close();
       svc.engines.gateway?.alerts.share(undefined);
       await cluster.lease?.close();
       await cluster.bus?.close();
       await cluster.limits?.close();
       store.afterCommit = undefined;
       store.afterStatus = undefined;
+      sharedPairingKv.delete(store);
       for (const c of conns) c.disconnect();
     },
   };
@@ -83,15 +100,21 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
     await waitReady(cmd);
     const gw = svc.engines.gateway;
     if (gw) {
-      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log });
-      // counters saved in the database go back into a Redis that has none (it lost its data)
-      const [day, month] = gw.limits.periodNames();
-      const saved = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
-      await cluster.limits.seed(saved.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })));
+      // counters saved in the database go back into a Redis that has none (new, or it lost its
+      // data): now, and whenever Redis is found without them
+      const saved = async () => {
+        const [day, month] = gw.limits.periodNames();
+        const rows = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
+        return rows.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) }));
+      };
+      cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log, saved });
+      await cluster.limits.reseed();
       gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
       // throttled alerts sent once across replicas; failed authentications counted together
       gw.alerts.share(redisAlerts(cmd, { prefix, replicaId }));
     }
+    // pairing's short-lived state (challenges, requests, codes, sessions) seen by every replica
+    sharedPairingKv.set(store, redisPairingKv(cmd, prefix));
     const sub = connectRedis(redisUrl, { name: "sub", subscriber: true });
     conns.push(sub);
     const readStatus = () => svc.db.prisma.resource.findMany({ select: { kind: true, name: true, status: true } });

@@ -13,6 +13,8 @@ local a = cjson.decode(ARGV[1])
 local P = a.p
 if redis.call('SISMEMBER', P .. 'revoked', a.k) == 1 then return {'revoked'} end
 if not a.lim then return {'ok'} end
+-- counters of a Redis that lost its data are rebuilt from PostgreSQL first (seed.lua)
+if redis.call('EXISTS', P .. 'seeded') == 0 then return {'unseeded'} end
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 

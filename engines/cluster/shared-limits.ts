@@ -4,6 +4,10 @@
 // (limits.lua); settle.lua releases the reservation and adds the actual usage. A settle that
 // cannot reach Redis is retried each second (kept in memory, bounded), so spend is not lost in a
 // short outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
+// Redis is a cache of the counters whose truth is in PostgreSQL: a Redis without the `seeded`
+// mark (new, restarted without persistence, FLUSHALL, failover to an empty replica) gets the
+// saved counters added back (seed.lua) before any limited request is admitted or any counter is
+// copied back to the database.
 import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
@@ -14,11 +18,13 @@ import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ADMIT = readFileSync(path.join(here, "limits.lua"), "utf8");
 const SETTLE = readFileSync(path.join(here, "settle.lua"), "utf8");
+const SEED = readFileSync(path.join(here, "seed.lua"), "utf8");
 const MAX_PENDING = 100_000;
 
 type WithScripts = Redis & {
   svcAdmit(arg: string): Promise<unknown[]>;
   svcSettle(arg: string): Promise<number>;
+  svcSeed(arg: string): Promise<number>;
 };
 
 export class RedisLimits implements SharedLimitStore {
@@ -27,13 +33,21 @@ export class RedisLimits implements SharedLimitStore {
   private seq = 0;
   private pending: string[] = [];
   private timer: NodeJS.Timeout;
+  private seeding?: Promise<void>;
 
   constructor(
     redis: Redis,
-    private readonly opts: { prefix: string; reservationTtlMs: number; log: (m: string) => void },
+    private readonly opts: {
+      prefix: string;
+      reservationTtlMs: number;
+      log: (m: string) => void;
+      /** the counters saved in the database (the truth a Redis that lost its data is rebuilt from) */
+      saved: () => Promise<SharedUsage[]>;
+    },
   ) {
     redis.defineCommand("svcAdmit", { numberOfKeys: 0, lua: ADMIT });
     redis.defineCommand("svcSettle", { numberOfKeys: 0, lua: SETTLE });
+    redis.defineCommand("svcSeed", { numberOfKeys: 0, lua: SEED });
     this.r = redis as WithScripts;
     this.timer = setInterval(() => void this.retry(), 1000);
     this.timer.unref();
@@ -45,11 +59,33 @@ export class RedisLimits implements SharedLimitStore {
 
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
     const arg = JSON.stringify({ ...req, p: this.opts.prefix, id, ttl: this.opts.reservationTtlMs });
-    const v = await this.r.svcAdmit(arg);
+    let v = await this.r.svcAdmit(arg);
+    if (v[0] === "unseeded") {
+      await this.reseed();
+      v = await this.r.svcAdmit(arg);
+      if (v[0] === "unseeded") throw new Error("the shared limits store lost its counters again while they were being rebuilt");
+    }
     return v as SharedVerdict;
   }
 
+  /** Rebuild the counters from the database unless Redis has them (one rebuild at a time here;
+   * seed.lua makes it happen once across replicas). */
+  reseed(): Promise<void> {
+    this.seeding ??= (async () => {
+      try {
+        if (await this.r.exists(`${this.opts.prefix}seeded`)) return;
+        const rows = await this.opts.saved();
+        if (await this.r.svcSeed(JSON.stringify({ p: this.opts.prefix, rows }))) this.opts.log(`shared limits: Redis had no counters; rebuilt ${rows.length} from the database`);
+      } finally {
+        this.seeding = undefined;
+      }
+    })();
+    return this.seeding;
+  }
+
   async read(ents: string[], periods: string[]): Promise<SharedUsage[]> {
+    // never copy back counters of a Redis that forgot them (they would overwrite the truth)
+    await this.reseed();
     const p = this.r.pipeline();
     const order: Array<[string, string]> = [];
     for (const e of ents) for (const per of periods) {
@@ -64,16 +100,6 @@ export class RedisLimits implements SharedLimitStore {
       out.push({ e: order[i][0], period: order[i][1], s: Number(f[0] ?? 0), t: Number(f[1] ?? 0), r: Number(f[2] ?? 0) });
     });
     return out;
-  }
-
-  /** Put counters saved in the database back where Redis has none (a Redis that lost its data). */
-  async seed(rows: SharedUsage[]): Promise<void> {
-    const p = this.r.pipeline();
-    for (const x of rows) {
-      const k = `${this.opts.prefix}u:${x.e}:${x.period}`;
-      p.hsetnx(k, "s", x.s).hsetnx(k, "t", x.t).hsetnx(k, "r", x.r);
-    }
-    if (rows.length) await p.exec();
   }
 
   settle(req: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void {

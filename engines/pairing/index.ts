@@ -4,8 +4,8 @@
 //
 // Durable: the identity (identity.key), used invites, and paired devices, which are ApiKey
 // objects (owner "api", metadata.paired_device) in the store, so unpairing is a key revocation
-// and a restart keeps every pairing. In memory only (short-lived): challenges (2 min), pending
-// requests (5 min), codes (5 min).
+// and a restart keeps every pairing. Short-lived, in memory (or in Redis when replicas share it,
+// engines/pairing/kv.ts): challenges (2 min), pending requests (5 min), codes (5 min), sessions.
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
@@ -18,6 +18,7 @@ import { loadIdentity, type Identity } from "./identity";
 import { PairingCodes } from "./codes";
 import { Invites, type InvitePayload } from "./invites";
 import { SecureSessions } from "./channel";
+import { MemoryKv, sharedPairingKv, type PairKv } from "./kv";
 
 export const CHALLENGE_TTL_MS = 2 * 60_000;
 export const REQUEST_TTL_MS = 5 * 60_000;
@@ -52,7 +53,6 @@ interface PendingRequest {
   expiresMs: number;
   status: "pending" | "approved" | "denied";
   result?: PairResult;
-  delivered?: boolean;
 }
 
 /** The text the server signs for a pairing; the device recomputes and verifies it. */
@@ -89,81 +89,99 @@ export class Pairing {
   readonly codes: PairingCodes;
   readonly invites: Invites;
   readonly sessions: SecureSessions;
-  private challenges = new Map<string, number>();
-  private requests = new Map<string, PendingRequest>();
+  private readonly kv: PairKv;
 
-  constructor(private readonly store: ResourceStore, home: string, private readonly now: () => number = Date.now) {
+  constructor(private readonly store: ResourceStore, home: string, private readonly now: () => number = Date.now, env: NodeJS.ProcessEnv = process.env) {
     const dir = path.join(home, "pairing");
-    this.identity = loadIdentity(dir);
-    this.codes = new PairingCodes(now);
-    this.invites = new Invites(this.identity, dir, now);
-    this.sessions = new SecureSessions(this.identity, now);
+    this.kv = sharedPairingKv.get(store) ?? new MemoryKv(now);
+    // replicas sharing pairing state must also share the identity the devices pin
+    const file = env.SVC_PAIRING_IDENTITY_FILE?.trim();
+    this.identity = loadIdentity(dir, file ? path.resolve(file) : undefined);
+    this.codes = new PairingCodes(now, this.kv);
+    this.invites = new Invites(this.identity, dir, now, this.kv);
+    this.sessions = new SecureSessions(this.identity, now, this.kv);
   }
 
   server() {
     return { id: this.identity.id, public_key: this.identity.publicKey };
   }
 
-  challenge(): { nonce: string; expiresMs: number } {
+  async challenge(): Promise<{ nonce: string; expiresMs: number }> {
     const now = this.now();
-    for (const [n, exp] of this.challenges) if (exp <= now) this.challenges.delete(n);
-    if (this.challenges.size > 10_000) throw new SvcError("rate_limited", "rate_limit_exceeded", "too many outstanding pairing challenges; retry in a minute", null, { retryAfterSeconds: 60 });
+    if (!this.kv.shared && (await this.kv.keys("ch:")).length > 10_000) throw new SvcError("rate_limited", "rate_limit_exceeded", "too many outstanding pairing challenges; retry in a minute", null, { retryAfterSeconds: 60 });
     const nonce = b64u(randomBytes(24));
     const expiresMs = now + CHALLENGE_TTL_MS;
-    this.challenges.set(nonce, expiresMs);
+    await this.kv.put(`ch:${nonce}`, String(expiresMs), CHALLENGE_TTL_MS);
     return { nonce, expiresMs };
   }
 
-  private consumeChallenge(nonce: unknown) {
-    const exp = typeof nonce === "string" ? this.challenges.get(nonce) : undefined;
-    if (exp !== undefined) this.challenges.delete(nonce as string);
+  private async consumeChallenge(nonce: unknown) {
+    const got = typeof nonce === "string" && nonce ? await this.kv.take(`ch:${nonce}`) : null;
+    const exp = got === null ? undefined : Number(got);
     if (exp === undefined || exp <= this.now()) {
       throw new SvcError("invalid", "invalid_request", "unknown, used or expired challenge nonce: GET /pair/challenge again", "nonce");
     }
   }
 
   /** POST /pair: a challenge answered with the device's public key; pending host approval. */
-  request(b: { nonce?: unknown; public_key?: unknown; name?: unknown }, ip: string): PendingRequest {
-    this.consumeChallenge(b.nonce);
+  async request(b: { nonce?: unknown; public_key?: unknown; name?: unknown }, ip: string): Promise<PendingRequest> {
+    await this.consumeChallenge(b.nonce);
     const publicKey = checkPublicKey(b.public_key);
     const now = this.now();
-    for (const [id, r] of this.requests) if (r.expiresMs <= now) this.requests.delete(id);
     const r: PendingRequest = { id: "req_" + b64u(randomBytes(9)), name: checkName(b.name), publicKey, ip, expiresMs: now + REQUEST_TTL_MS, status: "pending" };
-    this.requests.set(r.id, r);
+    await this.saveRequest(r);
     return r;
   }
 
-  pending(): PendingRequest[] {
-    const now = this.now();
-    return [...this.requests.values()].filter((r) => r.status === "pending" && r.expiresMs > now);
+  private saveRequest(r: PendingRequest): Promise<void> {
+    return this.kv.put(`req:${r.id}`, JSON.stringify(r), Math.max(1, r.expiresMs - this.now()));
   }
 
-  private pendingRequest(id: string): PendingRequest {
-    const r = this.requests.get(id);
+  async pending(): Promise<PendingRequest[]> {
+    const now = this.now();
+    const out: PendingRequest[] = [];
+    for (const k of await this.kv.keys("req:")) {
+      const raw = await this.kv.get(k);
+      const r = raw ? (JSON.parse(raw) as PendingRequest) : undefined;
+      if (r && r.status === "pending" && r.expiresMs > now) out.push(r);
+    }
+    return out;
+  }
+
+  private async pendingRequest(id: string): Promise<PendingRequest> {
+    const raw = typeof id === "string" && id ? await this.kv.get(`req:${id}`) : null;
+    const r = raw ? (JSON.parse(raw) as PendingRequest) : undefined;
     if (!r || r.expiresMs <= this.now()) throw new SvcError("not_found", "not_found", `no pending pairing request ${JSON.stringify(id)} (requests expire after 5 minutes)`);
     return r;
   }
 
   async approve(id: string, scopes?: string[]): Promise<PendingRequest> {
-    const r = this.pendingRequest(id);
-    if (r.status !== "pending") throw new SvcError("conflict", "conflict", `pairing request ${id} is already ${r.status}`);
+    const r = await this.pendingRequest(id);
+    // one decision per request, whichever replica the host asks
+    if (r.status !== "pending" || !(await this.kv.claim(`decided:${id}`, "approved", REQUEST_TTL_MS))) {
+      const now = await this.pendingRequest(id);
+      throw new SvcError("conflict", "conflict", `pairing request ${id} is already ${now.status === "pending" ? "being decided" : now.status}`);
+    }
     r.result = await this.pairDevice(r.publicKey, r.name, scopes, "approval", r.ip);
     r.status = "approved";
+    await this.saveRequest(r);
     return r;
   }
 
-  deny(id: string): PendingRequest {
-    const r = this.pendingRequest(id);
-    if (r.status === "pending") r.status = "denied";
+  async deny(id: string): Promise<PendingRequest> {
+    const r = await this.pendingRequest(id);
+    if (r.status === "pending" && (await this.kv.claim(`decided:${id}`, "denied", REQUEST_TTL_MS))) {
+      r.status = "denied";
+      await this.saveRequest(r);
+    }
     return r;
   }
 
   /** The device polls its request: pending, or its sealed key (delivered once). */
-  poll(id: string): { status: "pending" | "denied" | "paired"; result?: PairResult } {
-    const r = this.pendingRequest(id);
+  async poll(id: string): Promise<{ status: "pending" | "denied" | "paired"; result?: PairResult }> {
+    const r = await this.pendingRequest(id);
     if (r.status === "approved") {
-      const first = !r.delivered;
-      r.delivered = true;
+      const first = await this.kv.claim(`delivered:${id}`, "1", REQUEST_TTL_MS);
       return { status: "paired", result: first ? r.result : undefined };
     }
     return { status: r.status };
@@ -171,8 +189,8 @@ export class Pairing {
 
   async redeemCode(b: { code?: unknown; public_key?: unknown; name?: unknown; nonce?: unknown }, ip: string): Promise<PairResult> {
     const publicKey = checkPublicKey(b.public_key);
-    if (b.nonce !== undefined) this.consumeChallenge(b.nonce);
-    const c = this.codes.redeem(String(b.code ?? ""), ip);
+    if (b.nonce !== undefined) await this.consumeChallenge(b.nonce);
+    const c = await this.codes.redeem(String(b.code ?? ""), ip);
     return this.pairDevice(publicKey, checkName(b.name), c.scopes, "code", ip);
   }
 
@@ -186,7 +204,7 @@ export class Pairing {
 
   async acceptInvite(b: { invite?: unknown; public_key?: unknown; name?: unknown }, ip: string): Promise<PairResult> {
     const publicKey = checkPublicKey(b.public_key);
-    const p: InvitePayload = this.invites.consume(b.invite as string);
+    const p: InvitePayload = await this.invites.consume(b.invite as string);
     return this.pairDevice(publicKey, checkName(b.name ?? p.name), p.scopes, "invite", ip);
   }
 
@@ -233,7 +251,7 @@ export class Pairing {
     if (!o || !isDevice(o) || (o.spec as ApiKeySpec).revoked_at) throw new SvcError("not_found", "not_found", `no paired device ${JSON.stringify(id)}`);
     const view = deviceView(o);
     await this.store.write([{ op: "upsert", kind: "ApiKey", name: id, owner: o.owner, spec: { ...(o.spec as ApiKeySpec), revoked_at: new Date(this.now()).toISOString() } }]);
-    this.sessions.endDevice(id);
+    await this.sessions.endDevice(id);
     return view;
   }
 

@@ -1,13 +1,15 @@
 // Signed, expiring, single-use pairing invites: `svcinv1.<payload>.<Ed25519 signature>`, both
 // base64url. The payload names the server (id, identity public key, address) so the device can
 // check the server it talks to is the one that signed. Used invite ids are kept in
-// <dir>/used-invites.json until they expire, so a restart does not make an invite reusable.
+// <dir>/used-invites.json until they expire, so a restart does not make an invite reusable; with
+// replicas sharing pairing state (engines/pairing/kv.ts) they are claimed there instead, once for all.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import { SvcError } from "../errors";
 import { b64u, ed25519Public, fromB64u, verifyText } from "./crypto";
 import type { Identity } from "./identity";
+import type { PairKv } from "./kv";
 
 export interface InvitePayload {
   v: 1;
@@ -53,7 +55,7 @@ export class Invites {
   private used = new Map<string, number>();
   private readonly file: string;
 
-  constructor(private readonly identity: Identity, dir: string, private readonly now: () => number) {
+  constructor(private readonly identity: Identity, dir: string, private readonly now: () => number, private readonly kv?: PairKv) {
     this.file = path.join(dir, "used-invites.json");
     if (existsSync(this.file)) {
       try {
@@ -80,13 +82,17 @@ export class Invites {
   }
 
   /** Verify and consume; throws 400 (malformed / not ours), 401 (expired), 409 (used). */
-  consume(invite: string): InvitePayload {
+  async consume(invite: string): Promise<InvitePayload> {
     const { payload, body, sig } = parseInvite(invite);
     if (payload.server_public_key !== this.identity.publicKey || !verifyText(ed25519Public(this.identity.publicKey), "svcinv1." + body, sig)) {
       throw new SvcError("invalid", "invalid_request", "invite was not signed by this server", "invite");
     }
     const now = this.now();
     if (!(payload.exp > now)) throw new SvcError("unauthenticated", "key_expired", "invite has expired; ask the host for a new one (svc pair invite)", "invite");
+    if (this.kv?.shared) {
+      if (!(await this.kv.claim(`inv:${payload.id}`, "1", payload.exp - now))) throw new SvcError("conflict", "conflict", "invite was already used", "invite");
+      return payload;
+    }
     if (this.used.has(payload.id)) throw new SvcError("conflict", "conflict", "invite was already used", "invite");
     for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id);
     this.used.set(payload.id, payload.exp);

@@ -2,13 +2,15 @@
 // default; PostgreSQL when SVC_DATABASE_URL is a postgres:// or postgresql:// URL (several
 // replicas share it). In PostgreSQL mode the shared state (objects, counters, rate state, audit,
 // webhooks, alert marks) goes to PostgreSQL through the @prisma/adapter-pg client; the data dir
-// keeps a local SQLite file only for what is local to one replica (detached agent tasks).
+// keeps a local SQLite file only for what is local to one replica (memory) and the write-ahead
+// journal of audit rows (prisma/repos/audit-journal.ts).
 // `repos` carries the store's batched writes in the opened database's own SQL (prisma/repos).
 import { openDb, type OpenedDb } from "../../prisma/client";
 import type { PrismaClient } from "../../prisma/client";
 import { storeFile } from "../paths";
 import { migratePg } from "./pg-migrate";
 import { postgresRepos } from "../../prisma/repos/postgres";
+import { journaledAudit, recoverJournal } from "../../prisma/repos/audit-journal";
 
 export interface StoreDb extends OpenedDb {
   /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
@@ -37,10 +39,18 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
     // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits its
     // model queries; raw SQL is the repositories' business (prisma/repos/postgres.ts).
     const prisma = client as unknown as PrismaClient;
+    const repos = postgresRepos(client);
+    const journal = local.repos.audit.sync;
+    if (journal) {
+      // audit rows are written ahead on this replica's own file (prisma/repos/audit-journal.ts)
+      const n = await recoverJournal(repos.audit, journal);
+      if (n) opts.warn?.(`audit: ${n} entries a previous process had answered but not yet stored moved to PostgreSQL`);
+      repos.audit = journaledAudit(repos.audit, journal);
+    }
     return {
       ...local,
       prisma,
-      repos: postgresRepos(client),
+      repos,
       postgresUrl: url,
       local,
       close: async () => {

@@ -6,6 +6,8 @@
 // into TIMESTAMP(3), numbers into BIGINT).
 import type { PrismaClient } from "../generated-pg/client";
 import { resourceRepo, type RawClient } from "./resources";
+import { PgTasks } from "./tasks-postgres";
+import { PgRetention } from "./retention-postgres";
 import {
   AUDIT_COLUMNS, BATCH, chunks,
   type AuditRepo, type AuditRow, type LimitsLoaded, type LimitsRepo, type LimitsSave, type Repos,
@@ -51,6 +53,11 @@ class PgAudit implements AuditRepo {
     const p = this.prisma;
     await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length), ...c.flat())));
   }
+  async insertMissing(rows: AuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const p = this.prisma;
+    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length) + " ON CONFLICT (id) DO NOTHING", ...c.flat())));
+  }
 }
 
 class PgLimits implements LimitsRepo {
@@ -75,5 +82,5 @@ class PgLimits implements LimitsRepo {
 
 /** The PostgreSQL store's repositories, on its Prisma client. */
 export function postgresRepos(prisma: PrismaClient): Repos {
-  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }) };
+  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma), retention: new PgRetention(prisma) };
 }

@@ -4,6 +4,8 @@
 // SyncLimits; through Prisma's JS engine a row costs ~10x the CPU); resource writes go through
 // the Prisma client's interactive transaction like the model reads around them.
 import type Database from "better-sqlite3";
+import { SqliteTasks } from "./tasks-sqlite";
+import { SqliteRetention } from "./retention-sqlite";
 import type { PrismaClient } from "../generated/client";
 import { resourceRepo, type RawClient } from "./resources";
 import {
@@ -107,7 +109,7 @@ function limitsRepo(sync: SqliteLimits): LimitsRepo & { sync: SyncLimits } {
 /** The SQLite store's repositories: `handle` is the direct connection to the Prisma client's file. */
 export function sqliteRepos(prisma: PrismaClient, handle: Database.Database): SqliteRepos {
   const st = new Statements(handle);
-  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }) };
+  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new SqliteTasks(handle, prisma), retention: new SqliteRetention(handle) };
 }
 
 /** SQLite's repositories always have their synchronous side. */

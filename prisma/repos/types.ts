@@ -4,6 +4,8 @@
 // SQLite implementation (./sqlite.ts) and a PostgreSQL one (./postgres.ts), written in each
 // database's own SQL; test/scale/repos.test.ts runs the same contract against both.
 import type Database from "better-sqlite3";
+import type { TaskRepo } from "./tasks";
+import type { RetentionRepo } from "./retention";
 
 /** AuditEntry columns, in the order of an AuditRow's values. */
 export const AUDIT_COLUMNS = [
@@ -17,6 +19,11 @@ export type AuditRow = Array<string | number | bigint | null>;
 export interface AuditRepo {
   /** Insert the rows in one transaction: all of them or none. */
   insert(rows: AuditRow[]): Promise<void>;
+  /** Write-ahead (shared stores, ./audit-journal.ts): record one row durably on this replica,
+   * synchronously, before the request's answer leaves; `insert` later moves it to the store. */
+  journal?(row: AuditRow): void;
+  /** The same insert, skipping rows whose id is already there (a retried write-ahead batch). */
+  insertMissing?(rows: AuditRow[]): Promise<void>;
   /** SQLite only: the same insert on the direct handle, synchronous (see SyncAudit). */
   readonly sync?: SyncAudit;
 }
@@ -105,6 +112,10 @@ export interface Repos {
   audit: AuditRepo;
   limits: LimitsRepo;
   resources: ResourceRepo;
+  /** detached agent tasks (./tasks.ts) */
+  tasks: TaskRepo;
+  /** audit retention and store size (./retention.ts) */
+  retention: RetentionRepo;
 }
 
 /** Split a batch into statements of at most n rows. */

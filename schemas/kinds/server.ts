@@ -47,6 +47,13 @@ export const ServerSpec = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    retentionDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 36500,
+        description: "How long audit entries are kept (default 90). Older ones are pruned in small batches; their per-key/model/day usage roll-ups are kept.",
+      }),
+    ),
     metrics: Type.Object(
       {
         public: Type.Boolean({

@@ -99,9 +99,9 @@ describe.each(stores)("$name repositories", (s) => {
     const nulls = await db.prisma.auditEntry.findUniqueOrThrow({ where: { id: "aud_000000" } });
     expect(nulls.errorCode).toBe("budget_exceeded");
 
-    // the second chunk's first row repeats an id: the first chunk must not stay either
+    // the second chunk's first row lacks its request id: the first chunk must not stay either
     const bad = Array.from({ length: BATCH.audit + 1 }, (_, i) => audit(100_000 + i));
-    bad[BATCH.audit] = audit(5);
+    bad[BATCH.audit][5] = null;
     await expect(db.repos.audit.insert(bad)).rejects.toThrow();
     expect(await db.prisma.auditEntry.count()).toBe(n);
     await db.repos.audit.insert([]);

@@ -80,7 +80,16 @@ export class AuditLog {
 
   /** Queue one entry; never throws, never awaits. */
   record(e: AuditRecord): void {
-    this.queue.push(this.toRow(e));
+    const row = this.toRow(e);
+    // shared stores write the row ahead on this replica's own file, before the answer leaves
+    if (this.repo.journal) {
+      try {
+        this.repo.journal(row);
+      } catch (err) {
+        this.log(`audit: the write-ahead journal failed (the entry is still queued): ${String((err as Error)?.message ?? err)}`);
+      }
+    }
+    this.queue.push(row);
     if (this.closed) {
       // Late writes (after close) still go out while the client is open.
       this.flushQuietly();

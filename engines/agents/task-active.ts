@@ -1,0 +1,84 @@
+// A task while this process runs it (engines/agents/tasks.ts): its in-memory state, the row the
+// store keeps of it, and the view GET /tasks/{id} shows.
+import type { Caller } from "../gateway/pipeline-types";
+import type { AgentSpec } from "../../schemas/kinds/agent";
+import type { Cancellation } from "../chat/cancel";
+import type { TaskRow } from "../../prisma/repos/tasks";
+import type { LoopState, Pending } from "./types";
+import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
+
+export interface Active {
+  id: string;
+  agent: string;
+  title: string | null;
+  prompt: string;
+  spec: AgentSpec;
+  model: string;
+  caller: Caller;
+  keyId: string | null;
+  idem: string | null;
+  status: TaskStatus;
+  reason: string | null;
+  state: LoopState;
+  pending?: Pending;
+  result: Record<string, unknown> | null;
+  cancel: Cancellation;
+  cancelRequested: boolean;
+  interrupted: boolean;
+  currentStep: string | null;
+  recent: StepView[];
+  seq: number;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+  runner?: Promise<void>;
+  /** when the row was written (the lease's check of rows ended elsewhere) */
+  admittedAt?: number;
+  /** the row's writes in order (a shared store writes asynchronously) */
+  writes?: Promise<void>;
+  /** recalled memory, fixed at the task's first start (undefined: not recalled yet) */
+  memory?: string | null;
+}
+
+export function rowOf(t: Active, runner: string | null): TaskRow {
+  return {
+    id: t.id,
+    agent: t.agent,
+    title: t.title,
+    prompt: t.prompt,
+    status: t.status,
+    reason: t.reason,
+    idempotencyKey: t.idem,
+    ownerKeyId: t.keyId,
+    iterations: t.state.iterations,
+    messages: JSON.stringify(t.state),
+    pending: t.pending ? JSON.stringify(t.pending) : null,
+    result: t.result ? JSON.stringify(t.result) : null,
+    cancelRequested: t.cancelRequested,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    finishedAt: t.finishedAt,
+    runner,
+  };
+}
+
+export function viewOf(t: Active): TaskView {
+  return {
+    id: t.id,
+    object: "task",
+    agent: t.agent,
+    title: t.title,
+    status: t.status,
+    reason: t.reason,
+    cancel_requested: t.cancelRequested,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+    finished_at: t.finishedAt?.toISOString() ?? null,
+    progress: { iterations: t.state.iterations, max_iterations: t.spec.maxIterations ?? 8 },
+    current_step: t.currentStep,
+    pending: publicPending(t.pending),
+    recent_activity: [...t.recent],
+    result: t.result,
+    poll_url: pollUrl(t.id),
+  };
+}

@@ -1,0 +1,65 @@
+// Audit retention (Server spec.retentionDays, default 90): audit entries older than that are
+// deleted in batches of BATCH rows, each batch one short transaction that also adds the rows'
+// per-key/model/day totals to UsageDaily (prisma/repos/retention*.ts), with a turn of the event
+// loop between batches, so requests writing audit rows never wait long. Runs shortly after start
+// and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
+import type { OpenedDb } from "../../prisma/client";
+
+export const DEFAULT_RETENTION_DAYS = 90;
+export const BATCH = 500;
+const EVERY_MS = 600_000;
+const FIRST_MS = 5_000;
+
+export interface RetentionDeps {
+  db: OpenedDb;
+  /** Server spec.retentionDays, read at each run */
+  days(): number | undefined;
+  warn(msg: string, extra?: Record<string, unknown>): void;
+  info(msg: string, extra?: Record<string, unknown>): void;
+}
+
+export class Retention {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<number>;
+  private closed = false;
+
+  constructor(private readonly d: RetentionDeps) {}
+
+  start(): void {
+    const tick = () => void this.run().catch((e) => this.d.warn("audit retention failed; retried later", { err: String(e?.message ?? e) }));
+    const first = setTimeout(tick, FIRST_MS);
+    first.unref();
+    this.timer = setInterval(tick, EVERY_MS);
+    this.timer.unref();
+    this.first = first;
+  }
+  private first?: NodeJS.Timeout;
+
+  /** Prune everything past the retention now (one run at a time); how many entries went. */
+  run(now = Date.now()): Promise<number> {
+    this.running ??= this.prune(now).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async prune(now: number): Promise<number> {
+    const days = this.d.days() ?? DEFAULT_RETENTION_DAYS;
+    const cutoff = new Date(now - days * 86_400_000);
+    let total = 0;
+    while (!this.closed) {
+      await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
+      const n = await this.d.db.repos.retention.prune(cutoff, BATCH);
+      total += n;
+      if (n < BATCH) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    if (total) this.d.info("audit retention: pruned entries past retentionDays (their usage roll-ups kept)", { pruned: total, retentionDays: days });
+    return total;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.first) clearTimeout(this.first);
+    if (this.timer) clearInterval(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+}
