@@ -32,6 +32,16 @@ const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
 
 const codeOf = (e: unknown) => (e instanceof SvcError ? e.code : "internal_error");
 
+/** Does a Provider model serve a media capability? Its own `capabilities` say so; else the media
+ * prices it carries (a transcription or video model is not an image model); else it may serve
+ * any of the Provider's. */
+function modelServes(m: { capabilities?: string[]; perImage?: number; perAudioMinute?: number; perVideoSecond?: number }, cap: string): boolean {
+  if (m.capabilities) return m.capabilities.includes(cap);
+  const priced = [m.perImage !== undefined && "image", m.perAudioMinute !== undefined && "transcription", m.perVideoSecond !== undefined && "video"].filter(Boolean);
+  if (!priced.length) return true;
+  return priced.includes(cap.startsWith("image_") ? "image" : cap);
+}
+
 function passThrough(ctx: Context, up: { contentType: string; json?: any; body: any }) {
   ctx.type = up.contentType;
   ctx.body = up.json !== undefined ? up.json : up.body ? Readable.fromWeb(up.body) : "";
@@ -62,7 +72,10 @@ export default function media(svc: Svc): Router {
     }
     for (const [name, caps] of providers) {
       const spec = capableProviders(svc.store, caps[0] as MediaCapability).find((p) => p.name === name)!.spec;
-      for (const mdl of spec.models ?? []) data.push({ id: mdl.name, object: "model", provider: name, capabilities: caps });
+      for (const mdl of spec.models ?? []) {
+        const served = caps.filter((c) => modelServes(mdl, c));
+        if (served.length) data.push({ id: mdl.name, object: "model", provider: name, capabilities: served });
+      }
     }
     ctx.body = {
       object: "list",

@@ -1,6 +1,15 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, SecretRef } from "../common";
 
+const MediaCapability = Type.Union([
+  Type.Literal("transcription"),
+  Type.Literal("image_generation"),
+  Type.Literal("image_edit"),
+  Type.Literal("image_upscale"),
+  Type.Literal("video"),
+  Type.Literal("credits"),
+]);
+
 export const ProviderModel = Type.Object(
   {
     name: Type.String({ minLength: 1, description: "Model name clients request." }),
@@ -12,6 +21,12 @@ export const ProviderModel = Type.Object(
     perImage: Type.Optional(Type.Number({ minimum: 0, description: "USD per image generated, edited or upscaled (media routes); charged to budgeted keys." })),
     perVideoSecond: Type.Optional(Type.Number({ minimum: 0, description: "USD per second of generated video." })),
     perAudioMinute: Type.Optional(Type.Number({ minimum: 0, description: "USD per minute of transcribed audio." })),
+    capabilities: Type.Optional(
+      Type.Array(MediaCapability, {
+        uniqueItems: true,
+        description: "The media capabilities this model serves (of the Provider's). Without it: those its prices name (perImage: images, perAudioMinute: transcription, perVideoSecond: video), else all of the Provider's.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -68,14 +83,7 @@ export const ProviderSpec = Type.Object(
     ...VendorFields,
     capabilities: Type.Optional(
       Type.Array(
-        Type.Union([
-          Type.Literal("transcription"),
-          Type.Literal("image_generation"),
-          Type.Literal("image_edit"),
-          Type.Literal("image_upscale"),
-          Type.Literal("video"),
-          Type.Literal("credits"),
-        ]),
+        MediaCapability,
         {
           uniqueItems: true,
           description:
