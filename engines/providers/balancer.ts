@@ -150,7 +150,8 @@ function retryAfterMs(e: unknown): number | undefined {
 export function noteFailure(d: Deployment, e: unknown, now: number): void {
   const s = d.state;
   s.failuresTotal++;
-  if ((e as { status?: number })?.status === 429) {
+  // an upstream's 429 (kind rate_limited; a raw error's status where one was thrown before mapping)
+  if ((e instanceof SvcError && e.kind === "rate_limited") || (e as { status?: number })?.status === 429) {
     const ms = retryAfterMs(e) ?? d.cooldown.ms;
     if (ms > 0) s.coolUntil = Math.max(s.coolUntil, now + ms);
     return;
