@@ -10,6 +10,7 @@ import type { ChatEvent, ChatRequest } from "../../chat/types";
 import { estimateTokens } from "../estimate";
 import { isAbort, transportError, upstreamError, upstreamText } from "../http";
 import type { RouteTarget } from "../types";
+import { SvcError } from "../../errors";
 import { finishOf } from "./response";
 
 /** The decoded event messages of an event-stream body. */
@@ -39,7 +40,7 @@ async function* frames(t: RouteTarget, res: Dispatcher.ResponseData, cancel?: Ca
     }
   } catch (e) {
     if (isAbort(e, cancel)) throw e;
-    if ((e as any)?.status) throw e;
+    if (e instanceof SvcError) throw e; // already mapped (an upstream error frame)
     throw transportError(t.provider, e, t.timeoutMs, true);
   } finally {
     if (!res.body.readableEnded && !res.body.destroyed) res.body.destroy();
