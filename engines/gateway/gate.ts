@@ -113,13 +113,15 @@ export class Gate {
   }
 
   /** IP allowlist, access level, role, scope and permissions.actions: any use of a key for
-   * `action`. `access` is what the access level judges (default: from the scope; for key
-   * management and audit, from the audit name in `action`). */
+   * `action`. `access` is what the access level judges (default: from the scope; key
+   * management and audit pass theirs, from the call's audit name). */
   use(key: KeyEntry, caller: Caller, scope: Scope | null, action?: string, access?: AccessAction): void {
     if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
       throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
     }
-    const level = accessRefusal(key, access ?? (scope === null ? managementAccessAction(action ?? "") : scope === "inference" ? "inference" : "route"));
+    // key management and audit are judged by the call's own audit name, in enter()
+    const judged = access ?? (scope === null ? undefined : scope === "inference" ? "inference" : "route");
+    const level = judged ? accessRefusal(key, judged) : null;
     if (level) throw new SvcError("forbidden", "permission_denied", level);
     if (scope === null) return; // management and audit: any key (the admin routes judge the role)
     if (key.role === "master") {
