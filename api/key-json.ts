@@ -6,6 +6,7 @@ import type { ApiKeySpec } from "../schemas/kinds/api-key";
 import type { KeyEntry } from "../engines/gateway/keys";
 import { scopeBits, scopeNames } from "../engines/gateway/scopes";
 import { stateOf, type KeyView } from "../engines/gateway/key-admin";
+import { utcIso } from "../engines/iso-time";
 
 /** The key as the API shows it: every field, never the secret or its hash. */
 export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record<string, unknown> {
@@ -30,7 +31,7 @@ export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record
     budget_limits: s.budget_limits ?? null,
     budget_alerts: s.budget_alerts ?? null,
     token_limits: s.token_limits ?? null,
-    expires_at: s.expires_at ?? null,
+    expires_at: s.expires_at ? utcIso(s.expires_at) : null, // manifests may name any offset
     ip_allowlist: s.ip_allowlist ?? null,
     webhook: s.webhook ? { enabled: s.webhook.enabled !== false, url: s.webhook.url, events: s.webhook.events ?? [], secret_configured: !!s.webhook.secret } : null,
     metadata: s.metadata ?? {},

@@ -24,3 +24,13 @@ export function dbIsoAt(ms: number): string {
   }
   return lastDb;
 }
+
+/** A timestamp svc was given (any ISO 8601 offset), as UTC with "Z": "2030-01-01T02:00:00+02:00"
+ * -> "2030-01-01T00:00:00Z" (milliseconds kept only when there are any). Unparseable text is
+ * returned as it is, for the schema check to refuse with its own message. */
+export function utcIso(text: string): string {
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) return text;
+  const iso = new Date(ms).toISOString();
+  return iso.endsWith(".000Z") ? iso.slice(0, -5) + "Z" : iso;
+}

@@ -28,6 +28,7 @@ import { keyRefOf } from "./key-types";
 import { refuseReason } from "./webhooks/url-policy";
 import type { TSchema } from "@sinclair/typebox";
 import { CreateBody, PatchBody, TemporaryBody, SECRET_REF, check, mutable } from "./key-bodies";
+import { utcIso } from "../iso-time";
 
 export { MAX_TEMPORARY_SECONDS } from "./key-bodies";
 
@@ -201,7 +202,7 @@ export class KeyAdmin {
       budget_limits: body.budget_limits,
       budget_alerts: body.budget_alerts,
       token_limits: body.token_limits,
-      expires_at: body.expires_at ?? undefined,
+      expires_at: body.expires_at ? utcIso(body.expires_at) : undefined,
       ip_allowlist: body.ip_allowlist,
       webhook: body.webhook ? { ...body.webhook, secret: this.secretRef(id, body.webhook.secret) } : undefined,
       webhook_internal: body.webhook && a.role === "admin" ? true : undefined,
@@ -276,6 +277,7 @@ export class KeyAdmin {
       else next[k] = v;
       if (next[k] !== undefined) check(piece, next[k], k);
     }
+    if (typeof next.expires_at === "string") next.expires_at = utcIso(next.expires_at);
     if ("webhook" in body && next.webhook) {
       if (body.webhook && typeof body.webhook.secret === "string") next.webhook.secret = this.secretRef(id, body.webhook.secret);
     }
