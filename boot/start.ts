@@ -79,7 +79,11 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     cleanup.push(() => store.close());
 
     if (opts.config?.length) {
-      const r = await steps.run(`applying start-up config ${opts.config.join(" ")}`, () => applyPaths(store, opts.config!, { source: "startup", prune: true, confirm: true }));
+      // --config is the desired state of source "startup": say what that implies, since it is not
+      // what `svc config apply` does by default (and an empty store then gets no quickstart)
+      const label = `applying start-up config ${opts.config.join(" ")} as source "startup" (with prune: objects of that source it no longer declares are deleted; high-risk changes are confirmed)`;
+      const r = await steps.run(label, () => applyPaths(store, opts.config!, { source: "startup", prune: true, confirm: true }), { announce: true });
+      steps.say(`start-up config: ${r.applied} ${r.applied === 1 ? "change" : "changes"} applied${store.list({ includeDeleting: true }).length && opts.quickstart !== false ? "; the quickstart is not applied (the store is not empty)" : ""}`);
       log.info("applied start-up config", { paths: opts.config, changes: r.applied, revision: r.revision });
     }
     const quickstart = opts.quickstart !== false && store.list({ includeDeleting: true }).length === 0;

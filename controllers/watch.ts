@@ -118,7 +118,7 @@ export class ManifestWatcher extends EventEmitter {
     } catch (e: any) {
       const issues: ManifestIssue[] = Array.isArray(e?.issues) ? e.issues : [];
       const message = e?.name === "PruneAllRefusedError"
-        ? `${e.message} (the folder ${this.dir} holds no manifests; its objects are kept)`
+        ? `refusing to prune: the folder ${this.dir} holds no manifests, and applying it would delete every object it declared: nothing was changed and its objects are kept. To remove them, apply an empty document to this source: svc config apply --prune --allow-prune-all --source "${this.source}" <empty file>`
         : String(e?.message ?? e);
       this.log.error(`watch: nothing applied: ${message}`, { dir: this.dir });
       const ev: WatchFailed = { message, issues, error: e };

@@ -34,7 +34,9 @@ export default function routes(svc: Svc): Router {
   r.get("/v1/api-keys", op("keys.list", (gw, a, ctx) => {
     const q = ctx.query as Record<string, string | undefined>;
     const keys = gw.admin.list(a, { status: q.status, key_type: q.key_type, organization_id: q.organization_id, team_id: q.team_id, user_id: q.user_id });
-    return { object: "list", keys: keys.map(keyBody) };
+    // `data` like every other list of the API; `keys`, the spec's name, stays as an alias
+    const data = keys.map(keyBody);
+    return { object: "list", data, keys: data };
   }));
   r.get("/v1/api-keys/:id", op("keys.get", (gw, a, ctx) => keyBody(gw.admin.get(a, ctx.params.id))));
   r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => keyBody(await gw.admin.patch(a, ctx.params.id, await readJson(ctx)))));

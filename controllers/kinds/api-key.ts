@@ -5,11 +5,14 @@
 //   Ready=False PolicyNotFound               a bound AccessPolicy does not exist (requests are
 //                                            refused with 403 policy_denied until it does)
 //   Ready=False InvalidSecretHash            spec.secretHash is not sha256:<64 hex>
+//   Ready=False WebhookSecretMissing         the webhook's secret reference does not resolve:
+//                                            the key works, its webhook deliveries fail
 import type { KindController } from "../types";
 import type { KeyCache } from "../../engines/gateway/keys";
 import { keyState } from "../../engines/gateway/keys";
 import type { PolicyIndex } from "../../engines/gateway/policy";
 import type { Limits } from "../../engines/gateway/limits";
+import { describeMissing } from "../../engines/secrets/refs";
 
 const MAX_TIMER_MS = 2_147_000_000; // setTimeout's limit (~24.8 days)
 
@@ -34,6 +37,17 @@ export function apiKeyController(d: { keys: KeyCache; policies: PolicyIndex; lim
       const state = keyState(e, t);
       if (state === "revoked") return { status: "False", reason: "Revoked", message: `revoked at ${e.spec.revoked_at}`, extra: { keyStatus: state } };
       if (state === "expired") return { status: "False", reason: "Expired", message: `expired at ${e.spec.expires_at}`, extra: { keyStatus: state } };
+      const hook = e.spec.webhook;
+      const secretWhy = hook && hook.enabled !== false && typeof hook.secret === "string" ? describeMissing(hook.secret) : null;
+      if (secretWhy) {
+        return {
+          status: "False",
+          reason: "WebhookSecretMissing",
+          message: `webhook secret ${hook!.secret}: ${secretWhy}; the key works, but its webhook deliveries fail until then`,
+          requeueAfterMs: 30_000,
+          extra: { keyStatus: state },
+        };
+      }
       const res: { status: "True"; reason: string; message: string; extra: Record<string, unknown>; requeueAfterMs?: number } = {
         status: "True",
         reason: "Active",

@@ -31,7 +31,7 @@ export class ServiceFailure extends Error {
 
 const HINTS: Record<FailureReason, string> = {
   InvalidSpec: "fix the McpServer manifest",
-  SecretMissing: "set the environment variable or create the file the reference names, then re-apply or wait for the retry",
+  SecretMissing: "an env: reference is read from svc's own environment: restart svc with the variable set; for a file: reference, create the file, then re-apply or wait for the retry",
   ConnectionRefused: "check the url (http) or command, args and cwd (stdio), and that the service starts on its own",
   AuthRejected: "the service refused the credentials: check auth (token, headers or oauth) and the secrets they reference",
   AuthorizationRequired: "run `svc mcp login <name>` on the svc host and open the URL it prints (engines/mcp/oauth.ts)",

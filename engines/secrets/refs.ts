@@ -37,7 +37,8 @@ export function resolveSecretRef(ref: string | undefined, env: NodeJS.ProcessEnv
 /** Why a reference does not resolve (for Provider status), or null when it does. */
 export function describeMissing(ref: string): string | null {
   if (resolveSecretRef(ref) !== undefined) return null;
-  if (ref.startsWith("env:")) return `environment variable ${ref.slice(4)} is not set`;
+  // svc reads its own environment once, at start: a variable set later reaches it only by a restart
+  if (ref.startsWith("env:")) return `environment variable ${ref.slice(4)} is not set in svc's environment: restart svc with it set`;
   if (ref.startsWith("file:")) return `file ${ref.slice(5)} is missing, unreadable or empty`;
   return `"${ref}" is not a secret reference (env:NAME or file:/path)`;
 }

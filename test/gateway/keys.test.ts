@@ -164,6 +164,8 @@ describe("DELETE -> revoked", () => {
     await expectError(c.chat.completions.create({ model: "gpt-x", messages: msg(), stream: true }), 401, "key_revoked");
     const list = await env.api("GET", "/v1/api-keys?status=revoked");
     expect(list.json.keys.map((x: any) => x.id)).toContain(k.id);
+    // `data` as every other list answers, `keys` (the spec's name) the same array
+    expect(list.json.data).toEqual(list.json.keys);
     await until(() => env.svc.svc.store.get("ApiKey", k.id)?.status.conditions?.[0]?.reason === "Revoked");
     // a revoked key cannot be patched
     const p = await env.api("PATCH", `/v1/api-keys/${k.id}`, { name: "again" });

@@ -78,6 +78,8 @@ describe("svc serve --watch", () => {
     await rm(path.join(dir, "agent.yaml"));
     const ev = await failed;
     expect(ev.message).toMatch(/refusing to prune/);
+    // the way out it names is a command that has the flag (svc serve has no --allow-prune-all)
+    expect(ev.message).toContain("svc config apply --prune --allow-prune-all --source");
     expect(s.svc.store.get("Agent", "watched")).toBeTruthy();
   });
 });
