@@ -127,7 +127,7 @@ describe.skipIf(!!missing)("the replica running a task is killed", () => {
     await rs[0].svc.svc.store.write([
       { op: "upsert", kind: "Provider", name: "scripted", owner: "config:test", spec: provider },
       { op: "upsert", kind: "McpServer", name: "standin", owner: "config:test", spec: { transport: "http", url: tool.url } },
-      agent("worker", { toolPolicy: { allow: ["standin_work"] } }), // a plain name: Ready only once the tool is in the catalog
+      agent("worker", { capabilities: ["tools"], toolPolicy: { allow: ["standin_work"] } }), // a plain name: Ready only once the tool is in the catalog
     ]);
     await everywhere(rs, "Agent", "worker");
     await eventually(async () => (await call(child!.url, "GET", "/agents")).json?.data?.find?.((a: any) => a.id === "worker")?.ready === true, 30_000);
