@@ -94,7 +94,7 @@ function announce(store: ResourceStore): (() => void) | undefined {
   let redis: import("ioredis").Redis | undefined;
   store.afterCommit = async (refs, revision) => {
     try {
-      if (!/^rediss?:\/\//i.test(url)) throw new Error("SVC_REDIS_URL must be a redis:// or rediss:// URL");
+      (await import("../engines/cluster")).redisUrlOf(process.env); // the server's own URL check (redis://, rediss://, unix://)
       const { connectRedis, waitReady } = await import("../engines/cluster/redis");
       const { broadcastChange } = await import("../engines/cluster/bus");
       redis ??= connectRedis(url, { name: "cli" });

@@ -11,6 +11,7 @@ import Agents from "/console/pages/agents.js";
 import Mcp from "/console/pages/mcp.js";
 import Models from "/console/pages/models.js";
 import Memory from "/console/pages/memory.js";
+import Api from "/console/pages/api.js";
 
 const PAGES = [
   ["overview", "Overview", Overview],
@@ -22,6 +23,7 @@ const PAGES = [
   ["mcp", "MCP servers", Mcp],
   ["models", "Models", Models],
   ["memory", "Memory", Memory],
+  ["api", "API", Api],
 ];
 
 const route = () => (location.hash.replace(/^#\/?/, "").split("?")[0] || "overview");

@@ -45,7 +45,8 @@ export const clusterOf = new WeakMap<object, Cluster>(); // keyed by the host ob
 export function redisUrlOf(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const u = env.SVC_REDIS_URL?.trim();
   if (!u) return undefined;
-  if (!/^rediss?:\/\//i.test(u)) throw new Error("SVC_REDIS_URL must be a redis:// or rediss:// URL");
+  // unix:///path/to/redis.sock: a Redis on this machine's Unix socket (ioredis reads the path)
+  if (!/^(rediss?|unix):\/\//i.test(u)) throw new Error("SVC_REDIS_URL must be a redis://, rediss:// or unix:// URL");
   return u;
 }
 

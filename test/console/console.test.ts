@@ -173,6 +173,12 @@ describe.skipIf(skip)("the console in a browser", () => {
     await shot("models");
     await go("memory", "Memory");
     await shot("memory");
+    // the API page renders this build's OpenAPI document; a route shows its request body's schema
+    await go("api", "API");
+    await page.getByRole("cell", { name: "/v1/chat/completions" }).click();
+    await page.getByRole("heading", { name: "POST /v1/chat/completions" }).waitFor();
+    expect(await page.getByText("Request body (JSON Schema)").count()).toBe(1);
+    await shot("api");
     expect(b.errors.filter((e) => !/status of (401|403|404|503)/.test(e))).toEqual([]);
   });
 

@@ -1,7 +1,6 @@
 // Throwaway PostgreSQL 15 and Redis 7 for the scale-out tests and bench, stopped at the end.
-// PostgreSQL listens only on a Unix socket in its temp dir (no port to race for). Redis listens on
-// loopback TCP (svc takes only redis:// URLs): a port another process took between "found free"
-// and the bind makes redis-server exit, and the start is retried on a new port. Needs the Debian packages (postgresql-15, redis-server;
+// PostgreSQL and Redis each listen only on a Unix socket in their temp dir (no port to race for;
+// svc takes unix:// Redis URLs). Needs the Debian packages (postgresql-15, redis-server;
 // `.ci/run` installs them). `available()` says why not when they are missing, so suites can skip
 // with a clear message instead of failing on a machine without them.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
@@ -86,26 +85,24 @@ export async function startPostgres(): Promise<Service> {
 
 export interface RedisService extends Service {
   proc: ChildProcess;
-  port: number;
-  /** stop the server (outage) and start it again on the same port */
+  /** stop the server (outage) and start it again on the same socket */
   kill(): Promise<void>;
   restart(): Promise<void>;
 }
 
 export async function startRedis(): Promise<RedisService> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "svc-redis-"));
-  const launch = async (port: number) => {
-    const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
-    const ok = await redisUp(p, port);
+  // a Unix socket in the test's own temp dir, never a TCP port: nothing else can take it
+  const socket = path.join(dir, "redis.sock");
+  const launch = async () => {
+    const p = spawn("redis-server", ["--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+    const ok = await redisUp(p, socket);
     return ok ? p : null;
   };
-  let port = 0;
-  let proc: ChildProcess | null = null;
-  for (let i = 0; i < 5 && !proc; i++) proc = await launch((port = await freePort()));
-  if (!proc) throw new Error("redis-server did not start (5 ports tried)");
+  const proc = await launch();
+  if (!proc) throw new Error(`redis-server did not start on ${socket}`);
   const svc: RedisService = {
-    url: `redis://127.0.0.1:${port}`,
-    port,
+    url: `unix://${socket}`,
     proc,
     async kill() {
       const p = svc.proc;
@@ -116,8 +113,8 @@ export async function startRedis(): Promise<RedisService> {
     },
     async restart() {
       await svc.kill();
-      const p = await launch(port); // the same port: the URL svc was given
-      if (!p) throw new Error(`redis-server could not start again on port ${port} (taken meanwhile)`);
+      const p = await launch(); // the same socket: the URL svc was given
+      if (!p) throw new Error(`redis-server could not start again on ${socket}`);
       svc.proc = p;
     },
     async stop() {
@@ -128,15 +125,14 @@ export async function startRedis(): Promise<RedisService> {
   return svc;
 }
 
-/** True once the server on the port is `p` (its INFO names p's pid); false when p exited (the
- * port was taken, so the bind failed). */
-async function redisUp(p: ChildProcess, port: number, ms = 10_000): Promise<boolean> {
+/** True once the server on the socket is `p` (its INFO names p's pid); false when p exited. */
+async function redisUp(p: ChildProcess, socket: string, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;
   for (;;) {
     if (p.exitCode !== null || p.signalCode !== null) return false;
     const pid = await new Promise<number>((resolve) => {
       let got = "";
-      const s = net.connect(port, "127.0.0.1", () => s.write("INFO server\r\n"));
+      const s = net.connect(socket, () => s.write("INFO server\r\n"));
       s.on("data", (d) => {
         got += d.toString();
         const m = /process_id:(\d+)/.exec(got);
@@ -148,7 +144,7 @@ async function redisUp(p: ChildProcess, port: number, ms = 10_000): Promise<bool
     if (pid === p.pid) return true;
     if (Date.now() > end) {
       p.kill("SIGKILL");
-      throw new Error(`redis-server did not answer on port ${port}`);
+      throw new Error(`redis-server did not answer on ${socket}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
