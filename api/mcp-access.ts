@@ -4,7 +4,7 @@
 // the key lists actions); each tool call is then described to the gate as action `tools:call` on
 // resource `tool:<name>`, so the key's policy statements, rate limits, max_requests and budgets
 // apply and the audit entry is written there.
-import { kindOfStatus, SvcError } from "../engines/errors";
+import { SvcError } from "../engines/errors";
 import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";

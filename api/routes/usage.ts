@@ -14,7 +14,7 @@ import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import type { Gateway } from "../../engines/gateway";
 import type { KeyEntry } from "../../engines/gateway/keys";
-import { SvcError, invalidRequest } from "../../engines/errors";
+import { invalidRequest } from "../../engines/errors";
 import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
 import { audited, gatewayOf, managementActor } from "../management";
 import { tokenFrom } from "../caller";
