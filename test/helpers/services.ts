@@ -34,17 +34,6 @@ function hasBinary(name: string): boolean {
  * moment ago could be taken by another test's server meanwhile, turning "refused" into an answer. */
 export const DEAD_PORT = 1;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 export interface Service {
   url: string;
   stop(): Promise<void>;

@@ -1,8 +1,8 @@
 // The MCP conformance suite (@modelcontextprotocol/conformance 0.1.13, the newest that runs on
 // Node 20) against svc's /mcp, with a baseline of expected failures, each explained in
 // conformance-expected-failures.yml. The run's summary is written to conformance-result.md in the
-// run's temp dir (under SVC_TEST_ROOT), never into the repository; test/mcp/conformance-result.md
-// is a copy of one such summary, committed by hand.
+// run's temp dir (under SVC_TEST_ROOT), never into the repository, and its path is printed. No
+// copy is committed: the baseline is what stays true, since the suite fails on an entry that passes.
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
@@ -55,6 +55,7 @@ describe("MCP conformance of /mcp", () => {
         "",
       ].join("\n"),
     );
+    process.stdout.write(`MCP conformance summary: ${path.join(outDir, "conformance-result.md")}\n`);
     expect(summary).toContain("server-initialize: 1 passed, 0 failed");
     expect(summary).toContain("tools-list: 1 passed, 0 failed");
     expect(summary).toMatch(/dns-rebinding-protection: \d+ passed, 0 failed/);

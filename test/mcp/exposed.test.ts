@@ -11,7 +11,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { startEnv, type Env } from "../gateway/fixtures";
 import { tempDir } from "../helpers/svc";
 import { until } from "../helpers/http";
-import { apply, call, everything, freePort, mcpDoc, node, startChild, tiny, tools, waitReason } from "./helpers";
+import { apply, call, everything, mcpDoc, node, reportPort, startChild, tiny, tools, waitReason } from "./helpers";
 
 describe("exposed tools and the /mcp endpoint", () => {
   let env: Env;
@@ -22,16 +22,9 @@ describe("exposed tools and the /mcp endpoint", () => {
     const dir = await tempDir("svc-mcp-exp-");
     listFile = path.join(dir, "tools.json");
     await writeFile(listFile, JSON.stringify(["echo", "write"]));
-    // server-everything's Streamable HTTP mode listens on PORT (default 3001) at /mcp and cannot
-    // report an ephemeral one; a port taken between "found free" and its bind makes it exit, and
-    // another port is tried
-    let started: Awaited<ReturnType<typeof startChild>> | undefined;
-    for (let i = 0; !started; i++) {
-      started = await startChild([everything, "streamableHttp"], { PORT: String(await freePort()) }, /listening on port (\d+)/).catch((e) => {
-        if (i >= 4) throw e;
-        return undefined;
-      });
-    }
+    // server-everything's Streamable HTTP mode listens on PORT (default 3001) and logs the port it
+    // was given; with PORT=0 the kernel picks one, which the preload prints
+    const started = await startChild(["--import", reportPort, everything, "streamableHttp"], { PORT: "0" }, /svc-test bound port (\d+)/);
     upstream = started.child;
     const r = await apply(env.svc, [
       mcpDoc("tiny", { transport: "stdio", command: node, args: [tiny, "--tools", listFile] }),

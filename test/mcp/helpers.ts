@@ -8,6 +8,8 @@ import type { TestSvc } from "../helpers/svc";
 export const everything = path.join(repoRoot, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const filesystem = path.join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 export const tiny = path.join(repoRoot, "test/mcp/fixtures/tiny-server.mjs");
+/** `node --import` this to make a server print the port it bound (see the file). */
+export const reportPort = path.join(repoRoot, "test/mcp/fixtures/report-port.mjs");
 export const node = process.execPath;
 
 export function mcpDoc(name: string, spec: Record<string, unknown>) {
@@ -64,4 +66,3 @@ export function startChild(args: string[], env: Record<string, string> = {}, por
   });
 }
 
-export { freePort } from "../helpers/services";

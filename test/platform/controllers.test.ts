@@ -5,7 +5,6 @@ import { readFile, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { postJson, until } from "../helpers/http";
-import { freePort } from "../helpers/services";
 import { writeTinyGguf } from "../../engines/inference/gguf";
 
 const ready = (s: TestSvc, kind: string, name: string) => s.svc.store.get(kind, name)?.status?.conditions?.find((c) => c.type === "Ready");
@@ -64,27 +63,32 @@ describe("object conditions", () => {
 
 describe("Server controller", () => {
   it("binds where the Server manifest says and moves when it changes; server.json follows", async () => {
-    const [p1, p2] = [await freePort(), await freePort()];
+    // No free-port-then-bind race: the first manifest asks for any port (0) and the kernel picks
+    // one; the move keeps that port number and changes the address to [::1], so the port the
+    // manifest names is one this process already holds on 127.0.0.1 and nobody else can take it.
     const dir = await tempDir("svc-srv-");
-    const server = (port: number) => `apiVersion: svc/v1\nkind: Server\nmetadata:\n  name: local\nspec:\n  port: ${port}\n  exposure: loopback\n  host: 0.0.0.0\n`;
-    await writeFile(path.join(dir, "server.yaml"), server(p1));
+    const server = (spec: string) => `apiVersion: svc/v1\nkind: Server\nmetadata:\n  name: local\nspec:\n${spec}`;
+    await writeFile(path.join(dir, "server.yaml"), server("  port: 0\n  exposure: loopback\n  host: 0.0.0.0\n"));
     const s = await startTestSvc({ port: undefined, host: undefined, config: [path.join(dir, "server.yaml")] });
     try {
-      expect(s.port).toBe(p1);
+      const p1 = s.port;
+      expect(p1).toBeGreaterThan(0);
       expect(s.host).toBe("127.0.0.1"); // exposure loopback wins over host 0.0.0.0
       await until(() => ready(s, "Server", "local")?.status === "True");
       expect(ready(s, "Server", "local")!.message).toBe(`listening on http://127.0.0.1:${p1}`);
 
-      const r = await postJson(`http://127.0.0.1:${p1}/admin/config/apply`, { document: server(p2), source: "startup", wait: true, waitTimeoutSeconds: 10 });
+      const moved = server(`  port: ${p1}\n  exposure: network\n  host: "::1"\n`);
+      const r = await postJson(`http://127.0.0.1:${p1}/admin/config/apply`, { document: moved, source: "startup", wait: true, waitTimeoutSeconds: 10 });
       expect(r.status).toBe(200);
       expect(r.json.wait.ready).toBe(true);
-      expect(s.port).toBe(p2);
-      expect((await fetch(`http://127.0.0.1:${p2}/health`)).status).toBe(200);
-      await expect(fetch(`http://127.0.0.1:${p1}/health`)).rejects.toThrow();
-      await until(() => ready(s, "Server", "local")?.message === `listening on http://127.0.0.1:${p2}`);
-      await until(() => s.svc.server.port === p2);
+      expect(s.host).toBe("::1");
+      expect(s.port).toBe(p1);
+      expect((await fetch(`http://[::1]:${p1}/health`)).status).toBe(200);
+      await expect(fetch(`http://127.0.0.1:${p1}/health`)).rejects.toThrow(); // the old socket is closed
+      await until(() => ready(s, "Server", "local")?.message === `listening on http://[::1]:${p1}`);
+      await until(() => s.svc.server.host === "::1");
       const info = JSON.parse(await readFile(path.join(s.home, "server.json"), "utf8"));
-      expect(info).toMatchObject({ pid: process.pid, port: p2, url: `http://127.0.0.1:${p2}` });
+      expect(info).toMatchObject({ pid: process.pid, port: p1, url: `http://[::1]:${p1}` });
     } finally {
       await s.stop();
     }
