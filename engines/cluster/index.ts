@@ -9,6 +9,7 @@
 //   - pairing's short-lived state and secure sessions in Redis (pairing-kv.ts); detached agent
 //     tasks in PostgreSQL with a heartbeat lease per runner (engines/agents/task-lease.ts).
 // Without these variables nothing here runs and svc is the single-process SQLite server.
+import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Host } from "../host";
@@ -60,6 +61,7 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
   const retention = new Retention({
     db: svc.db,
     days: () => svc.server.retentionDays,
+    archiveDir: () => (svc.server.retentionArchiveDir ? path.resolve(svc.home, svc.server.retentionArchiveDir) : undefined),
     warn: (msg, extra) => svc.log.warn(msg, extra),
     info: (msg, extra) => svc.log.info(msg, extra),
   });

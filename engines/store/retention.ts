@@ -4,6 +4,7 @@
 // loop between batches, so requests writing audit rows never wait long. Runs shortly after start
 // and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
 import type { OpenedDb } from "../../prisma/client";
+import { jsonlArchive } from "./retention-archive";
 
 export const DEFAULT_RETENTION_DAYS = 90;
 export const BATCH = 500;
@@ -14,6 +15,8 @@ export interface RetentionDeps {
   db: OpenedDb;
   /** Server spec.retentionDays, read at each run */
   days(): number | undefined;
+  /** Server spec.retentionArchiveDir resolved to an absolute path, read at each run (unset: no archive) */
+  archiveDir?(): string | undefined;
   warn(msg: string, extra?: Record<string, unknown>): void;
   info(msg: string, extra?: Record<string, unknown>): void;
 }
@@ -44,15 +47,17 @@ export class Retention {
   private async prune(now: number): Promise<number> {
     const days = this.d.days() ?? DEFAULT_RETENTION_DAYS;
     const cutoff = new Date(now - days * 86_400_000);
+    const dir = this.d.archiveDir?.();
+    const archive = dir ? jsonlArchive(dir) : undefined;
     let total = 0;
     while (!this.closed) {
       await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
-      const n = await this.d.db.repos.retention.prune(cutoff, BATCH);
+      const n = await this.d.db.repos.retention.prune(cutoff, BATCH, archive);
       total += n;
       if (n < BATCH) break;
       await new Promise((r) => setImmediate(r));
     }
-    if (total) this.d.info("audit retention: pruned entries past retentionDays (their usage roll-ups kept)", { pruned: total, retentionDays: days });
+    if (total) this.d.info("audit retention: pruned entries past retentionDays (their usage roll-ups kept)", { pruned: total, retentionDays: days, ...(dir ? { archivedTo: dir } : {}) });
     return total;
   }
 

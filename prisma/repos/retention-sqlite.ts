@@ -1,36 +1,51 @@
 // Audit retention on SQLite: one synchronous transaction per batch on the direct handle (a few
 // milliseconds for hundreds of rows), so requests writing audit rows wait at most that long.
 // Timestamps are Prisma's ISO text, so comparing and cutting the day out of them is text work.
+// With an archive, the batch is read first, archived, then rolled up and deleted by id (only this
+// process prunes this file, one run at a time, so the ids are still there).
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
-import type { RetentionRepo, StoreStats } from "./retention";
+import { archivedRow, type AuditArchive, type RetentionRepo, type StoreStats } from "./retention";
 
 const OLDEST = `SELECT id FROM "AuditEntry" WHERE timestamp < ? ORDER BY timestamp, id LIMIT ?`;
-const ROLL_UP = `INSERT INTO "UsageDaily" (keyId, model, day, requests, errors, promptTokens, completionTokens, costMicros)
+const BY_IDS = `SELECT value FROM json_each(?)`;
+const rollUp = (ids: string) => `INSERT INTO "UsageDaily" (keyId, model, day, requests, errors, promptTokens, completionTokens, costMicros)
   SELECT COALESCE(apiKeyId, ''), COALESCE(model, ''), substr(timestamp, 1, 10), COUNT(*), SUM(status <> 'success'), SUM(promptTokens), SUM(completionTokens), SUM(costMicros)
-  FROM "AuditEntry" WHERE id IN (${OLDEST}) GROUP BY 1, 2, 3
+  FROM "AuditEntry" WHERE id IN (${ids}) GROUP BY 1, 2, 3
   ON CONFLICT(keyId, model, day) DO UPDATE SET requests = requests + excluded.requests, errors = errors + excluded.errors,
   promptTokens = promptTokens + excluded.promptTokens, completionTokens = completionTokens + excluded.completionTokens, costMicros = costMicros + excluded.costMicros`;
-const DELETE = `DELETE FROM "AuditEntry" WHERE id IN (${OLDEST})`;
 
 /** The DateTime text the Prisma SQLite adapter stores: ISO with "+00:00" for "Z". */
 const dbTime = (d: Date) => d.toISOString().slice(0, -1) + "+00:00";
 
 export class SqliteRetention implements RetentionRepo {
   private readonly run: (cutoff: string, batch: number) => number;
+  private readonly runIds: (ids: string) => number;
+  private readonly oldest: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
-    const up = db.prepare(ROLL_UP);
-    const del = db.prepare(DELETE);
+    const up = db.prepare(rollUp(OLDEST));
+    const del = db.prepare(`DELETE FROM "AuditEntry" WHERE id IN (${OLDEST})`);
     // the same rows both times: nothing else writes between the statements of a transaction here
     this.run = db.transaction((cutoff: string, batch: number) => {
       up.run(cutoff, batch);
       return del.run(cutoff, batch).changes;
     });
+    const upIds = db.prepare(rollUp(BY_IDS));
+    const delIds = db.prepare(`DELETE FROM "AuditEntry" WHERE id IN (${BY_IDS})`);
+    this.runIds = db.transaction((ids: string) => {
+      upIds.run(ids);
+      return delIds.run(ids).changes;
+    });
+    this.oldest = db.prepare(`SELECT * FROM "AuditEntry" WHERE timestamp < ? ORDER BY timestamp, id LIMIT ?`);
   }
 
-  async prune(cutoff: Date, batch: number): Promise<number> {
-    return this.run(dbTime(cutoff), batch);
+  async prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number> {
+    if (!archive) return this.run(dbTime(cutoff), batch);
+    const raw = this.oldest.all(dbTime(cutoff), batch) as Array<Record<string, unknown>>;
+    if (!raw.length) return 0;
+    await archive(raw.map(archivedRow));
+    return this.runIds(JSON.stringify(raw.map((r) => r.id)));
   }
 
   async stats(): Promise<StoreStats> {

@@ -54,6 +54,12 @@ export const ServerSpec = Type.Object(
         description: "How long audit entries are kept (default 90). Older ones are pruned in small batches; their per-key/model/day usage roll-ups are kept.",
       }),
     ),
+    retentionArchiveDir: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "When set, audit entries are appended to audit-<UTC day>.jsonl files in this directory (relative to svc's home unless absolute) before retention deletes them.",
+      }),
+    ),
     metrics: Type.Object(
       {
         public: Type.Boolean({

@@ -1,8 +1,11 @@
 // Audit retention on SQLite and on PostgreSQL: entries older than the Server's retentionDays are
 // pruned in batches while requests are served (every request answered), the per-key/model/day
 // roll-ups of the pruned entries equal their totals, newer entries stay, and `svc doctor` reports
-// the store's size and its oldest entry.
+// the store's size and its oldest entry. With retentionArchiveDir, every pruned entry is in the
+// day's JSON Lines file first, and a batch the archive cannot write stays in the store.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import path from "node:path";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import OpenAI from "openai";
 import { missingServices } from "../helpers/services";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
@@ -54,11 +57,18 @@ async function scenario(s: TestSvc, up: StandIn, env: Record<string, string>) {
   const svc = s.svc;
   await svc.store.write([
     { op: "upsert", kind: "Provider", name: "up", owner: "config:test", spec: provider("up", up, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 1 }]).spec },
-    { op: "upsert", kind: "Server", name: "main", owner: "config:test", spec: { retentionDays: 30 } },
+    // the archive "directory" is a file at first: it cannot be written, so nothing may go
+    { op: "upsert", kind: "Server", name: "main", owner: "config:test", spec: { retentionDays: 30, retentionArchiveDir: "blocked" } },
   ]);
+  await writeFile(path.join(s.home, "blocked"), "not a directory");
   await until(() => svc.server.retentionDays === 30 && !!svc.store.get("Provider", "up"), 10_000);
   const { old, recent } = rows();
   await svc.db.repos.audit.insert([...old, ...recent]);
+  await expect(clusterOf.get(svc)!.retention.run()).rejects.toThrow();
+  expect(await svc.db.prisma.auditEntry.count({ where: { id: { startsWith: "old_" } } })).toBe(old.length);
+
+  await svc.store.write([{ op: "upsert", kind: "Server", name: "main", owner: "config:test", spec: { retentionDays: 30, retentionArchiveDir: "audit-archive" } }]);
+  await until(() => svc.server.retentionArchiveDir === "audit-archive", 10_000);
   const client = new OpenAI({ apiKey: "none", baseURL: `${s.url}/v1`, maxRetries: 0 });
   const load = Promise.all(Array.from({ length: 40 }, () => client.chat.completions.create({ model: "gpt-x", messages: [{ role: "user", content: "hi" }] })));
   const pruned = await clusterOf.get(svc)!.retention.run();
@@ -73,6 +83,21 @@ async function scenario(s: TestSvc, up: StandIn, env: Record<string, string>) {
     (await p.usageDaily.findMany()).map((u) => [`${u.keyId}|${u.model}|${u.day}`, { requests: u.requests, errors: u.errors, promptTokens: Number(u.promptTokens), completionTokens: Number(u.completionTokens), costMicros: Number(u.costMicros) }]).sort(),
   );
   expect(got).toEqual(expected(old));
+  // every pruned entry was archived once, in the file of its UTC day, with its fields
+  const dir = path.join(s.home, "audit-archive");
+  const files = (await readdir(dir)).sort();
+  expect(files).toEqual([...new Set(old.map((r) => `audit-${String(r[1]).slice(0, 10)}.jsonl`))].sort());
+  const archived = (await Promise.all(files.map((f) => readFile(path.join(dir, f), "utf8")))).flatMap((t) => t.trim().split("\n").map((l) => JSON.parse(l)));
+  expect(archived.map((r) => r.id).sort()).toEqual(old.map((r) => r[0]).sort());
+  const first = old[0];
+  expect(archived.find((r) => r.id === first[0])).toMatchObject({
+    timestamp: new Date(String(first[1])).toISOString(),
+    apiKeyId: first[2],
+    model: first[7],
+    status: first[9],
+    promptTokens: first[12],
+    costMicros: first[15],
+  });
   // a second run has nothing left to prune and changes no roll-up
   expect(await clusterOf.get(svc)!.retention.run()).toBe(0);
 
