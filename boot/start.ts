@@ -14,7 +14,7 @@ import { createHandler } from "../api/app";
 import { ControllerManager } from "../controllers/runtime";
 import { buildControllers } from "../controllers/registry";
 import { desiredAddress, effectiveServer, urlOf } from "../controllers/kinds/server";
-import { httpListener } from "../api/http-listener";
+import { httpListener } from "./http-listener";
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../engines/paths";
 import { ManifestWatcher } from "../controllers/watch";
 import { applyPaths } from "../controllers/apply-paths";
