@@ -1,5 +1,7 @@
 // The layering of DESIGN.md ("Layout"), checked in CI (npm run lint:deps): imports point one way,
 // cli/api -> controllers/engines -> manifests/schemas/prisma, and no module imports itself back
+// (api/ itself reaches engines only through Svc.engines: boot/ is the one module that builds
+// controllers and hands them their engines)
 // through a loop. Type-only imports count too (tsPreCompilationDeps), so a `import type` cannot
 // smuggle a dependency the other way. No exceptions are listed here on purpose.
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -18,6 +20,13 @@ module.exports = {
       comment: "controllers reconcile the store into engines; the HTTP layer sits above them",
       from: { path: "^controllers/" },
       to: { path: "^api/" },
+    },
+    {
+      name: "api-not-controllers",
+      severity: "error",
+      comment: "api/ is routes and protocol shapes: it reaches engines through Svc.engines and the control plane through Svc.control; only the composition root (boot/) builds controllers",
+      from: { path: "^api/" },
+      to: { path: "^(controllers|boot)/" },
     },
     {
       name: "manifests-schemas-not-engines",

@@ -7,7 +7,6 @@ import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, type ChatResult } from "../engines/chat/collect";
 import { SvcError } from "../engines/errors";
 import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
-import { accessRefusal } from "../engines/gateway/access-level";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { rateHeaders } from "./errors";
@@ -96,20 +95,6 @@ export function authenticateCaller(ctx: HttpContext, svc: Svc): void {
   if (!gw) return;
   const caller = callerFrom(ctx);
   caller.key = gw.pipeline.admit(caller);
-}
-
-/** The calling key on a route outside the inference pipeline (agents, memory, /mcp, pairing):
- * null on unauthenticated loopback, 401 for a bad key, 503 (`code`, `unavailable`) without a
- * gateway engine. The key's id goes to the access log line (api/request-id.ts); the Caller is
- * left unadmitted, so a pipeline call made for this request still runs its own key checks. */
-export function routeKey(svc: Svc, ctx: HttpContext, code: "model_unavailable" | "service_unavailable", unavailable: string): KeyEntry | null {
-  const gw = svc.engines.gateway;
-  if (!gw) throw new SvcError("unavailable", code, unavailable);
-  const key = gw.gate.authenticate(callerFrom(ctx));
-  if (key) ctx.state.keyId = key.id;
-  const level = accessRefusal(key, "route");
-  if (level) throw new SvcError("forbidden", "permission_denied", level);
-  return key;
 }
 
 /** The one enforcement pipeline every inference route goes through (attached by boot/start.ts). */

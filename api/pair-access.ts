@@ -11,7 +11,7 @@ import type { Pairing } from "../engines/pairing";
 import { SvcError } from "../engines/errors";
 import { requireScope } from "../engines/gateway/scopes";
 import { parseIp } from "../engines/loopback-address";
-import { callerFrom, routeKey } from "./caller";
+import { callerFrom } from "./caller";
 
 export function pairingOf(svc: Svc): Pairing {
   const p = svc.engines.pairing;
@@ -19,9 +19,13 @@ export function pairingOf(svc: Svc): Pairing {
   return p;
 }
 
-/** The calling key (null: anonymous loopback). 401 for a bad key. */
+/** The calling key (null: anonymous loopback): 401 for a bad key, 403 for a read_only one. */
 export function pairCaller(svc: Svc, ctx: HttpContext): KeyEntry | null {
-  return routeKey(svc, ctx, "service_unavailable", "pairing is unavailable: the gateway engine (authentication) is not running");
+  const gw = svc.engines.gateway;
+  if (!gw) throw new SvcError("unavailable", "service_unavailable", "pairing is unavailable: the gateway engine (authentication) is not running");
+  const key = gw.gate.identify(callerFrom(ctx));
+  if (key) ctx.state.keyId = key.id;
+  return key;
 }
 
 export function requireHost(svc: Svc, ctx: HttpContext, what: string): void {

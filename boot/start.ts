@@ -14,7 +14,7 @@ import { createHandler } from "../api/app";
 import { ControllerManager } from "../controllers/runtime";
 import { buildControllers } from "../controllers/registry";
 import { desiredAddress, effectiveServer, urlOf } from "../controllers/kinds/server";
-import { httpListener } from "../api/http-listener";
+import { httpListener } from "./http-listener";
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../engines/paths";
 import { ManifestWatcher } from "../controllers/watch";
 import { applyPaths } from "../controllers/apply-paths";
@@ -174,12 +174,11 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     }, () => (svc.server.limits?.requestTimeoutSeconds ?? 600) * 1000);
     const overrides = { host: opts.host, port: opts.port };
     const want = desiredAddress(eff, overrides);
-    await listener.bind(want.host, want.port).catch((e: any) => {
-      const hint = e?.code === "EADDRINUSE" ? " (another process uses this port; pass --port or set SVC_PORT)" : "";
-      throw new Error(`cannot listen on ${urlOf(want)}: ${e?.code ?? e?.message ?? e}${hint}`);
-    });
-    cleanup.push(() => listener.close(2000));
 
+    // Controllers (registered in controllers/registry.ts only). Attaching feeds the engines every
+    // stored key, policy, provider, model and alert setting, and keeps them following the store,
+    // before the first request can arrive; reconciling starts below (or once this replica holds
+    // the lease).
     let manager: ControllerManager | null = null;
     const set = await buildControllers({
       svc,
@@ -188,7 +187,15 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       enqueue: (ref) => manager?.enqueue(ref),
     });
     manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: opts.resyncMs });
+    manager.attach();
     const mgrRef = manager;
+    cleanup.push(async () => mgrRef.detach());
+
+    await listener.bind(want.host, want.port).catch((e: any) => {
+      const hint = e?.code === "EADDRINUSE" ? " (another process uses this port; pass --port or set SVC_PORT)" : "";
+      throw new Error(`cannot listen on ${urlOf(want)}: ${e?.code ?? e?.message ?? e}${hint}`);
+    });
+    cleanup.push(() => listener.close(2000));
     svc.control = {
       enqueue: (ref) => mgrRef.enqueue(ref),
       waitForReady: (refs, gens, ms) => mgrRef.waitForReady(refs, gens, ms),
@@ -225,6 +232,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         forgetStopped(port);
         await cluster.close(); // give the reconciler lease up first
         await mgr.stop(); // let running reconciles finish
+        mgr.detach();
         await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await svc.engines.memory?.close().catch((e) => log.warn("memory close failed", { err: String(e?.message ?? e) })); // pending signals stay for the next start
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));

@@ -5,7 +5,7 @@ import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
 import { CliError } from "./errors";
 import { resolveHome, storeFile } from "../engines/paths";
-import { objectSummary } from "../controllers/object-summary";
+import { objectSummary } from "../manifests/object-summary";
 
 export interface ObjectRow {
   kind: string;

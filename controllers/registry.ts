@@ -66,6 +66,6 @@ function gatewayControllers(svc: Svc): Controller[] {
       },
     }),
     providerController({ router: gw.router, hasLocalPool: () => !!svc.engines.pool }),
-    alertSettingsController({ current: () => gw.alertSettings(), refresh: () => gw.refreshAlertSettings() }),
+    alertSettingsController({ current: () => gw.alertSettings(), set: (name, spec) => gw.setAlertSettings(name, spec) }),
   ];
 }

@@ -54,7 +54,12 @@ export class ControllerManager extends EventEmitter {
   private resyncing = false;
   private started = false;
   private stopped = false;
+  private attached = false;
+  /** One store listener: project into the engines (always), then queue the reconcile (only while
+   * this replica runs the controllers). */
   private readonly onChange = (refs: Ref[]) => {
+    for (const r of refs) this.project(r);
+    if (!this.started || this.stopped) return;
     for (const r of refs) this.enqueue(r);
   };
 
@@ -75,12 +80,45 @@ export class ControllerManager extends EventEmitter {
     return this.byKind.get(kind) ?? this.fallback;
   }
 
-  /** Subscribe to store changes and queue every stored object once. */
+  /**
+   * Feed the engines: every stored object of a kind whose controller projects is handed to it now
+   * (the engines' initial load), and every later store change synchronously. Independent of
+   * start/stop: a replica that does not hold the reconciler lease still keeps its engines current.
+   */
+  attach(): void {
+    if (this.attached) return;
+    this.attached = true;
+    for (const c of this.byKind.values()) {
+      if (!c.project) continue;
+      for (const o of this.store.list({ kind: c.kind })) this.project(o);
+    }
+    this.store.on("change", this.onChange);
+  }
+
+  /** Stop feeding the engines (shutdown). */
+  detach(): void {
+    if (!this.attached) return;
+    this.attached = false;
+    this.store.off("change", this.onChange);
+  }
+
+  private project(ref: Ref): void {
+    const ctl = this.byKind.get(ref.kind);
+    if (!ctl?.project) return;
+    const o = this.store.get(ref.kind, ref.name);
+    try {
+      ctl.project(ref.name, o && !o.deleting ? o : undefined);
+    } catch (e) {
+      this.log.warn("projection failed", { kind: ref.kind, name: ref.name, err: errText(e) });
+    }
+  }
+
+  /** Queue every stored object once, and each one a store change touches from now on. */
   start(): void {
     if (this.started && !this.stopped) return;
     this.started = true;
     this.stopped = false; // scale-out: started again when this replica takes the lease back
-    this.store.on("change", this.onChange);
+    this.attach();
     for (const o of this.store.list({ includeDeleting: true })) this.enqueue(o);
     if (this.resyncMs > 0) {
       this.resyncTimer = setInterval(() => void this.resync(), this.resyncMs);
@@ -292,11 +330,11 @@ export class ControllerManager extends EventEmitter {
     });
   }
 
-  /** Stop taking work and wait for running reconciles to finish. */
+  /** Stop taking work and wait for running reconciles to finish. The engines keep following the
+   * store (a replica that lost the lease still serves); detach() ends that. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.store.off("change", this.onChange);
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();

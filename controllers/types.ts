@@ -51,6 +51,14 @@ export interface Controller<S = any> {
   reconcile(obj: ObjectOf<S>, ctx: ReconcileContext): Promise<ReadyCondition & ReconcileResult>;
   /** Clean up an object being deleted (close a connection, unload a model). Default: nothing. */
   finalize?(obj: ObjectOf<S>, ctx: ReconcileContext): Promise<void>;
+  /**
+   * Feed the object to its engine, synchronously, in the same tick as the store write (the runtime
+   * calls it inside its store listener, before the reconcile is queued, on every replica whether it
+   * holds the reconciler lease or not). `obj` is undefined once the object is gone or being
+   * deleted. This is the one path from the store to an engine's in-memory index: a revoked key
+   * is refused on its very next request. Must not throw.
+   */
+  project?(name: string, obj: ObjectOf<S> | undefined): void;
 }
 
 /** The controller of one kind, typed by that kind's spec. */

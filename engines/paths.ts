@@ -30,4 +30,10 @@ export function resolveModelsDir(home: string, specModelsDir?: string, env: Node
   return path.join(home, "models");
 }
 
+/** Where a Model's file is: absolute as given (~ expanded), else inside the models dir. */
+export function resolveModelFile(svc: { modelsDir: string }, file: string): string {
+  const f = file.replace(/^~(?=$|\/)/, os.homedir());
+  return path.resolve(svc.modelsDir, f);
+}
+
 export const DEFAULT_PORT = 1337;

@@ -6,7 +6,7 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
-import { objectSummary } from "../../controllers/object-summary";
+import { objectSummary } from "../../manifests/object-summary";
 import { readJson, readRaw } from "../body";
 import { SvcError } from "../../engines/errors";
 import {

@@ -11,7 +11,7 @@ import path from "node:path";
 import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
 import { DEFAULT_BODY_LIMIT } from "../body";
-import { existingPool, resolveModelFile } from "../../controllers/kinds/model";
+import { resolveModelFile } from "../../engines/paths";
 import { BUILTIN_SAMPLING_DEFAULTS, SAMPLING_KEYS as KEYS, SAMPLING_PRECEDENCE, samplingSources, type SamplingKey as Key } from "../../engines/inference/sampling";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { invalidRequest, notFound } from "../../engines/errors";
@@ -79,7 +79,7 @@ export default function adminRuntime(svc: Svc): Router {
   const r = new Router();
 
   r.get("/admin/cache-stats", loopbackOnly, (ctx: Context) => {
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     if (!pool) {
       ctx.body = { models: [], totals: { loaded: 0, activeLeases: 0, queued: 0, generations: 0, promptTokensReused: 0, promptTokensEvaluated: 0 }, registered: [] };
       return;
@@ -100,7 +100,7 @@ export default function adminRuntime(svc: Svc): Router {
   r.get("/admin/generation-settings", loopbackOnly, (ctx: Context) => {
     const overrides = overridesFrom(ctx);
     const only = typeof ctx.query.model === "string" ? ctx.query.model : undefined;
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     const registered = new Map((pool?.list() ?? []).map((m) => [m.name, m]));
     const objects = svc.store.list({ kind: "Model" }).filter((o) => !only || o.name === only || pool?.resolveName(only) === o.name);
     if (only && objects.length === 0) throw notFound(`model '${only}' not found`);
@@ -126,7 +126,7 @@ export default function adminRuntime(svc: Svc): Router {
 
   r.get("/admin/runtime-settings", loopbackOnly, (ctx: Context) => {
     const s = svc.server;
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     const models = svc.store.list({ kind: "Model" }).map((o) => ({
       name: o.name,
       file: typeof o.spec?.file === "string" ? resolveModelFile(svc, o.spec.file) : null,

@@ -20,7 +20,7 @@ import type { Agents, RunResult } from "../../engines/agents";
 import { SvcError, invalidRequest, type ErrorKind } from "../../engines/errors";
 import { readJson } from "../body";
 import { openAIBody, statusOfKind } from "../errors";
-import { callerFrom, routeKey } from "../caller";
+import { callerFrom } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 
@@ -32,9 +32,14 @@ function agentsOf(svc: Svc): Agents {
   return a;
 }
 
-/** Who is calling (401 for a bad key); null on unauthenticated loopback. */
+/** Who is calling (the gate's identify: 401 for a bad key, 403 for a read_only one); null on
+ * unauthenticated loopback. */
 function authenticate(svc: Svc, ctx: Context) {
-  return routeKey(svc, ctx, "model_unavailable", "agents are unavailable: the gateway engine is not running");
+  const gw = svc.engines.gateway;
+  if (!gw) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the gateway engine is not running");
+  const key = gw.gate.identify(callerFrom(ctx));
+  if (key) ctx.state.keyId = key.id;
+  return key;
 }
 
 function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {

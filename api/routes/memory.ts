@@ -1,6 +1,7 @@
 // Memory (spec/local-server.md "Memory"): ingest, flush, search, recall preview, status,
 // consolidation, runs, dead letters, and the three index operations. Shapes live here; the
-// engine is engines/memory. Auth: a valid key with the `memory` scope, or unauthenticated loopback.
+// engine is engines/memory. Every route passes the whole gate (action memory:<operation>, metered,
+// audited): a valid key with the `memory` scope, or unauthenticated loopback.
 //   POST   /memory/ingest                         {agent_id, conversation_id, turns, session_date?, skip_extraction?, project?, flush?}
 //   POST   /memory/flush                          {agent_id, conversation_id?} -> distill pending sessions now
 //   GET    /memory/search?agent_id&kind&q&limit   kind: facts | episodes | transcript | all
@@ -20,7 +21,9 @@ import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
 import type { RunRecord } from "../../engines/memory/types";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson } from "../body";
-import { callerFrom } from "../caller";
+import { callerFrom, setHeaders } from "../caller";
+import { rateHeaders } from "../errors";
+import type { Gate, Verdict } from "../../engines/gateway/gate";
 
 const MAX_TURN = 200_000;
 const MAX_TURNS = 1000;
@@ -32,9 +35,11 @@ function memoryOf(svc: Svc): MemoryEngine {
   return m;
 }
 
-/** The gate for a memory route: key use with the `memory` scope (403 naming it), then the key's
- * policy for action memory:<operation> (the path's first segment: ingest, search, agents, ...). */
-async function authenticate(svc: Svc, ctx: Context) {
+/** The gate for a memory route, as for /mcp/call: key use with the `memory` scope (403 naming
+ * it), the key's policy for action memory:<operation> (the path's first segment: ingest, search,
+ * agents, ...), then its limits (rate limits and max_requests count the call; memory has no
+ * price, so a budgeted key may use it). The verdict's x-ratelimit-* state is on the response. */
+async function enter(svc: Svc, ctx: Context): Promise<{ gate: Gate; v: Verdict }> {
   const gw = svc.engines.gateway;
   if (!gw) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the gateway engine is not running");
   const op = (ctx.path.split("/")[2] ?? "").toLowerCase().replace(/[^a-z]+/g, "_");
@@ -42,8 +47,19 @@ async function authenticate(svc: Svc, ctx: Context) {
   const caller = callerFrom(ctx);
   const key = gw.gate.admit(caller, "memory", audit);
   if (key) ctx.state.keyId = key.id;
-  await gw.gate.enter(caller, { action: `memory:${op}`, scope: "memory", audit });
-  return key;
+  const v = await gw.gate.enter(caller, { action: `memory:${op}`, scope: "memory", audit, metered: true, spendMicros: 0 });
+  setHeaders(ctx, rateHeaders(v.rate));
+  return { gate: gw.gate, v };
+}
+
+/** A memory route: the engine (503 when it is not running), the gate, then the handler; the call
+ * is settled and audited (success or its error code) whatever the handler does. */
+function memoryRoute(svc: Svc, handler: (ctx: Context, m: MemoryEngine) => Promise<void>) {
+  return async (ctx: Context) => {
+    const m = memoryOf(svc);
+    const { gate, v } = await enter(svc, ctx);
+    await gate.run(v, () => handler(ctx, m));
+  };
 }
 
 const str = (v: unknown, field: string, max: number, required = false): string | undefined => {
@@ -90,9 +106,7 @@ const runView = (r: RunRecord) => ({ id: r.id, object: "memory.run", agent_id: r
 export default function routes(svc: Svc): Router {
   const r = new Router();
 
-  r.post("/memory/ingest", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.post("/memory/ingest", memoryRoute(svc, async (ctx, m) => {
     const b = await readJson(ctx);
     const agent = agentParam(svc, b.agent_id);
     const conversationId = str(b.conversation_id, "conversation_id", 200, true)!;
@@ -107,20 +121,16 @@ export default function routes(svc: Svc): Router {
     if (sessionDate !== undefined && !Number.isFinite(Date.parse(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
     const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: bool(b.skip_extraction, "skip_extraction"), project: str(b.project, "project", 200), flush: bool(b.flush, "flush") });
     ctx.body = { object: "memory.ingest", agent_id: agent, conversation_id: conversationId, ...res };
-  });
+  }));
 
-  r.post("/memory/flush", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.post("/memory/flush", memoryRoute(svc, async (ctx, m) => {
     const b = await readJson(ctx);
     const agent = agentParam(svc, b.agent_id);
     const conv = str(b.conversation_id, "conversation_id", 200);
     ctx.body = { object: "memory.flush", agent_id: agent, sessions: await m.flushAgent(agent, conv) };
-  });
+  }));
 
-  r.get("/memory/search", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.get("/memory/search", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.query.agent_id);
     const kind = typeof ctx.query.kind === "string" ? ctx.query.kind : "all";
     const kinds = KIND_OF[kind];
@@ -131,22 +141,18 @@ export default function routes(svc: Svc): Router {
     const vec = await m.queryVector(q);
     const hits = m.searcher.search(agent, kinds, q, limit, vec);
     ctx.body = { object: "list", agent_id: agent, kind, query: q, recall: vec ? "hybrid" : "lexical", data: hits.map(hitView) };
-  });
+  }));
 
-  r.get("/memory/recall", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.get("/memory/recall", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.query.agent_id);
     const q = str(ctx.query.q, "q", 20_000, true)!;
     const model = str(ctx.query.model, "model", 500) ?? m.agentSpec(agent)?.defaultModel;
     if (!model) throw invalidRequest("model is required (the agent has no defaultModel)", "model");
     const res = await m.recall(agent, q, model);
     ctx.body = { object: "memory.recall", agent_id: agent, model, budget_tokens: res.budget, tokens: res.tokens, counted_with: res.countedWith, text: res.text, items: res.items, skipped: res.skipped };
-  });
+  }));
 
-  r.get("/memory/status", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.get("/memory/status", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.query.agent_id);
     const s = m.settings();
     ctx.body = {
@@ -161,67 +167,53 @@ export default function routes(svc: Svc): Router {
       entities: m.store.entities(agent, 20).map((e) => ({ name: e.name, type: e.type, mentions: e.mentions })),
       settings: s,
     };
-  });
+  }));
 
-  r.post("/memory/consolidate", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.post("/memory/consolidate", memoryRoute(svc, async (ctx, m) => {
     const b = await readJson(ctx);
     const agent = b.agent_id === undefined ? undefined : agentParam(svc, b.agent_id);
     ctx.body = { object: "list", data: (await m.consolidate(agent, "on_demand")).map(runView) };
-  });
+  }));
 
-  r.get("/memory/runs", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.get("/memory/runs", memoryRoute(svc, async (ctx, m) => {
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     const type = typeof ctx.query.type === "string" ? ctx.query.type : undefined;
     if (type && !["distillation", "consolidation", "index"].includes(type)) throw invalidRequest("type must be distillation, consolidation or index", "type");
     ctx.body = { object: "list", data: m.store.runs(agent, type, 100).map(runView) };
-  });
+  }));
 
-  r.get("/memory/dead-letters", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.get("/memory/dead-letters", memoryRoute(svc, async (ctx, m) => {
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     ctx.body = {
       object: "list",
       data: m.store.deadLetters(agent).map((d) => ({ id: d.id, object: "memory.dead_letter", agent_id: d.agent, conversation_id: d.conversationId, reason: d.reason, attempts: d.attempts, signals: d.signalIds.length, created_at: new Date(d.createdAt).toISOString(), resolved_at: d.resolvedAt === null ? null : new Date(d.resolvedAt).toISOString() })),
     };
-  });
+  }));
 
-  r.post("/memory/dead-letters/:id/retry", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.post("/memory/dead-letters/:id/retry", memoryRoute(svc, async (ctx, m) => {
     const d = m.store.deadLetter(ctx.params.id);
     if (!d) throw new SvcError("not_found", "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
     if (d.resolvedAt !== null) throw new SvcError("conflict", "conflict", `dead letter ${d.id} was already retried`);
     const res = (await m.retryDeadLetter(d.id))!;
     ctx.body = { object: "memory.retry", dead_letter: d.id, outcome: res.outcome, ...(res.dead_letter ? { new_dead_letter: res.dead_letter } : {}) };
-  });
+  }));
 
-  r.delete("/memory/agents/:id/index", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.delete("/memory/agents/:id/index", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.params.id, "id");
     ctx.body = runView(m.removeIndex(agent));
-  });
+  }));
 
-  r.post("/memory/agents/:id/index/rebuild", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.post("/memory/agents/:id/index/rebuild", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.params.id, "id");
     ctx.body = runView(await m.rebuild(agent));
-  });
+  }));
 
-  r.delete("/memory/agents/:id", async (ctx) => {
-    const m = memoryOf(svc);
-    await authenticate(svc, ctx);
+  r.delete("/memory/agents/:id", memoryRoute(svc, async (ctx, m) => {
     // purge works for agents that no longer exist too (their records outlive the Agent object)
     const agent = str(ctx.params.id, "id", 200, true)!;
     if (ctx.query.confirm !== "true") throw new SvcError("conflict", "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
     ctx.body = runView(m.purge(agent));
-  });
+  }));
 
   return r;
 }

@@ -21,7 +21,6 @@ import { chatLoadResponse, chatResponse, generateResponse, loadResponse, timed, 
 import { chatLines, generateLines } from "../ollama/stream";
 import { ollamaErrorMessage, renderOllama } from "../ollama/errors";
 import { showRemote, showResponse, tagEntry } from "../ollama/models";
-import { existingPool } from "../../controllers/kinds/model";
 
 async function ollamaShape(ctx: Context, next: Next) {
   ctx.state.renderError = renderOllama;
@@ -44,7 +43,7 @@ function ollamaParts(svc: Svc) {
 
   /** Local GGUF metadata for a listed model, when the pool serves it. */
   async function localInfo(m: ModelListing): Promise<ModelInfo | undefined> {
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     if (m.providerType !== "local" || !pool?.has(m.id)) return undefined;
     return pool.info(m.id).catch(() => undefined);
   }
@@ -54,7 +53,7 @@ function ollamaParts(svc: Svc) {
     const models = await pipelineOf(svc).listModels(callerFrom(ctx));
     const m = models.find((x) => x.id === name) ?? models.find((x) => x.id === name.replace(/:latest$/, ""));
     if (m) return m;
-    const alias = existingPool(svc)?.resolveName(name);
+    const alias = svc.engines.pool?.resolveName(name);
     const viaAlias = alias ? models.find((x) => x.id === alias) : undefined;
     if (viaAlias) return viaAlias;
     throw new SvcError("not_found", "model_not_found", `model '${name}' not found`, "model");
@@ -85,7 +84,7 @@ function ollamaParts(svc: Svc) {
 
   /** keep_alive 0: unload a local model (after in-flight answers, this one included, end). */
   function unloadLocal(name: string): void {
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     if (pool?.has(name) && pool.unload(name)) svc.log.info(`model ${name} unloaded (keep_alive 0)`);
   }
 
@@ -179,7 +178,7 @@ export default function ollamaRoutes(svc: Svc): Router {
     if (!name) throw invalidRequest("'model' is required", "model");
     const m = await findModel(ctx, name);
     const info = await localInfo(m);
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     const spec = pool?.list().find((x) => x.name === m.id)?.spec;
     ctx.body = info ? showResponse(info, spec) : showRemote(m);
   });
@@ -187,7 +186,7 @@ export default function ollamaRoutes(svc: Svc): Router {
   // loaded models (Ollama's `ollama ps`): what the pool holds in memory right now
   r.get("/api/ps", ollamaShape, async (ctx: Context) => {
     const visible = new Map((await pipelineOf(svc).listModels(callerFrom(ctx))).map((m) => [m.id, m]));
-    const pool = existingPool(svc);
+    const pool = svc.engines.pool;
     const out = [];
     for (const s of pool?.stats().models ?? []) {
       const m = visible.get(s.name);

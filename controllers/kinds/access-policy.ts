@@ -1,5 +1,6 @@
-// AccessPolicy controller: the policy index follows the store (engines/gateway/policy.ts); this
-// controller checks what a schema cannot (time zones) and reports Ready.
+// AccessPolicy controller: the one path from the store to the policy index
+// (engines/gateway/policy.ts), fed in the store write by project(); reconcile checks what a schema
+// cannot (time zones), re-checks the keys that bind the policy, and reports Ready.
 import type { KindController } from "../types";
 import type { PolicyIndex } from "../../engines/gateway/policy";
 import { minutesInZone } from "../../engines/gateway/policy";
@@ -7,8 +8,11 @@ import { minutesInZone } from "../../engines/gateway/policy";
 export function accessPolicyController(d: { policies: PolicyIndex; /** re-check keys that bind this policy (their PolicyNotFound status) */ touchKeys?: (policy: string) => void }): KindController<"AccessPolicy"> {
   return {
     kind: "AccessPolicy",
+    project(name, obj) {
+      if (obj) d.policies.put(name, obj.spec);
+      else d.policies.remove(name);
+    },
     async reconcile(obj) {
-      d.policies.refresh(obj.name);
       d.touchKeys?.(obj.name);
       const doc = obj.spec;
       for (const [i, s] of (doc.statements ?? []).entries()) {
@@ -24,7 +28,6 @@ export function accessPolicyController(d: { policies: PolicyIndex; /** re-check 
       return { status: "True", reason: "Indexed", message: `${n} statement${n === 1 ? "" : "s"}` };
     },
     async finalize(obj) {
-      d.policies.refresh(obj.name);
       d.touchKeys?.(obj.name);
     },
   };

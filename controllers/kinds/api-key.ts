@@ -1,5 +1,6 @@
-// ApiKey controller: the key cache already follows the store (engines/gateway/keys.ts), so a
-// revocation is effective at once; this controller reports each key's truth as status:
+// ApiKey controller: the one path from the store to the key cache (engines/gateway/keys.ts). Its
+// projection puts or removes the key inside the store write, so a revocation is effective on the
+// very next request; reconcile reports each key's truth as status:
 //   Ready=True  Active                       usable now (requeued at expires_at)
 //   Ready=False Revoked | Expired            refused with 401 key_revoked / key_expired
 //   Ready=False PolicyNotFound               a bound AccessPolicy does not exist (requests are
@@ -20,8 +21,12 @@ export function apiKeyController(d: { keys: KeyCache; policies: PolicyIndex; lim
   const now = d.now ?? Date.now;
   return {
     kind: "ApiKey",
+    project(name, obj) {
+      if (obj) d.keys.put(obj);
+      else d.keys.remove(name);
+    },
     async reconcile(obj) {
-      const e = d.keys.put(obj);
+      const e = d.keys.get(obj.name); // put by project() in the store write that changed it
       if (!e) return { status: "False", reason: "InvalidSecretHash", message: "spec.secretHash must be sha256:<64 hex digits> (make one with `svc keys generate`)" };
       const missing = (e.spec.policies ?? []).filter((n) => !d.policies.has(n));
       if (missing.length) {
@@ -58,7 +63,7 @@ export function apiKeyController(d: { keys: KeyCache; policies: PolicyIndex; lim
       return res;
     },
     async finalize(obj) {
-      d.keys.remove(obj.name);
+      // the key left the cache when its deletion was written (project)
       d.limits?.forget(obj.name);
     },
   };

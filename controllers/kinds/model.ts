@@ -4,13 +4,12 @@
 // unloads when idle, so Ready says "registered; loads on first use" until a request loads it.
 // Deleting the object unregisters (unloads) the model; weights on disk are never deleted.
 import { open, stat } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { KindController, ReadyCondition, ReconcileResult } from "../types";
 import type { Svc } from "../../engines/svc";
 import { ModelSpec } from "../../schemas/kinds/model";
 import { ModelPool } from "../../engines/inference/pool";
+import { resolveModelFile } from "../../engines/paths";
 
 /** The pool, if one was created. */
 export function existingPool(svc: Svc): ModelPool | undefined {
@@ -29,11 +28,7 @@ export function modelPool(svc: Svc): ModelPool {
 
 export const GGUF_MAGIC = Buffer.from("GGUF", "ascii");
 
-/** Where a Model's file is: absolute as given (~ expanded), else inside the models dir. */
-export function resolveModelFile(svc: Pick<Svc, "modelsDir">, file: string): string {
-  const f = file.replace(/^~(?=$|\/)/, os.homedir());
-  return path.resolve(svc.modelsDir, f);
-}
+export { resolveModelFile };
 
 export type FileCheck = { ok: true; bytes: number } | { ok: false; reason: "FileNotFound" | "InvalidGguf"; message: string };
 
@@ -72,6 +67,13 @@ const RECHECK_MS = 15_000;
 export function modelController(svc: Svc): KindController<"Model"> {
   return {
     kind: "Model",
+    // the gateway routes a Model's name and aliases to the local provider from the store write on
+    project(name, obj) {
+      const router = svc.engines.gateway?.router;
+      if (!router) return;
+      if (obj) router.putModel(name, obj.spec);
+      else router.removeModel(name);
+    },
     async reconcile(obj): Promise<ReadyCondition & ReconcileResult> {
       const spec = Value.Default(ModelSpec, structuredClone(obj.spec ?? {})) as ModelSpec;
       const file = resolveModelFile(svc, spec.file);

@@ -1,5 +1,6 @@
-// Provider controller: the router follows the store (engines/providers/router.ts); this
-// controller checks the credential and header references resolve and reports Ready:
+// Provider controller: the one path from the store to the router (engines/providers/router.ts),
+// fed in the store write by project(); reconcile checks the credential and header references
+// resolve and reports Ready:
 //   Ready=True  Registered        "N models"
 //   Ready=False CredentialMissing the env variable / file of a reference is missing (requests
 //                                 routed here fail with 502 upstream_error, or fall back; its
@@ -11,6 +12,10 @@ import { describeMissing } from "../../engines/providers/credentials";
 export function providerController(d: { router: ProviderRouter; hasLocalPool?: () => boolean }): KindController<"Provider"> {
   return {
     kind: "Provider",
+    project(name, obj) {
+      if (obj) d.router.putProvider(name, obj.spec);
+      else d.router.removeProvider(name);
+    },
     async reconcile(obj) {
       const s = obj.spec;
       const n = s.models?.length ?? 0;

@@ -112,6 +112,17 @@ export class Gate {
     throw err;
   }
 
+  /** Authenticate and judge the access level only, for routes that decide the rest themselves
+   * (pairing's host operations; agent routes, whose runs and dispatches then enter the gate): null
+   * on unauthenticated loopback, 401 for a bad key, 403 for a read_only key. The Caller is left
+   * unadmitted, so a gate call made later for the same request still runs every key-use check. */
+  identify(caller: Caller): KeyEntry | null {
+    const key = this.authenticate(caller);
+    const level = accessRefusal(key, "route");
+    if (level) throw new SvcError("forbidden", "permission_denied", level);
+    return key;
+  }
+
   /** IP allowlist, access level, role, scope and permissions.actions: any use of a key for
    * `action`. `access` is what the access level judges (default: from the scope; key
    * management and audit pass theirs, from the call's audit name). */

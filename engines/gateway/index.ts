@@ -2,9 +2,9 @@
 // webhooks and alerts, wired once per running svc (start-up calls createGateway; the ApiKey,
 // AccessPolicy, Provider and AlertSettings controllers are built from it in controllers/registry.ts).
 //
-// In-memory indexes (keys, policies, providers/models, alert settings) follow the store's
-// "change" event synchronously, so a change made by apply or by the key routes is in force for
-// the very next request; the controllers report status (and requeue keys at their expiry).
+// In-memory indexes (keys, policies, providers/models, alert settings) never read the store: their
+// controllers put and remove objects synchronously inside each store write (Controller.project),
+// so a change made by apply or by the key routes is in force for the very next request.
 import type { Host } from "../host";
 import type { ModelPool } from "../inference/pool";
 import type { PipelineMetrics } from "../metrics/gateway";
@@ -12,7 +12,6 @@ import type { PipelineMetrics } from "../metrics/gateway";
 /** What the gateway uses of the running svc: its core, the local model pool (the "local"
  * provider) and the request metrics. */
 export type GatewayHost = Host & { engines: { pool?: ModelPool; metrics?: { gateway: PipelineMetrics } } };
-import type { Ref } from "../../prisma/resource-store";
 import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 import type { InferencePipeline } from "./pipeline-types";
 import { KeyCache, loadAdminKey, type AuthResult, type KeyEntry } from "./keys";
@@ -47,8 +46,9 @@ export interface Gateway {
   alerts: Alerts;
   /** current AlertSettings (defaults when none is applied) */
   alertSettings(): AlertSettingsSpec;
-  /** read the AlertSettings singleton again (its controller calls it) */
-  refreshAlertSettings(): void;
+  /** put (spec) or remove (undefined) an AlertSettings object: its controller calls it; the first
+   * by name is in force */
+  setAlertSettings(name: string, spec: Partial<AlertSettingsSpec> | undefined): void;
   /** authenticate a token without the pipeline (key routes, audit route) */
   authenticate(token: string): AuthResult;
   isAdmin(token: string): boolean;
@@ -74,7 +74,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
   const store = svc.store;
   const logMsg = (m: string) => svc.log.warn(m);
 
-  const keys = new KeyCache(store);
+  const keys = new KeyCache();
   const adminSecret = loadAdminKey(svc.home, env);
   keys.setSpecial("admin", adminSecret);
   if (env.SVC_MASTER_KEY) keys.setSpecial("master", env.SVC_MASTER_KEY.trim());
@@ -83,7 +83,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     return r.ok && r.key.role === "admin";
   };
 
-  const policies = new PolicyIndex(store);
+  const policies = new PolicyIndex();
   // Counters, rate windows and audit rows are written through the store's repositories (SQLite's
   // or PostgreSQL's, prisma/repos). On SQLite's direct handle write-ahead reservations go there
   // too, and each counters flush drains the audit queue in its transaction (limits/wal.ts).
@@ -96,20 +96,19 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
   });
   const { recovered } = await limits.load();
   if (recovered) svc.log.warn(`limits: ${recovered} request(s) in flight at the last stop were counted at their reservations`);
-  const router = new ProviderRouter(store, () => svc.engines.pool);
+  const router = new ProviderRouter(() => svc.engines.pool);
 
-  // alert settings follow the store (singleton)
+  // alert settings (a singleton: the first object by name), fed by the AlertSettings controller
   let settings: AlertSettingsSpec;
-  const refreshSettings = () => {
-    const o = store.list({ kind: "AlertSettings" }).sort((a, b) => a.name.localeCompare(b.name))[0];
+  const settingObjects = new Map<string, Partial<AlertSettingsSpec>>();
+  const setAlertSettings = (name: string, spec: Partial<AlertSettingsSpec> | undefined) => {
+    if (spec) settingObjects.set(name, spec);
+    else settingObjects.delete(name);
+    const first = [...settingObjects.keys()].sort((a, b) => a.localeCompare(b))[0];
     // Near-limit warnings (rate_limit_percentage) are opt-in: they need an AlertSettings object.
-    settings = o ? withAlertDefaults(o.spec) : { ...withAlertDefaults(undefined), rate_limit_percentage: 0 };
+    settings = first !== undefined ? withAlertDefaults(settingObjects.get(first)) : { ...withAlertDefaults(undefined), rate_limit_percentage: 0 };
   };
-  refreshSettings();
-  const settingsListener = (refs: Ref[]) => {
-    if (refs.some((r) => r.kind === "AlertSettings")) refreshSettings();
-  };
-  store.on("change", settingsListener);
+  setAlertSettings("", undefined);
 
   const audit = new AuditLog(prisma, repos.audit, { flushMs: opts.auditFlushMs, log: logMsg, writesPaused: () => svc.db.writesPaused?.() });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
@@ -168,15 +167,11 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     email,
     alerts,
     alertSettings: () => settings,
-    refreshAlertSettings: refreshSettings,
+    setAlertSettings,
     authenticate: (token) => keys.authenticate(token),
     isAdmin,
     close: () =>
       (closing ??= (async () => {
-        store.off("change", settingsListener);
-        keys.close();
-        policies.close();
-        router.close();
         const errors: unknown[] = [];
         const step = async (f: () => Promise<unknown>) => {
           try {

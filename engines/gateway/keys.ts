@@ -2,17 +2,17 @@
 //
 // Secrets are `sk-svc-` + 32 random bytes in base62. Only sha256(secret) is stored (ApiKey
 // spec.secretHash = "sha256:<hex>"). A request's token is hashed once and looked up in a Map
-// keyed by that hash; the stored hash is then compared with timingSafeEqual. The cache is
-// rebuilt from the ResourceStore on every "change" event (synchronously, inside the store
-// write), so a revocation or a PATCH is effective on the very next request; expiry is a
-// timestamp compared on every request.
+// keyed by that hash; the stored hash is then compared with timingSafeEqual. The ApiKey
+// controller puts and removes keys (its projection runs synchronously inside the store write),
+// so a revocation or a PATCH is effective on the very next request; expiry is a timestamp
+// compared on every request. The cache itself never reads the store.
 import { createHash, hash, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import path from "node:path";
 import ipaddr from "ipaddr.js";
 import { parseIp } from "../loopback-address";
 import type { ApiKeySpec } from "../../schemas/kinds/api-key";
-import type { ResourceStore, StoredObject, Ref } from "../../prisma/resource-store";
+import type { StoredObject } from "../../prisma/resource-store";
 import { rememberSecret } from "../providers/redact";
 import { ALL_SCOPES, DEFAULT_SCOPES, scopeBits } from "./scopes";
 import { keyRefOf, type KeyRecord, type KeyRef, type KeyState } from "./key-types";
@@ -160,7 +160,7 @@ export const AUTH_MESSAGES = {
 
 /**
  * The key cache: every ApiKey object of the store (manifest or API made) plus the admin and
- * master keys, by hash and by id. Listens to the store, so it is never stale.
+ * master keys, by hash and by id. Fed by the ApiKey controller (controllers/kinds/api-key.ts).
  */
 export class KeyCache {
   private byHash = new Map<string, KeyEntry>();
@@ -170,16 +170,6 @@ export class KeyCache {
   private orgKeys = new Map<string, KeyEntry[]>();
   private teamKeys = new Map<string, KeyEntry[]>();
   private indexDirty = true;
-  private listener = (refs: Ref[]) => this.onChange(refs);
-
-  constructor(private store: ResourceStore) {
-    for (const o of store.list({ kind: "ApiKey" })) this.put(o);
-    store.on("change", this.listener);
-  }
-
-  close() {
-    this.store.off("change", this.listener);
-  }
 
   setSpecial(id: "admin" | "master", secret: string | undefined) {
     for (const [h, e] of this.special) if (e.id === id) this.special.delete(h);
@@ -190,16 +180,8 @@ export class KeyCache {
     }
   }
 
-  private onChange(refs: Ref[]) {
-    for (const r of refs) {
-      if (r.kind !== "ApiKey") continue;
-      const o = this.store.get("ApiKey", r.name);
-      if (!o || o.deleting) this.remove(r.name);
-      else this.put(o);
-    }
-  }
-
-  /** Insert or refresh one key from its stored object (idempotent; also used by the controller). */
+  /** Insert or refresh one key from its stored object (idempotent). Null when its secretHash is
+   * not sha256:<64 hex> (the key is then absent). */
   put(o: StoredObject): KeyEntry | null {
     const e = entryFromObject(o);
     this.remove(o.name);

@@ -14,7 +14,6 @@
 //   monthly_budget_under X      the key's month-to-date spend (USD) < X
 //   monthly_budget_over X       the key's month-to-date spend (USD) >= X
 import type { PolicyDocument, PolicyStatement } from "../../schemas/kinds/access-policy";
-import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { KeyEntry } from "./keys";
 
 /** The gate's actions (engines/gateway/gate.ts): the spec's chat actions, embeddings, and
@@ -179,28 +178,22 @@ export interface KeyPolicy {
   missing: string[];
 }
 
-/** Index of AccessPolicy objects; compiles each key's statements once per change. */
+/** Index of AccessPolicy objects, fed by the AccessPolicy controller; compiles each key's
+ * statements once per change. */
 export class PolicyIndex {
   private docs = new Map<string, CompiledStatement[]>();
   private version = 0;
   private perKey = new WeakMap<KeyEntry, { version: number; policy: KeyPolicy }>();
-  private listener = (refs: Ref[]) => {
-    for (const r of refs) if (r.kind === "AccessPolicy") this.refresh(r.name);
-  };
 
-  constructor(private store: ResourceStore) {
-    for (const o of store.list({ kind: "AccessPolicy" })) this.refresh(o.name);
-    store.on("change", this.listener);
+  /** Insert or replace a policy (a document without statements is absent). */
+  put(name: string, doc: PolicyDocument) {
+    if (!Array.isArray(doc?.statements)) this.docs.delete(name);
+    else this.docs.set(name, compileDocument(doc, `policy "${name}"`));
+    this.version++;
   }
 
-  close() {
-    this.store.off("change", this.listener);
-  }
-
-  refresh(name: string) {
-    const o = this.store.get("AccessPolicy", name);
-    if (!o || o.deleting || !Array.isArray(o.spec?.statements)) this.docs.delete(name);
-    else this.docs.set(name, compileDocument(o.spec as PolicyDocument, `policy "${name}"`));
+  remove(name: string) {
+    this.docs.delete(name);
     this.version++;
   }
 

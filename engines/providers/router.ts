@@ -1,6 +1,7 @@
 // Routing by model name across Provider objects (spec.models[].name) and local Model objects
-// (metadata.name and aliases; provider "local"). The index is rebuilt from the store on every
-// change to a Provider or Model, so it is never stale; credentials are resolved per request
+// (metadata.name and aliases; provider "local"). The Provider and Model controllers put and
+// remove objects (synchronously, inside the store write) and the index is rebuilt before the next
+// lookup, so it is never stale; the router never reads the store. Credentials are resolved per request
 // (env lookups are live, file contents cached 5 s).
 //
 // Order of candidates: by default providers sorted by name (stable, predictable). With
@@ -12,7 +13,6 @@
 //
 // A model whose Providers declare `routing` or a per-model `weight` is load-balanced instead
 // (balancer.ts): targets() hands the pipeline one virtual "routed" target per request.
-import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { describeMissing, resolveSecretRef } from "./credentials";
@@ -89,12 +89,14 @@ export class ProviderRouter {
   /** deployment state survives rebuilds: keyed by provider and model */
   private states = new Map<string, DeploymentState>();
   private readonly hooks: BalancerHooks;
-  private listener = (refs: Ref[]) => {
-    if (refs.some((r) => r.kind === "Provider" || r.kind === "Model")) this.rebuild();
-  };
+  /** Provider and Model objects as their controllers last put them, by name */
+  private providers = new Map<string, ProviderSpec>();
+  private models = new Map<string, ModelSpec>();
+  /** a put or remove since the last rebuild: rebuilt before the next lookup (one rebuild for a
+   * whole apply, not one per object) */
+  private dirty = false;
 
   constructor(
-    private store: ResourceStore,
     private getPool: () => LocalPool | undefined,
     opts: { random?: () => number; now?: () => number } = {},
   ) {
@@ -122,11 +124,29 @@ export class ProviderRouter {
       routed,
     };
     this.rebuild();
-    store.on("change", this.listener);
   }
 
-  close() {
-    this.store.off("change", this.listener);
+  putProvider(name: string, spec: ProviderSpec): void {
+    this.providers.set(name, spec);
+    this.dirty = true;
+  }
+
+  removeProvider(name: string): void {
+    if (this.providers.delete(name)) this.dirty = true;
+  }
+
+  /** A local Model object (served as provider "local" under its name and aliases). */
+  putModel(name: string, spec: Partial<ModelSpec>): void {
+    this.models.set(name, spec as ModelSpec);
+    this.dirty = true;
+  }
+
+  removeModel(name: string): void {
+    if (this.models.delete(name)) this.dirty = true;
+  }
+
+  private fresh(): void {
+    if (this.dirty) this.rebuild();
   }
 
   adapter(type: ProviderType): ProviderAdapter {
@@ -134,6 +154,7 @@ export class ProviderRouter {
   }
 
   rebuild() {
+    this.dirty = false;
     const m = new Map<string, IndexedTarget[]>();
     const add = (t: IndexedTarget) => {
       const a = m.get(t.model);
@@ -141,8 +162,8 @@ export class ProviderRouter {
       else m.set(t.model, [t]);
     };
     const routing = new Map<string, { spec: ProviderSpec; weighted: Set<string> }>();
-    for (const o of this.store.list({ kind: "Provider" })) {
-      const s = o.spec as ProviderSpec;
+    for (const [name, s] of [...this.providers].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const o = { name };
       const isLocal = s.type === "local";
       routing.set(o.name, { spec: s, weighted: new Set((s.models ?? []).filter((pm) => pm.weight !== undefined).map((pm) => pm.name)) });
       for (const pm of s.models ?? []) {
@@ -166,10 +187,9 @@ export class ProviderRouter {
         });
       }
     }
-    for (const o of this.store.list({ kind: "Model" })) {
-      const s = o.spec as ModelSpec;
-      for (const name of [o.name, ...(s.aliases ?? [])]) {
-        add({ provider: "local", type: "local", model: name, upstreamModel: o.name, inPerM: 0, outPerM: 0, priced: true, timeoutMs: 600_000, priceKey: 0 });
+    for (const [objName, s] of this.models) {
+      for (const name of [objName, ...(s.aliases ?? [])]) {
+        add({ provider: "local", type: "local", model: name, upstreamModel: objName, inPerM: 0, outPerM: 0, priced: true, timeoutMs: 600_000, priceKey: 0 });
       }
     }
     const byCost = new Map<string, IndexedTarget[]>();
@@ -244,12 +264,14 @@ export class ProviderRouter {
 
   /** Load-balanced deployments and their state (svc status, /metrics). */
   deploymentStats(): DeploymentStats[] {
+    this.fresh();
     const now = this.hooks.now();
     return [...this.groups.values()].flatMap((g) => groupStats(g, now));
   }
 
   /** Indexed targets for a model name (shared arrays: do not mutate). Empty when unknown. */
   targets(model: string, costOptimized = false): readonly RouteTarget[] {
+    if (this.dirty) this.rebuild();
     const g = this.groups.get(model);
     if (g) return [this.routedTarget(g, costOptimized)];
     const a = (costOptimized ? this.byCost : this.byModel).get(model);
@@ -304,6 +326,7 @@ export class ProviderRouter {
    * not through a Provider whose credential or header references do not resolve (its status is
    * CredentialMissing), nor a local Model whose file is missing or that the pool does not hold. */
   listing(): Array<{ model: string; provider: string; type: ProviderType }> {
+    this.fresh();
     const out: Array<{ model: string; provider: string; type: ProviderType }> = [];
     const pool = this.getPool();
     for (const [model, a] of this.byModel) {
@@ -324,6 +347,7 @@ export class ProviderRouter {
 
   /** Models a Provider object registered (for its status). */
   modelsOf(provider: string): number {
+    this.fresh();
     let n = 0;
     for (const a of this.byModel.values()) for (const t of a) if (t.provider === provider) n++;
     return n;

@@ -10,6 +10,11 @@ import { SvcError } from "../../engines/errors";
 import { errorHeaders, statusOf } from "../../api/errors";
 import { costMicros } from "../../engines/providers/types";
 import { mergePatch } from "../../engines/gateway/key-admin";
+import { PolicyIndex } from "../../engines/gateway/policy";
+import { ControllerManager } from "../../controllers/runtime";
+import { apiKeyController } from "../../controllers/kinds/api-key";
+import { acceptedController } from "../../controllers/kinds/accepted";
+import { jsonLogger } from "../../api/log";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -109,11 +114,19 @@ function fakeStore(objs: Array<{ name: string; spec: any }>) {
   return ee;
 }
 
+/** A key cache fed by its controller, the way a running svc feeds it (keys follow the store). */
+function followingCache(store: any): KeyCache {
+  const keys = new KeyCache();
+  const ctl = apiKeyController({ keys, policies: new PolicyIndex() });
+  new ControllerManager({ store, controllers: [ctl], fallback: acceptedController(), log: jsonLogger({ write: () => {} }), resyncMs: 0 }).attach();
+  return keys;
+}
+
 function setup(spec: Record<string, unknown>, start = "2026-11-22T10:00:00Z") {
   let t = at(start);
   const hash = `sha256:${hashSecret("s")}`;
   const store = fakeStore([{ name: "k", spec: { key_type: "user", secretHash: hash, ...spec } }]);
-  const keys = new KeyCache(store);
+  const keys = followingCache(store);
   const limits = new Limits({} as any, keys, { now: () => t, flushMs: 0 });
   const est = { spend: 100, tokens: 10, requestTokens: 10, priced: true, model: "m" };
   return {
@@ -230,11 +243,11 @@ describe("keys", () => {
     expect(ipAllowed("not an ip", r)).toBe(false);
   });
 
-  it("the cache follows the store: revocation and expiry are effective at once", () => {
+  it("the cache follows the store (through its controller): revocation and expiry are effective at once", () => {
     let t = at("2026-11-22T10:00:00Z");
     const h = `sha256:${hashSecret("secret-1")}`;
     const store = fakeStore([{ name: "k1", spec: { key_type: "user", secretHash: h, expires_at: "2026-11-22T10:00:05Z" } }]);
-    const keys = new KeyCache(store);
+    const keys = followingCache(store);
     expect(keys.authenticate("secret-1", t).ok).toBe(true);
     expect(keys.authenticate("secret-2", t)).toEqual({ ok: false, code: "invalid_api_key" });
     t += 5_000;

@@ -3,7 +3,6 @@
 // once; an "interrupted" audit row is written only when the request's own row is missing; the
 // table is left empty. And a settled request's row goes with the flush that holds its usage.
 import path from "node:path";
-import { EventEmitter } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDb, type OpenedDb } from "../../prisma/client";
 import { KeyCache } from "../../engines/gateway/keys";
@@ -19,7 +18,7 @@ afterEach(async () => {
   db = undefined;
 });
 
-const noKeys = () => new KeyCache(Object.assign(new EventEmitter(), { list: () => [] }) as never);
+const noKeys = () => new KeyCache();
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
 function insertRow(d: OpenedDb, id: number, at: number, requestId: string, spend: number) {
