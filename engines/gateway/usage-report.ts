@@ -7,6 +7,7 @@
 // `action` filter names them.
 import { dbIsoAt } from "../iso-time";
 import type { OpenedDb } from "../../prisma/client";
+import type { KeyEntry } from "./keys";
 
 export const USAGE_GROUPS = ["key", "team", "organization", "model", "provider", "day", "hour", "minute", "metadata.workflow_id", "metadata.user_id"] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
@@ -64,6 +65,19 @@ export function usageDbOf(db: Pick<OpenedDb, "repos" | "sqlite" | "prisma">): Us
   if (db.repos.dialect === "sqlite") return { dialect: "sqlite", all: (sql, params) => db.sqlite.prepare(sql).all(...params) as Array<Record<string, unknown>> };
   const prisma = db.prisma as unknown as { $queryRawUnsafe(sql: string, ...p: unknown[]): Promise<Array<Record<string, unknown>>> };
   return { dialect: "postgresql", all: (sql, params) => prisma.$queryRawUnsafe(sql, ...params) };
+}
+
+/** The rows a key may see, as restrictions: the administrative key everything; an organization
+ * key with permissions.view_all_usage its organization; a team key with it its team's keys; any
+ * other key itself. (GET /tasks lists tasks by the same rights.) */
+export function usageScopeOf(all: KeyEntry[], k: KeyEntry): Pick<UsageQuery, "keyIds" | "organizationId"> {
+  if (k.role === "admin") return {};
+  const s = k.spec;
+  if (s.permissions?.view_all_usage === true && s.key_type === "organization" && s.organization_id) return { organizationId: s.organization_id };
+  if (s.permissions?.view_all_usage === true && s.key_type === "team" && s.team_id) {
+    return { keyIds: all.filter((o) => o.spec.team_id === s.team_id && o.spec.organization_id === s.organization_id).map((o) => o.id) };
+  }
+  return { keyIds: [k.id] };
 }
 
 /** The output field of each group. */
