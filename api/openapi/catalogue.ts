@@ -62,6 +62,7 @@ export const routeDocs: RouteDoc[] = [
   r("get", "/agents", "agents", "Custom agents with metadata and readiness", "key"),
   r("post", "/agents/:id/run", "agents", "Run an agent loop within the request", "key", { body: B.AgentRunBody, streams: true }),
   r("post", "/agents/:id/dispatch", "agents", "Start a detached task", "key", { body: B.DispatchBody }),
+  r("get", "/tasks", "agents", "List tasks (newest first; filter by agent and status; cursor paging)", "key"),
   r("get", "/tasks/:id", "agents", "Inspect a task", "key"),
   r("delete", "/tasks/:id", "agents", "Request a task's cancellation", "key"),
   r("post", "/tasks/:id/clarify", "agents", "Answer a task's pending question or approval", "key", { body: B.ClarifyBody }),

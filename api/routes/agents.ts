@@ -9,8 +9,9 @@
 // Remote (non-loopback) run and dispatch must come through the secure channel (426
 // secure_channel_required) with a key that has the agents:run / agents:dispatch scope (a key
 // without scopes: permissions.actions naming the action, or "*"); an agent-audience key only
-// reaches its own agent. A task is visible to the key that dispatched it (and the admin key);
-// a task dispatched without a key, to loopback callers only.
+// reaches its own agent. A task is visible to the key that dispatched it (and the admin key, and for
+// reading to a team or organization key with view_all_usage); a task dispatched without a key, to
+// loopback callers only. The list, GET /tasks, is api/routes/tasks.ts.
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
@@ -23,6 +24,7 @@ import { openAIBody, statusOfKind } from "../errors";
 import { callerFrom } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
+import { inTaskScope, taskScopeOf } from "../../engines/agents/task-list";
 
 const MAX_PROMPT = 1_000_000;
 
@@ -161,19 +163,22 @@ export default function routes(svc: Svc): Router {
     ctx.body = taskBody(view);
   });
 
-  /** The task if this caller may see it; 404 otherwise (no hint that it exists). */
-  const visibleTask = async (ctx: Context) => {
+  /** The task if this caller may see it; 404 otherwise (no hint that it exists). Reading follows
+   * the task list's rights (a team or organization key with view_all_usage reads its members'
+   * tasks: engines/agents/task-list.ts); cancel and clarify stay with the owner and the admin key. */
+  const visibleTask = async (ctx: Context, read = false) => {
     const a = agentsOf(svc);
     const caller = callerFrom(ctx);
     const key = authenticate(svc, ctx);
     const t = await a.tasks.get(ctx.params.id);
-    const mayView = t && (t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback);
+    const mayView = t && ((t.ownerKeyId ? !!key && (key.id === t.ownerKeyId || key.role === "admin") : caller.loopback)
+      || (read && inTaskScope(taskScopeOf(svc.engines.gateway?.keys.all() ?? [], key, caller.loopback), t.ownerKeyId)));
     if (!t || !mayView) throw new SvcError("not_found", "not_found", `task ${JSON.stringify(ctx.params.id)} does not exist`);
     return { a, t };
   };
 
   r.get("/tasks/:id", async (ctx) => {
-    ctx.body = taskBody((await visibleTask(ctx)).t.view);
+    ctx.body = taskBody((await visibleTask(ctx, true)).t.view);
   });
 
   r.delete("/tasks/:id", async (ctx) => {

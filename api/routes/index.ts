@@ -13,6 +13,7 @@ import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
 import mcp from "./mcp";
 import agents from "./agents";
+import tasks from "./tasks";
 import metrics from "./metrics";
 import pair from "./pair";
 import secure from "./secure";
@@ -23,6 +24,6 @@ import openapi from "./openapi";
 import usage from "./usage";
 import consoleRoutes from "./console";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -13,9 +13,8 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import type { Gateway } from "../../engines/gateway";
-import type { KeyEntry } from "../../engines/gateway/keys";
 import { invalidRequest } from "../../engines/errors";
-import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
+import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, usageScopeOf, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
 import { audited, gatewayOf, managementActor } from "../management";
 import { tokenFrom } from "../caller";
 import { isLoopback } from "../loopback";
@@ -43,21 +42,10 @@ export default function routes(svc: Svc): Router {
     };
     if (!tokenFrom(ctx) && isLoopback(ctx) && svc.server.allowUnauthenticatedLoopback !== false) return answer({});
     const caller = managementActor(gw, ctx);
-    await audited(gw, ctx, caller, "usage.read", {}, () => answer(scopeOf(gw, caller)));
+    await audited(gw, ctx, caller, "usage.read", {}, () => answer(usageScopeOf(gw.keys.all(), caller)));
   });
 
   return r;
-}
-
-/** The rows the caller may see, as restrictions. */
-function scopeOf(gw: Gateway, k: KeyEntry): Partial<UsageQuery> {
-  if (k.role === "admin") return {};
-  const s = k.spec;
-  if (s.permissions?.view_all_usage === true && s.key_type === "organization" && s.organization_id) return { organizationId: s.organization_id };
-  if (s.permissions?.view_all_usage === true && s.key_type === "team" && s.team_id) {
-    return { keyIds: gw.keys.all().filter((o) => o.spec.team_id === s.team_id && o.spec.organization_id === s.organization_id).map((o) => o.id) };
-  }
-  return { keyIds: [k.id] };
 }
 
 /** Intersect the query's filters with the caller's scope. */

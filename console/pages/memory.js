@@ -17,9 +17,9 @@ export default function Memory() {
       <button class="primary" type="submit">Search</button>
     </form>
     <${Err} error=${res.error} />
-    ${q ? html`<${Table} rows=${hits} caption="memory hits" empty="nothing found" cols=${[
+    ${q ? html`<div data-testid="memory-hits"><${Table} rows=${hits} caption="memory hits" empty="nothing found" cols=${[
       { label: "Kind", render: (h) => h.kind },
       { label: "Text", render: (h) => h.text ?? h.content ?? JSON.stringify(h) },
       { label: "Score", num: true, render: (h) => (h.score != null ? Number(h.score).toFixed(3) : "–") },
-    ]} />` : null}`;
+    ]} /></div>` : null}`;
 }
