@@ -95,7 +95,7 @@ export class ProviderRouter {
 
   constructor(
     private store: ResourceStore,
-    private getPool: () => LocalPool | undefined,
+    readonly getPool: () => LocalPool | undefined,
     opts: { random?: () => number; now?: () => number } = {},
   ) {
     const local = localAdapter(getPool);
