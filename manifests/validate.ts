@@ -4,6 +4,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { kindSchemas, type Kind } from "../schemas";
 import { SecretRef } from "../schemas/common";
+import { inferKeyType, missingHierarchyId } from "../schemas/kinds/api-key";
 import { joinPointer, splitPointer } from "./pointer";
 import { URL_FIELDS, urlCredentialProblem } from "./url-credentials";
 
@@ -37,6 +38,9 @@ export interface SchemaProblem {
  */
 export function validateDocument(kind: Kind, doc: unknown): SchemaProblem[] {
   const v = validatorFor(kind);
+  const spec = (doc as any)?.spec;
+  // before defaults fill key_type with "user": an omitted key_type is the most specific id named
+  if (kind === "ApiKey" && spec && typeof spec === "object" && spec.key_type === undefined) spec.key_type = inferKeyType(spec);
   if (!v(doc)) return describeErrors(v.errors ?? []);
   return semanticProblems(kind, doc as Record<string, any>);
 }
@@ -44,6 +48,8 @@ export function validateDocument(kind: Kind, doc: unknown): SchemaProblem[] {
 /** Checks a JSON Schema cannot say: credentials in URLs (url-credentials.ts). */
 function semanticProblems(kind: Kind, doc: Record<string, any>): SchemaProblem[] {
   const out: SchemaProblem[] = [];
+  const missing = kind === "ApiKey" ? missingHierarchyId(doc.spec) : undefined;
+  if (missing) out.push({ path: `/spec/${missing.field}`, message: missing.message });
   for (const f of URL_FIELDS[kind] ?? []) {
     const value = f.path.reduce<any>((o, k) => (o && typeof o === "object" ? o[k] : undefined), doc);
     const why = typeof value === "string" ? urlCredentialProblem(value, f.instead) : undefined;

@@ -10,15 +10,18 @@ import type { Svc } from "../../engines/svc";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { listTasks, taskScopeOf, MAX_TASK_PAGE, TASK_STATUSES, type TaskListQuery } from "../../engines/agents/task-list";
 import type { TaskStatus } from "../../engines/agents/task-view";
-import { callerFrom, routeKey } from "../caller";
+import { callerFrom } from "../caller";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
 
   r.get("/tasks", async (ctx) => {
     if (!svc.engines.agents) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the agents engine is not running");
-    const key = routeKey(svc, ctx, "model_unavailable", "agents are unavailable: the gateway engine is not running");
-    const keys = svc.engines.gateway!.keys; // routeKey answered 503 without the gateway
+    const gw = svc.engines.gateway;
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "agents are unavailable: the gateway engine is not running");
+    const key = gw.gate.identify(callerFrom(ctx)); // 401 for a bad key, 403 for a read_only one
+    if (key) ctx.state.keyId = key.id;
+    const keys = gw.keys;
     const scope = taskScopeOf(keys.all(), key, callerFrom(ctx).loopback);
     ctx.set("cache-control", "no-store");
     ctx.body = await listTasks(svc.db.prisma, scope, parseQuery(ctx), (id) => keys.get(id)?.name ?? null);

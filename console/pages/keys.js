@@ -7,7 +7,7 @@ import { Badge, Bar, Err, Table, int, monthStart, useLoad, usd, when } from "/co
 const num = (v) => (v === "" || v == null ? undefined : Number(v));
 
 function CreateKey({ onCreated }) {
-  const blank = { name: "", key_type: "user", access_level: "custom", organization_id: "", team_id: "", per_minute: "", monthly: "", expires_at: "" };
+  const blank = { name: "", key_type: "user", access_level: "custom", organization_id: "", team_id: "", user_id: "", per_minute: "", monthly: "", expires_at: "" };
   const [f, setF] = useState(blank);
   const [error, setError] = useState(null);
   const [made, setMade] = useState(null);
@@ -16,7 +16,7 @@ function CreateKey({ onCreated }) {
   const submit = async (e) => {
     e.preventDefault();
     setError(null);
-    const body = { name: f.name || undefined, key_type: f.key_type, access_level: f.access_level, organization_id: f.organization_id || undefined, team_id: f.team_id || undefined };
+    const body = { name: f.name || undefined, key_type: f.key_type, access_level: f.access_level, organization_id: f.organization_id || undefined, team_id: f.team_id || undefined, user_id: f.user_id || undefined };
     if (f.per_minute) body.rate_limits = { per_minute: num(f.per_minute) };
     if (f.monthly) body.budget_limits = { monthly: num(f.monthly), currency: "USD" };
     if (f.expires_at) body.expires_at = new Date(f.expires_at).toISOString();
@@ -30,6 +30,7 @@ function CreateKey({ onCreated }) {
       <label>Access level <select name="access_level" value=${f.access_level} onChange=${set("access_level")}><option value="custom">custom</option><option value="full">full</option><option value="read_only">read_only</option></select></label>
       <label>Organization <input name="organization_id" value=${f.organization_id} onInput=${set("organization_id")} /></label>
       <label>Team <input name="team_id" value=${f.team_id} onInput=${set("team_id")} /></label>
+      <label>User <input name="user_id" value=${f.user_id} onInput=${set("user_id")} /></label>
       <label>Requests / minute <input name="per_minute" type="number" min="1" value=${f.per_minute} onInput=${set("per_minute")} /></label>
       <label>Monthly budget (USD) <input name="monthly" type="number" min="0" step="any" value=${f.monthly} onInput=${set("monthly")} /></label>
       <label>Expires <input name="expires_at" type="datetime-local" value=${f.expires_at} onInput=${set("expires_at")} /></label>

@@ -16,7 +16,7 @@
 // nor an export ever holds it in clear. The outbox resolves the reference when signing.
 import { mkdirSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
-import { ApiKeySpec } from "../../schemas/kinds/api-key";
+import { ApiKeySpec, inferKeyType, missingHierarchyId } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
 import { SvcError, invalidRequest, notFound } from "../errors";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
@@ -171,7 +171,8 @@ export class KeyAdmin {
   async create(a: Actor, body: any): Promise<KeyView> {
     this.assertManager(a);
     check(CreateBody, body);
-    const keyType = body.key_type ?? "user";
+    // key_type omitted: the most specific hierarchy id named (schemas/kinds/api-key.ts)
+    const keyType = body.key_type ?? inferKeyType(body);
     if (a.role !== "admin") {
       if (keyType === "organization") throw denied("an organization key can create only team and user keys");
       if (body.organization_id !== undefined && body.organization_id !== a.spec.organization_id) {
@@ -179,9 +180,9 @@ export class KeyAdmin {
       }
       body.organization_id = a.spec.organization_id;
     }
-    if (keyType === "organization" && !body.organization_id) throw invalidRequest("invalid organization_id: is required for an organization key", "organization_id");
-    if (keyType === "team" && !body.team_id) throw invalidRequest("invalid team_id: is required for a team key", "team_id");
     this.validateSemantics(body, a);
+    const missing = missingHierarchyId({ ...body, key_type: keyType });
+    if (missing) throw invalidRequest(`invalid ${missing.field}: ${missing.message}`, missing.field);
 
     const id = newKeyId();
     const secret = generateSecret();

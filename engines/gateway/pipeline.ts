@@ -29,7 +29,7 @@ import type { Gate, AuditSink } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
-import { estimateTokens, estimateTextTokens } from "../providers/estimate";
+import { promptTokensOf, inputTokens } from "../providers/prompt-tokens";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 import type { PipelineMetrics } from "../metrics/gateway";
@@ -148,10 +148,12 @@ export class GatewayPipeline implements InferencePipeline {
       if (cands.length === 0) throw modelNotFound(req.model);
 
       let out = req;
-      run.promptEst = estimateTokens(req);
       if (key && key.role === "key") {
         cands = this.gate.authorize(key, caller.grant ?? action, req.model, cands, now);
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
+        // counted with the serving model's tokenizer (prompt-tokens.ts), so a token limit is in tokens
+        const counted = promptTokensOf(cands, req, this.o.router.getPool());
+        run.promptEst = typeof counted === "number" ? counted : await counted;
         const lim = this.o.limits.limitsOf(key);
         let maxTokens = req.maxTokens;
         if (lim.tokensPerRequest !== undefined && maxTokens === undefined && run.promptEst < lim.tokensPerRequest) {
@@ -176,7 +178,11 @@ export class GatewayPipeline implements InferencePipeline {
         if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
         if (run.adm.shared) rate = run.adm.shared.rate;
         this.alerts.admitted(key, rate, caller.ip);
-      } else if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
+      } else {
+        if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
+        const counted = promptTokensOf(cands, req, this.o.router.getPool());
+        run.promptEst = typeof counted === "number" ? counted : await counted;
+      }
 
       let events: AsyncIterable<ChatEvent> | undefined;
       let lastErr: unknown;
@@ -279,13 +285,15 @@ export class GatewayPipeline implements InferencePipeline {
     let adm: Admission | undefined;
     let target: RouteTarget | undefined;
     let rate: RateState | undefined;
-    const promptEst = req.input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
+    let promptEst = 0;
     try {
       if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);
       if (cands.length === 0) throw modelNotFound(req.model);
       if (key && key.role === "key") {
         cands = this.gate.authorize(key, "embeddings", req.model, cands, now);
+        const counted = inputTokens(cands[0], req.input);
+        promptEst = typeof counted === "number" ? counted : await counted;
         let spend = 0;
         for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
         adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, promptTokens: promptEst, priced: true, model: req.model }, now, {

@@ -178,6 +178,14 @@ export class ModelPool {
     return promptTokenCount(lm, req, await this.grammarCache());
   }
 
+  /** countChatTokens when the model is loaded now, else undefined: the gateway's limit check
+   * counts with the model's tokenizer but never loads a model to do so. */
+  loadedChatTokens(req: ChatRequest): Promise<number> | undefined {
+    const lm = this.find(req.model)?.loaded;
+    if (!lm || lm.disposed) return undefined;
+    return this.grammarCache().then((g) => promptTokenCount(lm, req, g));
+  }
+
   /** Unload a model now (Ollama's keep_alive 0): in-flight generations finish first; the next
    * request loads it again. False when no such model is registered. */
   unload(name: string): boolean {

@@ -12,6 +12,8 @@ export interface LocalPool {
   has?(name: string): boolean;
   /** registered and its file is on disk */
   servable?(name: string): boolean;
+  /** prompt tokens of a request with the model's own tokenizer, when the model is loaded */
+  loadedChatTokens?(req: ChatRequest): Promise<number> | undefined;
   list?(): Array<{ name: string } | string> | Promise<Array<{ name: string } | string>>;
 }
 

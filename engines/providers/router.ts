@@ -97,7 +97,7 @@ export class ProviderRouter {
   private dirty = false;
 
   constructor(
-    private getPool: () => LocalPool | undefined,
+    readonly getPool: () => LocalPool | undefined,
     opts: { random?: () => number; now?: () => number } = {},
   ) {
     const local = localAdapter(getPool);

@@ -112,3 +112,33 @@ export const ApiKeySpec = Type.Object(
 );
 export type ApiKeySpec = Static<typeof ApiKeySpec>;
 export const ApiKey = envelope("ApiKey", ApiKeySpec, "A gateway API key, stored as a hash.");
+
+// The key hierarchy (spec/gateway.md): organization_id on organization, team and user keys,
+// team_id on team and user keys, user_id on user keys. key_type, when omitted, is the most
+// specific id given; a key naming no id at all (and key_type user or none) is a standalone key,
+// outside every organization: it is shown as key_type "user" with no ids, and nothing rolls up.
+type HierarchyIds = { key_type?: string; organization_id?: string; team_id?: string; user_id?: string };
+const NEEDS: Record<string, Array<"organization_id" | "team_id" | "user_id">> = {
+  organization: ["organization_id"],
+  team: ["team_id", "organization_id"],
+  user: ["user_id", "team_id", "organization_id"],
+};
+
+/** key_type of a body or manifest that names none: user_id -> user, team_id -> team,
+ * organization_id -> organization, none -> user (a standalone key). */
+export function inferKeyType(s: HierarchyIds): "organization" | "team" | "user" {
+  return s.user_id ? "user" : s.team_id ? "team" : s.organization_id ? "organization" : "user";
+}
+
+/** The first hierarchy id a key of its type lacks, with the message to show; undefined when complete. */
+export function missingHierarchyId(s: HierarchyIds): { field: string; message: string } | undefined {
+  const t = s.key_type ?? inferKeyType(s);
+  const need = NEEDS[t];
+  if (!need) return undefined; // temporary keys stand outside the hierarchy
+  if (t === "user" && !s.organization_id && !s.team_id && !s.user_id) return undefined; // standalone
+  const f = need.find((k) => !s[k]);
+  if (!f) return undefined;
+  const a = t === "organization" ? "an organization" : `a ${t}`;
+  return { field: f, message: `is required for ${a} key (${need.slice().reverse().join(", ")}); a key with none of them is a standalone key` };
+}
+

@@ -245,7 +245,7 @@ describe("temporary keys", () => {
 describe("organization keys", () => {
   it("an organization key with manage_keys manages only its organization's keys", async () => {
     const org = await env.key({ key_type: "organization", organization_id: "org-m", permissions: { manage_keys: true } });
-    const other = await env.createKey({ name: "other org user", key_type: "user", organization_id: "org-z" });
+    const other = await env.createKey({ name: "other org user", key_type: "user", organization_id: "org-z", team_id: "t-z", user_id: "zoe" });
     expect(other.status).toBe(201);
 
     const mine = await env.createKey({ name: "team key", key_type: "team", team_id: "t1", permissions: { models: ["gpt-x"] } }, org.secret);

@@ -80,7 +80,7 @@ describe("webhook URLs named by an organization key", () => {
 
   it("accepts a public https receiver, but refuses a PATCH that aims it inside", async () => {
     // an event that never fires in this test: nothing is sent off this machine
-    const ok = await env.createKey({ name: "public hook", webhook: { url: "https://hooks.example.com/svc", events: ["key.budget_threshold"] } }, org);
+    const ok = await env.createKey({ name: "public hook", team_id: "ops", webhook: { url: "https://hooks.example.com/svc", events: ["key.budget_threshold"] } }, org);
     expect(ok.status, JSON.stringify(ok.json)).toBe(201);
     const moved = await env.api("PATCH", `/v1/api-keys/${ok.json.id}`, { webhook: { url: `http://127.0.0.1:${new URL(rx.url).port}/x` } }, org);
     expect(moved.status).toBe(400);
@@ -97,7 +97,7 @@ describe("webhook URLs named by an organization key", () => {
   });
 
   it("the administrator's keys still deliver to a loopback receiver; an org key's PATCH of that URL loses the right", async () => {
-    const r = await env.createKey({ name: "admin hook", organization_id: "acme", webhook: { url: `${rx.url}/admin`, events: ["key.created", "key.revoked"] } });
+    const r = await env.createKey({ name: "admin hook", organization_id: "acme", team_id: "ops", webhook: { url: `${rx.url}/admin`, events: ["key.created", "key.revoked"] } });
     expect(r.status, JSON.stringify(r.json)).toBe(201);
     expect(env.gw.keys.get(r.json.id)?.ref.webhookPublicOnly).toBeUndefined();
     await until(() => rx.got.some((g) => JSON.parse(g.body).data.key_id === r.json.id), 15_000);

@@ -1,0 +1,89 @@
+// Prompt tokens of a chat request as the model that serves it counts them, for reservations and
+// token_limits.per_request_max (a limit in tokens must not refuse a request whose true size fits):
+// - a local GGUF model that is loaded: its own tokenizer and chat template (node-llama-cpp),
+//   exactly what its answer reports; an unloaded one is not loaded for a count;
+// - OpenAI-family models (gpt-*, chatgpt-*, o1/o3/o4*, text-embedding-*, and any model of a
+//   Provider of type openai / azure-openai): OpenAI's BPE (gpt-tokenizer), chat framing included,
+//   which is what OpenAI reports as prompt_tokens;
+// - anything else: the byte estimate (estimate.ts), an upper bound.
+// Settlement always uses the upstream's own usage when it reports one (pipeline.finish).
+import type { ChatRequest } from "../chat/types";
+import { estimateTokens, estimateTextTokens } from "./estimate";
+import type { LocalPool } from "./local";
+import type { RouteTarget } from "./types";
+
+type Encoding = "o200k_base" | "cl100k_base";
+interface Encoder {
+  encode(s: string): number[];
+  encodeChat(chat: Array<{ role: string; content: string; name?: string }>, model: string): number[];
+}
+
+// The rank tables are large: each is imported on first use, then counting is synchronous.
+const encoders = new Map<Encoding, Encoder>();
+const loading = new Map<Encoding, Promise<Encoder>>();
+/** the model name gpt-tokenizer frames chats for, per encoding (same framing: 3 per message + 3) */
+const CHAT_MODEL: Record<Encoding, string> = { o200k_base: "gpt-4o", cl100k_base: "gpt-4" };
+
+function loadEncoder(enc: Encoding): Promise<Encoder> {
+  let p = loading.get(enc);
+  if (!p) {
+    const mod = enc === "o200k_base" ? import("gpt-tokenizer/encoding/o200k_base") : import("gpt-tokenizer/encoding/cl100k_base");
+    p = mod.then((m) => {
+      const e = m as unknown as Encoder;
+      encoders.set(enc, e);
+      return e;
+    });
+    loading.set(enc, p);
+  }
+  return p;
+}
+
+/** The OpenAI encoding of a model name, or undefined when the name is not OpenAI's. */
+export function openAiEncoding(model: string, providerType?: string): Encoding | undefined {
+  const m = model.toLowerCase().replace(/^openai\//, "");
+  if (/^(gpt-3\.5|gpt-4(-|$)|text-embedding-)/.test(m) && !/^gpt-4-?o/.test(m)) return "cl100k_base";
+  if (/^(gpt-|chatgpt-|o[134](-|$)|omni-)/.test(m)) return "o200k_base";
+  if (providerType === "openai" || providerType === "azure-openai") return "o200k_base";
+  return undefined;
+}
+
+function countOpenAi(e: Encoder, enc: Encoding, req: ChatRequest): number {
+  if (req.prompt !== undefined && !req.messages.length) return e.encode(req.prompt).length;
+  let n = e.encodeChat(req.messages.map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) })), CHAT_MODEL[enc]).length;
+  for (const m of req.messages) for (const c of m.toolCalls ?? []) n += e.encode(c.name).length + e.encode(c.arguments).length + 3;
+  if (req.tools?.length) n += e.encode(JSON.stringify(req.tools)).length;
+  if (req.prompt) n += e.encode(req.prompt).length;
+  return n;
+}
+
+/** Prompt tokens of `req` on one target: a number, or a promise when a tokenizer must load first. */
+export function promptTokens(t: RouteTarget, req: ChatRequest, pool?: LocalPool): number | Promise<number> {
+  if (t.type === "local") {
+    const local = t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel };
+    const n = pool?.loadedChatTokens?.(local);
+    return n ? n.catch(() => estimateTokens(req)) : estimateTokens(req);
+  }
+  const enc = openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model);
+  if (!enc) return estimateTokens(req);
+  const e = encoders.get(enc);
+  if (e) return countOpenAi(e, enc, req);
+  return loadEncoder(enc).then((l) => countOpenAi(l, enc, req), () => estimateTokens(req));
+}
+
+/** The largest count over the targets a request may go to (a reservation must cover any of them). */
+export function promptTokensOf(targets: readonly RouteTarget[], req: ChatRequest, pool?: LocalPool): number | Promise<number> {
+  if (targets.length === 1) return promptTokens(targets[0], req, pool);
+  const all = targets.map((t) => promptTokens(t, req, pool));
+  if (all.every((n) => typeof n === "number")) return Math.max(0, ...(all as number[]));
+  return Promise.all(all).then((ns) => Math.max(0, ...ns));
+}
+
+/** Tokens of embedding inputs on a target (one per input for the separator, as before). */
+export function inputTokens(t: RouteTarget, input: string[]): number | Promise<number> {
+  const enc = t.type === "local" ? undefined : (openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model));
+  const est = () => input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
+  if (!enc) return est();
+  const count = (e: Encoder) => input.reduce((n, s) => n + e.encode(s).length, 0);
+  const e = encoders.get(enc);
+  return e ? count(e) : loadEncoder(enc).then(count, est);
+}
