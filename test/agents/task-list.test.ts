@@ -28,9 +28,9 @@ beforeAll(async () => {
   up.script("quick", () => ({ text: "done" }));
   await env.apply([{ kind: "Provider", name: "scripted", spec: { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models: [{ name: "asks", inputPerMillion: 1, outputPerMillion: 2 }, { name: "quick", inputPerMillion: 1, outputPerMillion: 2 }] } }]);
   for (const a of ["asks", "quick"]) await env.apply([{ kind: "Agent", name: a, spec: { instructions: "help", defaultModel: a, maxIterations: 4 } }]);
-  keys.ann = await env.key({ name: "ann", key_type: "user", organization_id: "o1", team_id: "t1" });
-  keys.bob = await env.key({ name: "bob", key_type: "user", organization_id: "o1", team_id: "t1" });
-  keys.cat = await env.key({ name: "cat", key_type: "user", organization_id: "o2", team_id: "t9" });
+  keys.ann = await env.key({ name: "ann", key_type: "user", organization_id: "o1", team_id: "t1", user_id: "ann" });
+  keys.bob = await env.key({ name: "bob", key_type: "user", organization_id: "o1", team_id: "t1", user_id: "bob" });
+  keys.cat = await env.key({ name: "cat", key_type: "user", organization_id: "o2", team_id: "t9", user_id: "cat" });
   keys.lead = await env.key({ name: "lead", key_type: "team", organization_id: "o1", team_id: "t1", permissions: { view_all_usage: true } });
   keys.org = await env.key({ name: "org2", key_type: "organization", organization_id: "o2", permissions: { view_all_usage: true } });
   keys.viewer = await env.key({ name: "viewer", access_level: "read_only" });
