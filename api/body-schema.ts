@@ -3,9 +3,10 @@
 // body (api/body.ts) and validates it with ajv, the first problem becoming 400 invalid_request
 // whose `param` is the field's path (`messages[0].role`). A schema node may carry `errorMessage`
 // (a string, or one per ajv keyword) for a problem anywhere inside it: the error is then reported
-// at that node with that text. What a schema cannot say (cross-field rules, lookups) stays as code
-// in the route, after this check. The registry lets a test compare each route's schema with the
-// catalogue's (api/openapi/catalogue.ts) by identity.
+// at that node with that text (`{field}`: its path; `{value}`: what was sent). What a schema
+// cannot say (cross-field rules, lookups) stays as code in the route, after this check. The
+// registry lets a test compare each route's schema with the catalogue's (api/openapi/catalogue.ts)
+// by identity.
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import type { Static, TSchema } from "@sinclair/typebox";
@@ -28,7 +29,7 @@ function validatorOf(schema: TSchema): ValidateFunction {
   if (!v) {
     // strict off: `description`, `errorMessage` are annotations; no defaults or coercion: the
     // route sees what the client sent
-    ajv ??= addFormats(new Ajv({ allErrors: false, strict: false }));
+    ajv ??= addFormats(new Ajv({ allErrors: false, strict: false, verbose: true })); // verbose: the value for {value}
     v = ajv.compile(schema);
     compiled.set(schema, v);
   }
@@ -66,12 +67,15 @@ const fieldPath = (segs: string[]): string => segs.reduce((out, s) => (/^\d+$/.t
 
 function describe(root: TSchema, errors: ErrorObject[]): { param: string | null; message: string } {
   // a union reports each branch, then itself: name the types it accepts when every branch failed
-  // on the value's type; otherwise the first branch's problem is the most specific
-  const union = errors.find((e) => e.keyword === "anyOf" || e.keyword === "oneOf");
-  const rest = errors.filter((e) => e !== union && e.keyword !== "anyOf" && e.keyword !== "oneOf");
-  let e = rest[0] ?? errors[0];
+  // on the value's type; otherwise the branch that got furthest (the deepest problem, and one past
+  // the type check) says what was meant
+  const isUnion = (x: ErrorObject) => x.keyword === "anyOf" || x.keyword === "oneOf";
+  const rest = errors.filter((x) => !isUnion(x));
+  const rank = (x: ErrorObject) => 2 * (pointer(x.instancePath).length + (x.keyword === "required" || x.keyword === "additionalProperties" ? 1 : 0)) + (x.keyword === "type" ? 0 : 1);
+  let e = rest.reduce((best, x) => (rank(x) > rank(best) ? x : best), rest[0] ?? errors[0]);
   let typeList: string | undefined;
-  if (union && rest.length && rest.every((x) => x.keyword === "type" && x.instancePath === union.instancePath)) {
+  const union = errors.find((x) => isUnion(x) && x.instancePath === e.instancePath);
+  if (union && rest.every((x) => x.keyword === "type" && x.instancePath === union.instancePath)) {
     e = union;
     typeList = [...new Set(rest.map((x) => String((x.params as { type: string }).type)))].join(" or ");
   }
@@ -83,7 +87,7 @@ function describe(root: TSchema, errors: ErrorObject[]): { param: string | null;
   const custom = customMessage(root, e);
   if (custom) {
     const at = fieldPath(segs.slice(0, custom.depth));
-    return { param: at || null, message: custom.text.replace(/\{field\}/g, at) };
+    return { param: at || null, message: custom.text.replace(/\{field\}/g, at).replace(/\{value\}/g, () => JSON.stringify(e.data) ?? "nothing") };
   }
   const field = fieldPath(segs);
   let message = e.message ?? "is invalid";

@@ -3,7 +3,9 @@
 import type { EmbeddingRequest, EmbeddingResult } from "../../engines/chat/types";
 import { bad, reqString } from "./validate";
 
-export const MAX_EMBEDDING_INPUTS = 2048;
+import { MAX_EMBEDDING_INPUTS } from "../../schemas/api/protocols";
+
+export { MAX_EMBEDDING_INPUTS };
 
 export interface EmbeddingsParsed {
   req: EmbeddingRequest;

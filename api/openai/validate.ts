@@ -5,10 +5,9 @@ import { uniqueId } from "../../engines/ids";
 import { SvcError } from "../../engines/errors";
 import type { ToolDef } from "../../engines/chat/types";
 
-/** Upper bound for any output-token limit: the largest context a Model manifest may declare.
- * The pool caps a request further by the loaded model's actual context. */
-export const MAX_OUTPUT_TOKENS = 1_048_576;
-export const MAX_STOP_SEQUENCES = 16;
+// the bounds the body schemas state (one source)
+export { MAX_OUTPUT_TOKENS, MAX_STOP_SEQUENCES } from "../../schemas/api/protocols";
+import { MAX_OUTPUT_TOKENS, MAX_STOP_SEQUENCES } from "../../schemas/api/protocols";
 
 export const bad = (message: string, param: string | null = null) => new SvcError("invalid", "invalid_request", message, param);
 
