@@ -3,8 +3,7 @@
 // auto | any | tool | none, stop_sequences, temperature (0..1 here, as Anthropic defines it).
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolDef } from "../../engines/chat/types";
 import {
-  argsToJson, bad, checkToolChoice, checkUniqueTools, isObj, MAX_OUTPUT_TOKENS, optBool, optInt, optNumber, optObject, optSeed,
-  optStop, reqString, toolDef,
+  argsToJson, bad, checkToolChoice, checkUniqueTools, isObj, optBool, optObject, present, reqString, stopList, toolDef,
 } from "../openai/validate";
 
 function blocksText(v: unknown, param: string): string {
@@ -102,7 +101,7 @@ function parseToolChoice(v: unknown, tools: ToolDef[] | undefined): ToolChoice |
 
 /** output_config.format {type: "json_schema", schema}: structured output. */
 function parseOutputFormat(v: unknown): Record<string, unknown> | undefined {
-  const oc = optObject(v, "output_config");
+  const oc = (v ?? undefined) as Record<string, any> | undefined; // an object: the body schema's
   const f = optObject(oc?.format, "output_config.format");
   if (!f) return undefined;
   if (f.type !== "json_schema" || !isObj(f.schema)) {
@@ -112,10 +111,9 @@ function parseOutputFormat(v: unknown): Record<string, unknown> | undefined {
 }
 
 export function parseMessagesRequest(b: Record<string, any>, agentId?: string): ChatRequest {
-  const model = reqString(b.model, "model");
-  if (b.max_tokens === undefined || b.max_tokens === null) throw bad("'max_tokens' is required", "max_tokens");
-  const maxTokens = optInt(b.max_tokens, "max_tokens", 1, MAX_OUTPUT_TOKENS)!;
-  if (!Array.isArray(b.messages) || b.messages.length === 0) throw bad("'messages' must be a non-empty array", "messages");
+  // model, max_tokens, a non-empty messages list and the sampling ranges are the body schema's
+  const model: string = b.model;
+  const maxTokens: number = b.max_tokens;
   const messages: ChatMessage[] = [];
   if (b.system !== undefined && b.system !== null) {
     const sys = blocksText(b.system, "system");
@@ -124,19 +122,10 @@ export function parseMessagesRequest(b: Record<string, any>, agentId?: string): 
   b.messages.forEach((m: unknown, i: number) => messages.push(...parseMessage(m, i)));
   const tools = parseTools(b.tools);
   const toolChoice = parseToolChoice(b.tool_choice, tools);
-  const sampling = Object.fromEntries(
-    Object.entries({
-      temperature: optNumber(b.temperature, "temperature", 0, 1),
-      topP: optNumber(b.top_p, "top_p", 0, 1),
-      topK: optInt(b.top_k, "top_k", 0, 1_000_000),
-      seed: optSeed(b.seed, "seed"),
-      stop: optStop(b.stop_sequences, "stop_sequences"),
-    }).filter(([, v]) => v !== undefined),
-  );
-  const metadata = optObject(b.metadata, "metadata");
+  const sampling = present({ temperature: b.temperature, topP: b.top_p, topK: b.top_k, seed: b.seed, stop: stopList(b.stop_sequences) });
+  const metadata: Record<string, unknown> | undefined = b.metadata ?? undefined;
   // `thinking` is accepted and ignored: local models answer directly (clients that ask for
   // thinking still get a normal answer rather than an error)
-  optObject(b.thinking, "thinking");
   const responseSchema = parseOutputFormat(b.output_config);
   return {
     model,
@@ -146,7 +135,7 @@ export function parseMessagesRequest(b: Record<string, any>, agentId?: string): 
     ...(tools ? { tools } : {}),
     ...(toolChoice !== undefined ? { toolChoice } : {}),
     ...(responseSchema ? { responseSchema } : {}),
-    stream: optBool(b.stream, "stream") ?? false,
+    stream: b.stream ?? false,
     ...(metadata ? { metadata } : {}),
     ...(agentId ? { agentId } : {}),
   };

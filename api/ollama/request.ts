@@ -4,28 +4,15 @@
 import type { ChatMessage, ChatRequest, EmbeddingRequest, ToolCall, ToolDef } from "../../engines/chat/types";
 import { embeddingInputs } from "../openai/embeddings";
 import {
-  argsToJson, bad, checkUniqueTools, isObj, MAX_OUTPUT_TOKENS, optBool, optInt, optNumber, optObject, optSeed, optStop, optString,
-  reqString, toolDef,
+  argsToJson, bad, checkUniqueTools, isObj, optString, present, reqString, stopList, toolDef,
 } from "../openai/validate";
 
-function parseOptions(v: unknown) {
-  const o = optObject(v, "options") ?? {};
-  let maxTokens: number | undefined;
-  if (o.num_predict !== undefined && o.num_predict !== null) {
-    // -1: no limit, -2: fill the context (both: leave it to the model's configuration)
-    if (o.num_predict !== -1 && o.num_predict !== -2) maxTokens = optInt(o.num_predict, "options.num_predict", 1, MAX_OUTPUT_TOKENS);
-  }
-  const sampling = Object.fromEntries(
-    Object.entries({
-      temperature: optNumber(o.temperature, "options.temperature", 0, 2),
-      topP: optNumber(o.top_p, "options.top_p", 0, 1),
-      topK: optInt(o.top_k, "options.top_k", 0, 1_000_000),
-      minP: optNumber(o.min_p, "options.min_p", 0, 1),
-      repeatPenalty: optNumber(o.repeat_penalty, "options.repeat_penalty", 0, 10),
-      seed: optSeed(o.seed, "options.seed"),
-      stop: optStop(o.stop, "options.stop"),
-    }).filter(([, x]) => x !== undefined),
-  );
+/** options: types and ranges are the body schema's (schemas/api/protocols.ts). */
+function parseOptions(v: Record<string, any> | null | undefined) {
+  const o = v ?? {};
+  // num_predict -1: no limit, -2: fill the context (both: leave it to the model's configuration)
+  const maxTokens: number | undefined = o.num_predict > 0 ? o.num_predict : undefined;
+  const sampling = present({ temperature: o.temperature, topP: o.top_p, topK: o.top_k, minP: o.min_p, repeatPenalty: o.repeat_penalty, seed: o.seed, stop: stopList(o.stop) });
   return { sampling, maxTokens };
 }
 
@@ -93,7 +80,7 @@ function parseMessages(v: unknown): ChatMessage[] {
 }
 
 export function parseOllamaChat(b: Record<string, any>, agentId?: string): ChatRequest {
-  const model = reqString(b.model, "model");
+  const model: string = b.model;
   const messages = parseMessages(b.messages);
   const tools = parseTools(b.tools);
   const { sampling, maxTokens } = parseOptions(b.options);
@@ -105,17 +92,17 @@ export function parseOllamaChat(b: Record<string, any>, agentId?: string): ChatR
     ...(maxTokens !== undefined ? { maxTokens } : {}),
     ...(tools ? { tools, toolChoice: "auto" as const } : {}),
     ...(responseSchema ? { responseSchema } : {}),
-    stream: optBool(b.stream, "stream") ?? true,
+    stream: b.stream ?? true,
     ...(agentId ? { agentId } : {}),
   };
 }
 
 /** /api/generate. `prompt` absent or empty only loads the model (Ollama's convention): null. */
 export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): { req: ChatRequest; loadOnly: boolean } {
-  const model = reqString(b.model, "model");
-  const prompt = optString(b.prompt, "prompt") ?? "";
-  const system = optString(b.system, "system");
-  const raw = optBool(b.raw, "raw") ?? false;
+  const model: string = b.model;
+  const prompt: string = b.prompt ?? "";
+  const system: string | undefined = b.system ?? undefined;
+  const raw: boolean = b.raw ?? false;
   if (typeof b.suffix === "string" && b.suffix) throw bad("'suffix' (fill-in-the-middle) is not supported", "suffix");
   if (Array.isArray(b.images) && b.images.length) throw bad("'images' are not supported by local text models", "images");
   const { sampling, maxTokens } = parseOptions(b.options);
@@ -128,7 +115,7 @@ export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): {
     sampling,
     ...(maxTokens !== undefined ? { maxTokens } : {}),
     ...(responseSchema ? { responseSchema } : {}),
-    stream: optBool(b.stream, "stream") ?? true,
+    stream: b.stream ?? true,
     ...(agentId ? { agentId } : {}),
   };
   return { req, loadOnly: prompt === "" };
@@ -156,8 +143,7 @@ export function isLoadOnlyChat(b: Record<string, any>): boolean {
 
 /** /api/embed (input) and the older /api/embeddings (prompt). */
 export function parseOllamaEmbed(b: Record<string, any>, legacy = false): EmbeddingRequest {
-  const model = reqString(b.model, "model");
-  if (legacy) return { model, input: [typeof b.prompt === "string" ? b.prompt : reqString(b.prompt, "prompt")] };
-  optBool(b.truncate, "truncate");
-  return { model, input: embeddingInputs(b.input, "input") };
+  const model: string = b.model;
+  if (legacy) return { model, input: [b.prompt] };
+  return { model, input: embeddingInputs(b.input) };
 }

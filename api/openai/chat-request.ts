@@ -1,8 +1,7 @@
 // Request transform: OpenAI Chat Completions body -> internal ChatRequest (validated).
 import type { ChatMessage, ChatRequest, SamplingOverrides, ToolCall, ToolChoice, ToolDef } from "../../engines/chat/types";
 import {
-  bad, checkToolChoice, checkUniqueTools, isObj, optBool, optInt, optMaxTokens, optNumber, optObject, optSeed, optStop,
-  optString, reqString, toolDef,
+  bad, checkToolChoice, checkUniqueTools, isObj, optString, present, reqString, stopList, toolDef,
 } from "./validate";
 
 export interface OpenAIChatParsed {
@@ -116,44 +115,26 @@ export function parseResponseFormat(v: unknown, param = "response_format"): Reco
   throw bad(`'${param}.type' must be "text", "json_object" or "json_schema"`, `${param}.type`);
 }
 
-/** Sampling fields common to the OpenAI routes; llama.cpp extras (top_k, min_p, repeat_penalty) too. */
+/** Sampling fields common to the OpenAI routes; llama.cpp extras (top_k, min_p, repeat_penalty)
+ * too. Their types and ranges are the body schemas' (schemas/api/protocols.ts); frequency and
+ * presence penalties are accepted there for compatibility (the local engine has none). */
 export function parseSampling(b: Record<string, any>): SamplingOverrides {
-  // accepted for compatibility; the local engine has no presence/frequency penalties
-  optNumber(b.frequency_penalty, "frequency_penalty", -2, 2);
-  optNumber(b.presence_penalty, "presence_penalty", -2, 2);
-  const s: SamplingOverrides = {};
-  // omitted values stay absent (never filled with a client default)
-  const temperature = optNumber(b.temperature, "temperature", 0, 2);
-  if (temperature !== undefined) s.temperature = temperature;
-  const topP = optNumber(b.top_p, "top_p", 0, 1);
-  if (topP !== undefined) s.topP = topP;
-  const topK = optInt(b.top_k, "top_k", 0, 1_000_000);
-  if (topK !== undefined) s.topK = topK;
-  const minP = optNumber(b.min_p, "min_p", 0, 1);
-  if (minP !== undefined) s.minP = minP;
-  const repeatPenalty = optNumber(b.repeat_penalty, "repeat_penalty", 0, 10);
-  if (repeatPenalty !== undefined) s.repeatPenalty = repeatPenalty;
-  const seed = optSeed(b.seed, "seed");
-  if (seed !== undefined) s.seed = seed;
-  const stop = optStop(b.stop, "stop");
-  if (stop !== undefined) s.stop = stop;
-  return s;
+  return present({ temperature: b.temperature, topP: b.top_p, topK: b.top_k, minP: b.min_p, repeatPenalty: b.repeat_penalty, seed: b.seed, stop: stopList(b.stop) });
 }
 
 export function checkUnsupported(b: Record<string, any>): void {
-  const n = optInt(b.n, "n", 1, 128);
-  if (n !== undefined && n > 1) throw bad("'n' greater than 1 is not supported", "n");
+  if (typeof b.n === "number" && b.n > 1) throw bad("'n' greater than 1 is not supported", "n");
   if (b.logprobs === true) throw bad("'logprobs' is not supported", "logprobs");
   if (b.best_of !== undefined && b.best_of !== null && b.best_of !== 1) throw bad("'best_of' is not supported", "best_of");
 }
 
 export function parseCommon(b: Record<string, any>, agentId: string | undefined) {
-  const stream = optBool(b.stream, "stream") ?? false;
-  const so = optObject(b.stream_options, "stream_options");
-  const includeUsage = optBool(so?.include_usage, "stream_options.include_usage") ?? false;
-  const sessionId = optString(b.session_id, "session_id");
-  const metadata = optObject(b.metadata, "metadata");
-  const user = optString(b.user, "user");
+  // types checked by the body schema; null is absent
+  const stream: boolean = b.stream ?? false;
+  const includeUsage: boolean = b.stream_options?.include_usage ?? false;
+  const sessionId: string | undefined = b.session_id ?? undefined;
+  const metadata: Record<string, unknown> | undefined = b.metadata ?? undefined;
+  const user: string | undefined = b.user ?? undefined;
   return {
     stream,
     includeUsage,
@@ -164,13 +145,12 @@ export function parseCommon(b: Record<string, any>, agentId: string | undefined)
 }
 
 export function parseChatRequest(b: Record<string, any>, agentId?: string): OpenAIChatParsed {
-  const model = reqString(b.model, "model");
+  const model: string = b.model;
   const messages = parseMessages(b.messages);
   checkUnsupported(b);
-  const maxTokens = optMaxTokens(b.max_completion_tokens, "max_completion_tokens") ?? optMaxTokens(b.max_tokens, "max_tokens");
+  const maxTokens: number | undefined = b.max_completion_tokens ?? b.max_tokens ?? undefined;
   const tools = parseTools(b.tools);
   const toolChoice = parseToolChoice(b.tool_choice, tools);
-  optBool(b.parallel_tool_calls, "parallel_tool_calls");
   const responseSchema = parseResponseFormat(b.response_format);
   const { includeUsage, ...common } = parseCommon(b, agentId);
   const req: ChatRequest = {

@@ -4,7 +4,7 @@ import type { ChatResult } from "../../engines/chat/collect";
 import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
 import { checkUnsupported, parseCommon, parseSampling } from "./chat-request";
 import { openaiUsage } from "./chat-response";
-import { bad, optBool, optMaxTokens, reqString } from "./validate";
+import { bad } from "./validate";
 
 export interface CompletionParsed {
   req: ChatRequest;
@@ -13,19 +13,13 @@ export interface CompletionParsed {
 }
 
 export function parseCompletionRequest(b: Record<string, any>, agentId?: string): CompletionParsed {
-  const model = reqString(b.model, "model");
-  let prompt = b.prompt;
-  if (Array.isArray(prompt)) {
-    if (prompt.length !== 1 || typeof prompt[0] !== "string") {
-      throw bad("'prompt' must be a string (or an array of exactly one string); batches and token arrays are not supported", "prompt");
-    }
-    prompt = prompt[0];
-  }
-  if (typeof prompt !== "string") throw bad("'prompt' is required and must be a string", "prompt");
+  // the body schema holds prompt to a string or an array of exactly one
+  const model: string = b.model;
+  const prompt: string = Array.isArray(b.prompt) ? b.prompt[0] : b.prompt;
   checkUnsupported(b);
   if (typeof b.suffix === "string" && b.suffix) throw bad("'suffix' is not supported", "suffix");
-  const echo = optBool(b.echo, "echo") ?? false;
-  const maxTokens = optMaxTokens(b.max_tokens, "max_tokens");
+  const echo: boolean = b.echo ?? false;
+  const maxTokens: number | undefined = b.max_tokens ?? undefined;
   const { includeUsage, ...common } = parseCommon(b, agentId);
   return {
     req: { model, messages: [], prompt, sampling: parseSampling(b), ...(maxTokens !== undefined ? { maxTokens } : {}), ...common },

@@ -3,7 +3,7 @@
 // message. Nothing is stored server-side, so previous_response_id is refused.
 import type { ChatMessage, ChatRequest, ToolDef } from "../../engines/chat/types";
 import { checkUnsupported, parseCommon, parseResponseFormat, parseSampling, parseToolChoice, textContent } from "./chat-request";
-import { bad, checkUniqueTools, isObj, optBool, optMaxTokens, optObject, optString, reqString, toolDef } from "./validate";
+import { bad, checkUniqueTools, isObj, reqString, toolDef } from "./validate";
 
 /** Request fields a response object echoes back. */
 export interface ResponsesEcho {
@@ -76,19 +76,19 @@ function parseResponsesTools(v: unknown): ToolDef[] | undefined {
 }
 
 export function parseResponsesRequest(b: Record<string, any>, agentId?: string): ResponsesParsed {
-  const model = reqString(b.model, "model");
+  const model: string = b.model;
   if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
     throw bad("'previous_response_id' is not supported: responses are not stored; send the whole conversation in 'input'", "previous_response_id");
   }
-  const instructions = optString(b.instructions, "instructions");
+  const instructions: string | undefined = b.instructions ?? undefined;
   const messages = parseInput(b.input, instructions);
   checkUnsupported(b);
-  const maxTokens = optMaxTokens(b.max_output_tokens, "max_output_tokens");
+  const maxTokens: number | undefined = b.max_output_tokens ?? undefined;
   const tools = parseResponsesTools(b.tools);
   const toolChoice = parseToolChoice(b.tool_choice, tools);
-  const text = optObject(b.text, "text");
+  const text: Record<string, any> | undefined = b.text ?? undefined;
   const responseSchema = parseResponseFormat(text?.format, "text.format");
-  const parallel = optBool(b.parallel_tool_calls, "parallel_tool_calls");
+  const parallel: boolean | undefined = b.parallel_tool_calls ?? undefined;
   const { includeUsage: _ignored, ...common } = parseCommon({ ...b, stream_options: undefined }, agentId);
   const sampling = parseSampling({ temperature: b.temperature, top_p: b.top_p, top_k: b.top_k, seed: b.seed });
   const req: ChatRequest = {

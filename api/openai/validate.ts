@@ -1,14 +1,10 @@
-// Small field checks shared by the protocol request transforms (OpenAI, Anthropic, Ollama). Each
-// throws a 400 invalid_request SvcError naming the offending field; the router renders it in
-// its protocol's shape.
+// Small field checks shared by the protocol request transforms (OpenAI, Anthropic, Ollama), for
+// what lies below the body schemas (schemas/api/protocols.ts: top-level types and ranges are
+// theirs): message parts, tool calls, tools. Each throws a 400 invalid_request SvcError naming the
+// offending field; the router renders it in its protocol's shape.
 import { uniqueId } from "../../engines/ids";
 import { SvcError } from "../../engines/errors";
 import type { ToolDef } from "../../engines/chat/types";
-
-/** Upper bound for any output-token limit: the largest context a Model manifest may declare.
- * The pool caps a request further by the loaded model's actual context. */
-export const MAX_OUTPUT_TOKENS = 1_048_576;
-export const MAX_STOP_SEQUENCES = 16;
 
 export const bad = (message: string, param: string | null = null) => new SvcError("invalid", "invalid_request", message, param);
 
@@ -32,42 +28,16 @@ export function optBool(v: unknown, param: string): boolean | undefined {
   return v;
 }
 
-export function optNumber(v: unknown, param: string, min: number, max: number): number | undefined {
+/** stop as a list without empty strings; its type and length are the body schemas'. */
+export function stopList(v: string | string[] | null | undefined): string[] | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v)) throw bad(`'${param}' must be a number`, param);
-  if (v < min || v > max) throw bad(`'${param}' must be between ${min} and ${max}, got ${v}`, param);
-  return v;
-}
-
-export function optInt(v: unknown, param: string, min: number, max: number): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v)) throw bad(`'${param}' must be an integer`, param);
-  if (v < min || v > max) throw bad(`'${param}' must be between ${min} and ${max}, got ${v}`, param);
-  return v;
-}
-
-/** Output-token limit: a positive integer within MAX_OUTPUT_TOKENS. */
-export function optMaxTokens(v: unknown, param: string): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v)) throw bad(`'${param}' must be an integer`, param);
-  if (v < 1) throw bad(`'${param}' must be at least 1, got ${v}`, param);
-  if (v > MAX_OUTPUT_TOKENS) throw bad(`'${param}' must be at most ${MAX_OUTPUT_TOKENS}, got ${v}`, param);
-  return v;
-}
-
-export function optSeed(v: unknown, param: string): number | undefined {
-  return optInt(v, param, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-}
-
-/** stop: a string or an array of strings. */
-export function optStop(v: unknown, param: string): string[] | undefined {
-  if (v === undefined || v === null) return undefined;
-  const list = typeof v === "string" ? [v] : v;
-  if (!Array.isArray(list) || list.some((s) => typeof s !== "string")) throw bad(`'${param}' must be a string or an array of strings`, param);
-  if (list.length > MAX_STOP_SEQUENCES) throw bad(`'${param}' may hold at most ${MAX_STOP_SEQUENCES} sequences`, param);
-  const out = list.filter((s) => s.length > 0);
+  const out = (typeof v === "string" ? [v] : v).filter((s) => s.length > 0);
   return out.length ? out : undefined;
 }
+
+/** The fields that were sent (null is absent): omitted values are never filled with a default. */
+export const present = <T extends Record<string, unknown>>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>;
 
 export function optObject(v: unknown, param: string): Record<string, any> | undefined {
   if (v === undefined || v === null) return undefined;

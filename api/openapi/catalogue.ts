@@ -3,6 +3,8 @@
 // went) fails the build. Paths are written as the routers write them (`:id`).
 import type { TSchema } from "@sinclair/typebox";
 import * as B from "../../schemas/api/bodies";
+import * as P from "../../schemas/api/pairing";
+import * as M from "../../schemas/api/media";
 import { CreateBody, PatchBody, TemporaryBody } from "../../engines/gateway/key-bodies";
 
 /** Who may call: a key (or anonymous loopback where the Server allows it), loopback only, anyone. */
@@ -14,7 +16,12 @@ export interface RouteDoc {
   tag: string;
   summary: string;
   access: Access;
+  /** the JSON body's schema: the route validates with this very object (api/body-schema.ts) */
   body?: TSchema;
+  /** the body may be left out (read as {}) */
+  bodyOptional?: boolean;
+  /** the body is forwarded to a provider as sent (JSON or multipart/form-data), not validated */
+  forwarded?: TSchema;
   /** answers a stream (SSE or NDJSON) when the body asks for one */
   streams?: boolean;
 }
@@ -54,7 +61,7 @@ export const routeDocs: RouteDoc[] = [
   r("get", "/v1/usage", "audit", "Usage grouped by key, team, organization, model, provider, day, hour or metadata (?group_by, from, to, filters; CSV with format=csv)", "key"),
 
   r("get", "/console", "console", "The web console (static files under /console/)", "public"),
-  r("post", "/console/session", "console", "Sign in with a key: an HttpOnly, SameSite=Strict session cookie", "public", { body: B.AnyObject }),
+  r("post", "/console/session", "console", "Sign in with a key: an HttpOnly, SameSite=Strict session cookie", "public", { body: P.ConsoleSignInBody }),
   r("post", "/console/session/loopback", "console", "Sign in without a key on unauthenticated loopback", "loopback"),
   r("get", "/console/session", "console", "The signed-in key's identity, rights and CSRF token", "key"),
   r("delete", "/console/session", "console", "Sign out", "key"),
@@ -85,14 +92,14 @@ export const routeDocs: RouteDoc[] = [
   r("delete", "/memory/agents/:id/index", "memory", "Remove an agent's search index", "key"),
   r("post", "/memory/agents/:id/index/rebuild", "memory", "Rebuild an agent's search index", "key"),
 
-  r("post", "/v1/audio/transcriptions", "media", "Speech transcription", "key", { body: B.AnyObject }),
+  r("post", "/v1/audio/transcriptions", "media", "Speech transcription", "key", { forwarded: M.ForwardedBody }),
   r("get", "/v1/images/models", "media", "Image-capable models", "key"),
-  r("post", "/v1/images/generations", "media", "Image generation", "key", { body: B.AnyObject }),
-  r("post", "/v1/images/edits", "media", "Image editing", "key", { body: B.AnyObject }),
-  r("post", "/v1/images/upscale", "media", "Image upscaling", "key", { body: B.AnyObject }),
-  r("post", "/v1/images/cancel", "media", "Cancel an image job", "key", { body: B.JobIdBody }),
-  r("post", "/v1/videos/quote", "media", "Cloud video quote", "key", { body: B.AnyObject }),
-  r("post", "/v1/videos/generations", "media", "Start a quoted video job", "key", { body: B.AnyObject }),
+  r("post", "/v1/images/generations", "media", "Image generation", "key", { forwarded: M.ForwardedBody }),
+  r("post", "/v1/images/edits", "media", "Image editing", "key", { forwarded: M.ForwardedBody }),
+  r("post", "/v1/images/upscale", "media", "Image upscaling", "key", { forwarded: M.ForwardedBody }),
+  r("post", "/v1/images/cancel", "media", "Cancel an image job", "key", { body: M.JobIdBody }),
+  r("post", "/v1/videos/quote", "media", "Cloud video quote", "key", { body: M.VideoBody }),
+  r("post", "/v1/videos/generations", "media", "Start a quoted video job", "key", { body: M.VideoBody }),
   r("get", "/v1/videos/jobs/:id", "media", "Video-job state", "key"),
   r("get", "/v1/videos/jobs/:id/content", "media", "Completed video", "key"),
   r("get", "/credits/balance", "media", "Balance of the configured cloud service", "key"),
@@ -107,18 +114,18 @@ export const routeDocs: RouteDoc[] = [
   r("get", "/admin/runtime-settings", "admin", "Effective runtime settings", "admin"),
 
   r("get", "/pair/challenge", "pairing", "A single-use pairing challenge", "public"),
-  r("post", "/pair", "pairing", "Answer a challenge (a pending pairing request)", "public", { body: B.AnyObject }),
+  r("post", "/pair", "pairing", "Answer a challenge (a pending pairing request)", "public", { body: P.PairBody }),
   r("get", "/pair/hello", "pairing", "Poll a pairing request", "public"),
-  r("post", "/pair/hello", "pairing", "Poll a pairing request", "public", { body: B.AnyObject }),
-  r("post", "/pair/code", "pairing", "Pair with a 6-digit code", "public", { body: B.AnyObject }),
-  r("post", "/pair/unpair", "pairing", "Unpair a device", "key", { body: B.AnyObject }),
-  r("post", "/pair-invite", "pairing", "Accept a signed invite", "public", { body: B.AnyObject }),
+  r("post", "/pair/hello", "pairing", "Poll a pairing request", "public", { body: P.PairHelloBody }),
+  r("post", "/pair/code", "pairing", "Pair with a 6-digit code (or, on the host, make one)", "public", { body: P.PairCodeBody, bodyOptional: true }),
+  r("post", "/pair/unpair", "pairing", "Unpair a device", "key", { body: P.UnpairBody, bodyOptional: true }),
+  r("post", "/pair-invite", "pairing", "Accept a signed invite (or, on the host, make one)", "public", { body: P.PairInviteBody, bodyOptional: true }),
   r("get", "/pair/requests", "pairing", "Pending pairing requests (the host)", "loopback"),
-  r("post", "/pair/requests/:id/approve", "pairing", "Approve a pairing request (the host)", "loopback"),
+  r("post", "/pair/requests/:id/approve", "pairing", "Approve a pairing request (the host)", "loopback", { body: P.ApproveBody, bodyOptional: true }),
   r("post", "/pair/requests/:id/deny", "pairing", "Deny a pairing request (the host)", "loopback"),
   r("get", "/pair/devices", "pairing", "Paired devices (the host)", "loopback"),
-  r("post", "/secure/session", "pairing", "Open a secure-channel session", "key", { body: B.AnyObject }),
-  r("post", "/secure/call", "pairing", "One encrypted inner request", "key", { body: B.AnyObject }),
+  r("post", "/secure/session", "pairing", "Open a secure-channel session", "key", { body: P.SecureSessionBody }),
+  r("post", "/secure/call", "pairing", "One encrypted inner request", "key", { body: P.SecureCallBody }),
 
   r("get", "/openapi.json", "health", "This document", "public"),
 ];

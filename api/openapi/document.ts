@@ -32,7 +32,8 @@ function operation(d: RouteDoc, method: string): Record<string, unknown> {
     responses: { "200": ok, default: { description: "an error", content: { "application/json": { schema: ErrorBody } } } },
   };
   if (params.length) op.parameters = params;
-  if (d.body) op.requestBody = { required: true, content: { "application/json": { schema: d.body } } };
+  if (d.body) op.requestBody = { required: !d.bodyOptional, content: { "application/json": { schema: d.body } } };
+  if (d.forwarded) op.requestBody = { required: true, description: "forwarded to the provider as sent", content: { "application/json": { schema: d.forwarded }, "multipart/form-data": { schema: d.forwarded } } };
   if (d.access === "key") op.security = [{ bearer: [] }, {}];
   if (d.access === "admin" || d.access === "loopback") op.description = "Served on loopback only" + (d.access === "loopback" ? " (or to a key with the owner scope where noted)" : "") + ".";
   return op;

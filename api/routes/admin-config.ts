@@ -7,7 +7,9 @@ import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { loopbackOnly } from "../loopback";
 import { objectSummary } from "../../manifests/object-summary";
-import { readJson, readRaw } from "../body";
+import { readRaw } from "../body";
+import { jsonBody } from "../body-schema";
+import { ConfigBody } from "../../schemas/api/bodies";
 import { SvcError } from "../../engines/errors";
 import {
   loadText,
@@ -30,6 +32,8 @@ import type { Ref } from "../../prisma/resource-store";
 const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
 const DEFAULT_SOURCE = "default";
 const DEFAULT_WAIT_SECONDS = 60;
+const readPlan = jsonBody("post", "/admin/config/plan", ConfigBody);
+const readApply = jsonBody("post", "/admin/config/apply", ConfigBody);
 
 interface ConfigRequest {
   text?: string;
@@ -174,28 +178,26 @@ async function readConfigRequest(ctx: Context): Promise<ConfigRequest> {
     const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
     return { text: raw.toString("utf8"), file: "<request>", ...applyOptions(ctx.query) };
   }
-  const b = await readJson<Record<string, unknown>>(ctx);
-  const given = ["document", "documents", "plan"].filter((k) => b[k] !== undefined);
+  // the same schema for both routes: the path is only the registry's key
+  const b = await (ctx.path.endsWith("/apply") ? readApply : readPlan)(ctx);
+  const given = (["document", "documents", "plan"] as const).filter((k) => b[k] !== undefined);
   if (given.length !== 1) {
     throw new SvcError("invalid", "invalid_request", 'send exactly one of "document" (YAML text), "documents" (a list of objects) or "plan" (a saved plan)', given.length ? given[1] : "document");
   }
   let text: string | undefined;
   let file = "<request>";
   if (b.document !== undefined) {
-    if (typeof b.document !== "string") throw new SvcError("invalid", "invalid_request", '"document" must be a string of YAML', "document");
     text = b.document;
   } else if (b.documents !== undefined) {
-    if (!Array.isArray(b.documents)) throw new SvcError("invalid", "invalid_request", '"documents" must be a list of objects', "documents");
     // JSON is YAML: one pretty-printed array gives issues a line and column in <documents>
     text = JSON.stringify(b.documents, null, 2);
     file = "<documents>";
-  } else if (b.plan === null || typeof b.plan !== "object" || Array.isArray(b.plan)) {
-    throw new SvcError("invalid", "invalid_request", '"plan" must be a saved plan object', "plan");
   }
   return { text, file, plan: b.plan, ...applyOptions(b) };
 }
 
-/** The apply options, from the query string (YAML bodies) or the JSON body alike. */
+/** The apply options, from the query string (YAML bodies) or the JSON body (already checked by
+ * its schema) alike. */
 function applyOptions(src: Record<string, unknown>) {
   return {
     source: sourceParam(src.source),

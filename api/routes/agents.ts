@@ -13,20 +13,24 @@
 // reading to a team or organization key with view_all_usage); a task dispatched without a key, to
 // loopback callers only. The list, GET /tasks, is api/routes/tasks.ts.
 import Router from "@koa/router";
+import type { Static } from "@sinclair/typebox";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
 import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
 import { SvcError, invalidRequest, type ErrorKind } from "../../engines/errors";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { AgentRunBody, ClarifyBody, DispatchBody } from "../../schemas/api/bodies";
 import { openAIBody, statusOfKind } from "../errors";
 import { callerFrom } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 import { inTaskScope, taskScopeOf } from "../../engines/agents/task-list";
 
-const MAX_PROMPT = 1_000_000;
+const readRun = jsonBody("post", "/agents/:id/run", AgentRunBody);
+const readDispatch = jsonBody("post", "/agents/:id/dispatch", DispatchBody);
+const readClarify = jsonBody("post", "/tasks/:id/clarify", ClarifyBody);
 
 function agentsOf(svc: Svc): Agents {
   const a = svc.engines.agents;
@@ -44,33 +48,19 @@ function authenticate(svc: Svc, ctx: Context) {
   return key;
 }
 
-function str(v: unknown, field: string, max = MAX_PROMPT): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "string") throw invalidRequest(`${field} must be a string`, field);
-  if (v.length > max) throw invalidRequest(`${field} is longer than ${max} characters`, field);
-  return v;
+/** A string field the body schema checked (null is absent). */
+const str = (v: string | null | undefined): string | undefined => v ?? undefined;
+
+/** tool_choice as the body schema accepts it, in the engine's shape. */
+function toolChoice(v: Static<typeof AgentRunBody>["tool_choice"]): ToolChoice | undefined {
+  if (v === undefined || v === null || typeof v === "string") return v ?? undefined;
+  return { name: "function" in v ? v.function.name : v.name };
 }
 
-function toolChoice(v: unknown): ToolChoice | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (v === "auto" || v === "none" || v === "required") return v;
-  const name = (v as any)?.function?.name ?? (v as any)?.name;
-  if (typeof v === "object" && typeof name === "string" && name) return { name };
-  throw invalidRequest('tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": "<tool>"}}', "tool_choice");
-}
-
-function inputMessages(b: any): ChatMessage[] {
-  const prompt = str(b.prompt, "prompt") ?? str(b.input, "input");
-  const out: ChatMessage[] = [];
-  if (b.messages !== undefined) {
-    if (!Array.isArray(b.messages)) throw invalidRequest("messages must be an array of {role, content}", "messages");
-    b.messages.forEach((m: any, i: number) => {
-      if (!m || (m.role !== "user" && m.role !== "assistant") || typeof m.content !== "string") {
-        throw invalidRequest(`messages[${i}] must be {role: "user" | "assistant", content: string}`, `messages[${i}]`);
-      }
-      out.push({ role: m.role, content: m.content });
-    });
-  }
+/** The conversation so far; it must end with a user message (a rule across fields). */
+function inputMessages(b: Static<typeof AgentRunBody>): ChatMessage[] {
+  const prompt = str(b.prompt) ?? str(b.input);
+  const out: ChatMessage[] = (b.messages ?? []).map((m) => ({ role: m.role, content: m.content }));
   if (prompt !== undefined) out.push({ role: "user", content: prompt });
   if (!out.length || out[out.length - 1].role !== "user") throw invalidRequest("give the agent a prompt (prompt, input, or messages ending with a user message)", "prompt");
   return out;
@@ -120,10 +110,9 @@ export default function routes(svc: Svc): Router {
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent run");
     a.authorize(caller, "agents:run", ctx.params.id);
-    const b = await readJson(ctx);
-    const conversationId = str(b.conversation_id, "conversation_id", 200) ?? (ctx.get("x-svc-conversation-id").trim().slice(0, 200) || undefined);
-    const input = { messages: inputMessages(b), model: str(b.model, "model", 500), toolChoice: toolChoice(b.tool_choice), conversationId };
-    if (b.stream !== undefined && typeof b.stream !== "boolean") throw invalidRequest("stream must be a boolean", "stream");
+    const b = await readRun(ctx);
+    const conversationId = str(b.conversation_id) ?? (ctx.get("x-svc-conversation-id").trim().slice(0, 200) || undefined);
+    const input = { messages: inputMessages(b), model: str(b.model), toolChoice: toolChoice(b.tool_choice), conversationId };
     a.resolve(ctx.params.id, input.model); // 404 / 503 before anything starts
     const cancel = clientCancellation(ctx);
     if (!b.stream) {
@@ -138,11 +127,10 @@ export default function routes(svc: Svc): Router {
     const caller = callerFrom(ctx);
     requireSecureIfRemote(ctx, caller.loopback, "agent dispatch");
     const key = a.authorize(caller, "agents:dispatch", ctx.params.id);
-    const b = await readJson(ctx);
-    const prompt = str(b.prompt, "prompt");
-    if (!prompt) throw invalidRequest("prompt (a non-empty string) is required", "prompt");
-    const title = str(b.title, "title", 500);
-    const model = str(b.model, "model", 500);
+    const b = await readDispatch(ctx);
+    const prompt = b.prompt;
+    const title = str(b.title);
+    const model = str(b.model);
     const idem = ctx.get("idempotency-key").trim();
     if (idem.length > 200) throw invalidRequest("Idempotency-Key is longer than 200 characters", "Idempotency-Key");
     const { spec, model: resolved } = a.resolve(ctx.params.id, model);
@@ -188,9 +176,9 @@ export default function routes(svc: Svc): Router {
 
   r.post("/tasks/:id/clarify", async (ctx) => {
     const { a } = await visibleTask(ctx);
-    const b = await readJson(ctx);
+    const b = await readClarify(ctx);
     let approve: boolean | undefined = typeof b.approve === "boolean" ? b.approve : undefined;
-    const text = str(b.response, "response");
+    const text = str(b.response);
     if (approve === undefined && text !== undefined) {
       const w = text.trim().toLowerCase();
       if (["approve", "approved", "yes", "allow"].includes(w)) approve = true;

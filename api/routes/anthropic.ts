@@ -6,7 +6,8 @@ import type { InferenceRoute } from "../inference-route";
 import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
 import { toSvcError } from "../errors";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { CountTokensBody, MessagesBody } from "../../schemas/api/bodies";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, startChat } from "../caller";
 import { clientCancellation } from "../sse";
 import { countPromptTokens } from "../../engines/providers/count-tokens";
@@ -24,12 +25,14 @@ const renderMessages = (events: AsyncIterable<ChatEvent>, meta: { id: string; mo
 const sseError = (e: unknown) => sseEvent("error", anthropicErrorBody(toSvcError(e)));
 
 const COUNT_FIELDS = new Set(["messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "output_config"]);
+const readMessages = jsonBody("post", "/v1/messages", MessagesBody);
+const readCountTokens = jsonBody("post", "/v1/messages/count_tokens", CountTokensBody);
 
 export function anthropicInference(svc: Svc): InferenceRoute[] {
   const log = (msg: string, fields?: Record<string, unknown>) => svc.log.warn(msg, fields);
   const messages = async (ctx: HttpContext) => {
     ctx.set("request-id", String(ctx.state.requestId ?? "")); // Anthropic's name for the request id
-    const req = parseMessagesRequest(await readJson(ctx), agentIdOf(ctx));
+    const req = parseMessagesRequest(await readMessages(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("msg_"), model: s.start.model };
@@ -38,7 +41,7 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
   // Counting is free (no limits spent, no audit entry), but the caller must be allowed the model.
   const countTokens = async (ctx: HttpContext) => {
     ctx.set("request-id", String(ctx.state.requestId ?? ""));
-    const body = await readJson(ctx);
+    const body = await readCountTokens(ctx);
     const req = parseCountTokensRequest(body);
     const visible = await pipelineOf(svc).listModels(callerFrom(ctx)); // authenticates the key
     if (!visible.some((m) => m.id === req.model)) {

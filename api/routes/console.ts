@@ -20,7 +20,8 @@ import type { Svc } from "../../engines/svc";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { AUTH_MESSAGES, ipAllowed, loadAdminKey, tokenPrefix } from "../../engines/gateway/keys";
 import { accessLevelOf } from "../../engines/gateway/access-level";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { ConsoleSignInBody } from "../../schemas/api/pairing";
 import { clientIp, isLoopback } from "../loopback";
 import { gatewayOf } from "../management";
 import { createSession, csrfOk, endSession, sameOrigin, sessionOf, setSessionCookie } from "../console-session";
@@ -39,6 +40,7 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+const readSignIn = jsonBody("post", "/console/session", ConsoleSignInBody);
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
@@ -139,9 +141,7 @@ export default function routes(svc: Svc): Router {
   r.post("/console/session", async (ctx) => {
     secure(ctx);
     if (!sameOrigin(ctx)) throw new SvcError("forbidden", "permission_denied", "sign-in from another site is refused");
-    const body = await readJson<{ api_key?: unknown }>(ctx);
-    const token = typeof body.api_key === "string" ? body.api_key.trim() : "";
-    if (!token) throw invalidRequest("api_key is required", "api_key");
+    const token = (await readSignIn(ctx)).api_key.trim();
     const gw = gatewayOf(svc);
     const a = gw.keys.authenticate(token);
     if (!a.ok) {

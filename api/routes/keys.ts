@@ -9,9 +9,16 @@ import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import type { Gateway } from "../../engines/gateway";
 import type { KeyEntry } from "../../engines/gateway/keys";
-import { readJson } from "../body";
+import { bodyCheckedBy } from "../body-schema";
+import { CreateBody, PatchBody, TemporaryBody } from "../../engines/gateway/key-bodies";
 import { audited, gatewayOf, managementActor } from "../management";
 import { keyBody } from "../key-json";
+
+// the key administration validates these bodies with the same schemas, after it has checked who
+// may act (a caller that may not manage keys learns nothing from a 400)
+const readCreate = bodyCheckedBy("post", "/v1/api-keys", CreateBody);
+const readTemporary = bodyCheckedBy("post", "/v1/api-keys/temporary", TemporaryBody);
+const readPatch = bodyCheckedBy("patch", "/v1/api-keys/:id", PatchBody);
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -29,8 +36,8 @@ export default function routes(svc: Svc): Router {
       });
     };
 
-  r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => keyBody(await gw.admin.createTemporary(a, await readJson(ctx))), 201));
-  r.post("/v1/api-keys", op("keys.create", async (gw, a, ctx) => keyBody(await gw.admin.create(a, await readJson(ctx))), 201));
+  r.post("/v1/api-keys/temporary", op("keys.create_temporary", async (gw, a, ctx) => keyBody(await gw.admin.createTemporary(a, await readTemporary(ctx))), 201));
+  r.post("/v1/api-keys", op("keys.create", async (gw, a, ctx) => keyBody(await gw.admin.create(a, await readCreate(ctx))), 201));
   r.get("/v1/api-keys", op("keys.list", (gw, a, ctx) => {
     const q = ctx.query as Record<string, string | undefined>;
     const keys = gw.admin.list(a, { status: q.status, key_type: q.key_type, organization_id: q.organization_id, team_id: q.team_id, user_id: q.user_id });
@@ -39,7 +46,7 @@ export default function routes(svc: Svc): Router {
     return { object: "list", data, keys: data };
   }));
   r.get("/v1/api-keys/:id", op("keys.get", (gw, a, ctx) => keyBody(gw.admin.get(a, ctx.params.id))));
-  r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => keyBody(await gw.admin.patch(a, ctx.params.id, await readJson(ctx)))));
+  r.patch("/v1/api-keys/:id", op("keys.update", async (gw, a, ctx) => keyBody(await gw.admin.patch(a, ctx.params.id, await readPatch(ctx)))));
   r.delete("/v1/api-keys/:id", op("keys.revoke", async (gw, a, ctx) => keyBody(await gw.admin.revoke(a, ctx.params.id))));
 
   return r;

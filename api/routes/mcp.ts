@@ -5,13 +5,16 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { ToolError } from "../../engines/tools/types";
-import { SvcError, invalidRequest } from "../../engines/errors";
-import { readJson, readRaw } from "../body";
+import { SvcError } from "../../engines/errors";
+import { readRaw } from "../body";
+import { jsonBody } from "../body-schema";
+import { ToolCallBody } from "../../schemas/api/bodies";
 import type { Verdict } from "../../engines/gateway/gate";
 import { callStatus, enterToolCall, exposedTool, exposedTools, finishToolCall, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
 
 const MAX_ADMITTED = 4096;
+const readToolCall = jsonBody("post", "/mcp/call", ToolCallBody);
 
 export default function mcp(svc: Svc): Router {
   const r = new Router();
@@ -50,10 +53,8 @@ export default function mcp(svc: Svc): Router {
     const reg = registryOf(svc);
     checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
     toolCaller(svc, ctx);
-    const body = await readJson<{ name?: unknown; arguments?: unknown }>(ctx);
-    if (typeof body.name !== "string" || !body.name) throw invalidRequest("name must be a tool name from GET /mcp/tools", "name");
+    const body = await readToolCall(ctx);
     const args = body.arguments ?? {};
-    if (typeof args !== "object" || args === null || Array.isArray(args)) throw invalidRequest("arguments must be an object", "/arguments");
     const abort = new AbortController();
     const onClose = () => {
       if (!ctx.res.writableFinished) abort.abort();

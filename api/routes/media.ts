@@ -24,11 +24,15 @@ import { SvcError, invalidRequest } from "../../engines/errors";
 import { capableProviders, type MediaCapability } from "../../engines/media";
 import { newJobId } from "../../engines/media/jobs";
 import { paramsOf, quotedCharge } from "../../engines/media/quotes";
-import { readJson, readRaw } from "../body";
+import { readRaw } from "../body";
+import { jsonBody } from "../body-schema";
+import { JobIdBody, VideoBody } from "../../schemas/api/media";
 import { admitMedia, countOf, enterMedia, mayView, mediaOf, modelOf } from "../media-access";
 
 const IMAGE_OPS: Record<string, MediaCapability> = { generations: "image_generation", edits: "image_edit", upscale: "image_upscale" };
 const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
+const readCancel = jsonBody("post", "/v1/images/cancel", JobIdBody);
+const readVideo = { quote: jsonBody("post", "/v1/videos/quote", VideoBody), generations: jsonBody("post", "/v1/videos/generations", VideoBody) };
 
 const codeOf = (e: unknown) => (e instanceof SvcError ? e.code : "internal_error");
 
@@ -119,8 +123,7 @@ export default function media(svc: Svc): Router {
   r.post("/v1/images/cancel", async (ctx) => {
     const m = mediaOf(svc);
     const c = admitMedia(svc, ctx, "media.images.cancel");
-    const b = await readJson(ctx);
-    if (typeof b.id !== "string") throw invalidRequest("id (the X-Svc-Job-Id of an image request) is required", "id");
+    const b = await readCancel(ctx);
     const id = b.id.startsWith("img_") ? b.id : `img_${b.id}`;
     const job = await m.jobs.get(id);
     if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
@@ -220,7 +223,7 @@ export default function media(svc: Svc): Router {
 async function videoCall(svc: Svc, ctx: Context, audit: string) {
   const m = mediaOf(svc);
   const c = admitMedia(svc, ctx, audit);
-  const b = await readJson(ctx);
-  const model = typeof b.model === "string" ? b.model : undefined;
+  const b = await (ctx.path.endsWith("/quote") ? readVideo.quote : readVideo.generations)(ctx);
+  const model = b.model;
   return { m, c, b, model, t: m.target("video", model) };
 }

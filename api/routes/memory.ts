@@ -20,13 +20,16 @@ import type { MemoryEngine } from "../../engines/memory/engine";
 import { KINDS, type Hit, type MemoryKind } from "../../engines/memory/types";
 import type { RunRecord } from "../../engines/memory/types";
 import { SvcError, invalidRequest } from "../../engines/errors";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { AgentOnlyBody, MemoryFlushBody, MemoryIngestBody } from "../../schemas/api/bodies";
 import { callerFrom, setHeaders } from "../caller";
 import { rateHeaders } from "../errors";
 import type { Gate, Verdict } from "../../engines/gateway/gate";
 
 const MAX_TURN = 200_000;
-const MAX_TURNS = 1000;
+const readIngest = jsonBody("post", "/memory/ingest", MemoryIngestBody);
+const readFlush = jsonBody("post", "/memory/flush", MemoryFlushBody);
+const readConsolidate = jsonBody("post", "/memory/consolidate", AgentOnlyBody);
 const KIND_OF: Record<string, readonly MemoryKind[]> = { facts: ["fact"], episodes: ["episode"], transcript: ["transcript"], all: KINDS };
 
 function memoryOf(svc: Svc): MemoryEngine {
@@ -72,12 +75,6 @@ const str = (v: unknown, field: string, max: number, required = false): string |
   return v;
 };
 
-const bool = (v: unknown, field: string): boolean | undefined => {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "boolean") throw invalidRequest(`${field} must be a boolean`, field);
-  return v;
-};
-
 /** The agent must exist (404 otherwise); its memory being off is an outcome, not an error. */
 function agentParam(svc: Svc, v: unknown, field = "agent_id"): string {
   const a = str(v, field, 200, true)!;
@@ -107,26 +104,24 @@ export default function routes(svc: Svc): Router {
   const r = new Router();
 
   r.post("/memory/ingest", memoryRoute(svc, async (ctx, m) => {
-    const b = await readJson(ctx);
+    const b = await readIngest(ctx);
     const agent = agentParam(svc, b.agent_id);
-    const conversationId = str(b.conversation_id, "conversation_id", 200, true)!;
-    if (!Array.isArray(b.turns) || !b.turns.length) throw invalidRequest("turns must be a non-empty array of {user, assistant}", "turns");
-    if (b.turns.length > MAX_TURNS) throw invalidRequest(`turns holds more than ${MAX_TURNS} items`, "turns");
-    const turns = b.turns.map((t: any, i: number) => {
-      if (!t || typeof t !== "object" || typeof t.user !== "string" || typeof t.assistant !== "string") throw invalidRequest(`turns[${i}] must be {user: string, assistant: string}`, `turns[${i}]`);
+    const conversationId = b.conversation_id;
+    // the schema checks each turn's shape; their joint length and the date's meaning are code
+    const turns = b.turns.map((t, i) => {
       if (t.user.length + t.assistant.length > MAX_TURN) throw invalidRequest(`turns[${i}] is longer than ${MAX_TURN} characters`, `turns[${i}]`);
       return { user: t.user, assistant: t.assistant };
     });
-    const sessionDate = str(b.session_date, "session_date", 100);
+    const sessionDate = b.session_date ?? undefined;
     if (sessionDate !== undefined && !Number.isFinite(Date.parse(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
-    const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: bool(b.skip_extraction, "skip_extraction"), project: str(b.project, "project", 200), flush: bool(b.flush, "flush") });
+    const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: b.skip_extraction ?? undefined, project: b.project ?? undefined, flush: b.flush ?? undefined });
     ctx.body = { object: "memory.ingest", agent_id: agent, conversation_id: conversationId, ...res };
   }));
 
   r.post("/memory/flush", memoryRoute(svc, async (ctx, m) => {
-    const b = await readJson(ctx);
+    const b = await readFlush(ctx);
     const agent = agentParam(svc, b.agent_id);
-    const conv = str(b.conversation_id, "conversation_id", 200);
+    const conv = b.conversation_id ?? undefined;
     ctx.body = { object: "memory.flush", agent_id: agent, sessions: await m.flushAgent(agent, conv) };
   }));
 
@@ -170,7 +165,7 @@ export default function routes(svc: Svc): Router {
   }));
 
   r.post("/memory/consolidate", memoryRoute(svc, async (ctx, m) => {
-    const b = await readJson(ctx);
+    const b = await readConsolidate(ctx);
     const agent = b.agent_id === undefined ? undefined : agentParam(svc, b.agent_id);
     ctx.body = { object: "list", data: (await m.consolidate(agent, "on_demand")).map(runView) };
   }));

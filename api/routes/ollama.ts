@@ -13,7 +13,8 @@ import type { ModelInfo } from "../../engines/inference/info";
 import type { ChatEvent, ChatRequest } from "../../engines/chat/types";
 import type { ChatResult } from "../../engines/chat/collect";
 import { rateHeaders, toSvcError } from "../errors";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { OllamaChatBody, OllamaEmbedBody, OllamaEmbeddingsBody, OllamaGenerateBody, ShowBody } from "../../schemas/api/bodies";
 import { agentIdOf, answerChat, authenticateCaller, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, ndjsonLine } from "../sse";
 import { isLoadOnlyChat, keepAliveZero, parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
@@ -91,6 +92,13 @@ function ollamaParts(svc: Svc) {
   return { localInfo, findModel, answer, unloadLocal };
 }
 
+// each body is checked against its schema (types, ranges), then mapped by api/ollama/request.ts
+const readChat = jsonBody("post", "/api/chat", OllamaChatBody);
+const readGenerate = jsonBody("post", "/api/generate", OllamaGenerateBody);
+const readEmbed = jsonBody("post", "/api/embed", OllamaEmbedBody);
+const readEmbeddings = jsonBody("post", "/api/embeddings", OllamaEmbeddingsBody);
+const readShow = jsonBody("post", "/api/show", ShowBody);
+
 /** The POST inference routes (served by api/inference-listener.ts). */
 export function ollamaInference(svc: Svc): InferenceRoute[] {
   const { findModel, answer, unloadLocal } = ollamaParts(svc);
@@ -101,7 +109,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
   // unloads it ("unload"); a generation with keep_alive 0 answers, then unloads the model.
   post("/api/chat", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
-    const b = await readJson(ctx);
+    const b = await readChat(ctx);
     const unload = keepAliveZero(b.keep_alive);
     if (isLoadOnlyChat(b)) {
       const m = await findModel(ctx, typeof b.model === "string" ? b.model : parseOllamaChat(b).model);
@@ -119,7 +127,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
 
   post("/api/generate", async (ctx) => {
     const t: Timing = { startNs: process.hrtime.bigint() };
-    const b = await readJson(ctx);
+    const b = await readGenerate(ctx);
     const unload = keepAliveZero(b.keep_alive);
     const { req, loadOnly } = parseOllamaGenerate(b, agentIdOf(ctx));
     if (loadOnly) {
@@ -137,7 +145,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
 
   post("/api/embed", async (ctx) => {
     const started = process.hrtime.bigint();
-    const req = parseOllamaEmbed(await readJson(ctx));
+    const req = parseOllamaEmbed(await readEmbed(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
     setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = {
@@ -150,7 +158,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
   });
 
   post("/api/embeddings", async (ctx) => {
-    const req = parseOllamaEmbed(await readJson(ctx), true);
+    const req = parseOllamaEmbed(await readEmbeddings(ctx), true);
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
     setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = { embedding: out.vectors[0] ?? [] };
@@ -173,7 +181,7 @@ export default function ollamaRoutes(svc: Svc): Router {
 
   r.post("/api/show", ollamaShape, async (ctx: Context) => {
     authenticateCaller(ctx, svc); // the key before the body: a bad key with a bad body is a 401
-    const b = await readJson(ctx);
+    const b = await readShow(ctx);
     const name = typeof b.model === "string" && b.model ? b.model : typeof b.name === "string" && b.name ? b.name : undefined;
     if (!name) throw invalidRequest("'model' is required", "model");
     const m = await findModel(ctx, name);

@@ -10,7 +10,8 @@ import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
 import { modelNotFound } from "../../engines/errors";
 import { openAIBody, rateHeaders, toSvcError } from "../errors";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { ChatCompletionBody, CompletionBody, EmbeddingsBody, ResponsesBody } from "../../schemas/api/bodies";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, sseData } from "../sse";
 import { parseChatRequest } from "../openai/chat-request";
@@ -25,6 +26,11 @@ import { modelList, modelObject } from "../openai/models";
 import { newId } from "../openai/validate";
 
 const now = () => Math.floor(Date.now() / 1000);
+// each body is checked against its schema (types, ranges), then mapped by its transform
+const readChat = jsonBody("post", "/v1/chat/completions", ChatCompletionBody);
+const readCompletion = jsonBody("post", "/v1/completions", CompletionBody);
+const readResponses = jsonBody("post", "/v1/responses", ResponsesBody);
+const readEmbeddings = jsonBody("post", "/v1/embeddings", EmbeddingsBody);
 const DONE = "data: [DONE]\n\n";
 // an error after the stream began (upstream failure, server stopping), then the end marker
 const sseError = (e: unknown) => sseData(openAIBody(toSvcError(e))) + DONE;
@@ -41,7 +47,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, handle });
 
   post("/v1/chat/completions", async (ctx) => {
-    const { req, includeUsage } = parseChatRequest(await readJson(ctx), agentIdOf(ctx));
+    const { req, includeUsage } = parseChatRequest(await readChat(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta: ChatMeta = { id: newId("chatcmpl-"), created: now(), model: s.start.model, includeUsage };
@@ -49,7 +55,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   });
 
   post("/v1/completions", async (ctx) => {
-    const { req, includeUsage, echo } = parseCompletionRequest(await readJson(ctx), agentIdOf(ctx));
+    const { req, includeUsage, echo } = parseCompletionRequest(await readCompletion(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta: CompletionMeta = { id: newId("cmpl-"), created: now(), model: s.start.model, prefix: echo ? (req.prompt ?? "") : "", includeUsage };
@@ -57,7 +63,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   });
 
   post("/v1/responses", async (ctx) => {
-    const { req, echo } = parseResponsesRequest(await readJson(ctx), agentIdOf(ctx));
+    const { req, echo } = parseResponsesRequest(await readResponses(ctx), agentIdOf(ctx));
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta = { id: newId("resp_"), createdAt: now(), model: s.start.model, echo };
@@ -77,7 +83,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   });
 
   post("/v1/embeddings", async (ctx) => {
-    const { req, format } = parseEmbeddingsRequest(await readJson(ctx));
+    const { req, format } = parseEmbeddingsRequest(await readEmbeddings(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
     setHeaders(ctx, rateHeaders(out.rate));
     ctx.body = embeddingsResponse(out, out.model, format);

@@ -12,15 +12,26 @@
 //   GET  /pair/requests, POST /pair/requests/{id}/approve|deny, GET /pair/devices   (host)
 // Host = loopback, or a key with the owner scope (api/pair-access.ts).
 import Router from "@koa/router";
+import type { Static } from "@sinclair/typebox";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
 import { SvcError } from "../../engines/errors";
 import { checkScopes, type PairResult } from "../../engines/pairing";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { ApproveBody, PairBody, PairCodeBody, PairHelloBody, PairInviteBody, UnpairBody } from "../../schemas/api/pairing";
 import { callerFrom } from "../caller";
 import { pairCaller, pairingOf, requireHost, requireLan } from "../pair-access";
 
-const optionalJson = async (ctx: Context): Promise<any> => (ctx.get("content-length") === "0" || (!ctx.get("content-length") && !ctx.get("transfer-encoding")) ? {} : readJson(ctx));
+const readPair = jsonBody("post", "/pair", PairBody);
+const readHello = jsonBody("post", "/pair/hello", PairHelloBody);
+const readCode = jsonBody("post", "/pair/code", PairCodeBody);
+const readInvite = jsonBody("post", "/pair-invite", PairInviteBody);
+const readUnpair = jsonBody("post", "/pair/unpair", UnpairBody);
+const readApprove = jsonBody("post", "/pair/requests/:id/approve", ApproveBody);
+
+/** These bodies may be left out: no body reads as {} (which each schema accepts). */
+const optional = <T>(read: (ctx: Context) => Promise<T>) => async (ctx: Context): Promise<T | Record<string, never>> =>
+  ctx.get("content-length") === "0" || (!ctx.get("content-length") && !ctx.get("transfer-encoding")) ? {} : read(ctx);
 
 function paired(ctx: Context, r: PairResult) {
   ctx.status = 200;
@@ -39,7 +50,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await readJson(ctx);
+    const b = await readPair(ctx);
     const ip = callerFrom(ctx).ip;
     if (b.code !== undefined) {
       requireLan(ctx, "pairing by code");
@@ -59,8 +70,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair/hello", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await readJson(ctx);
-    if (typeof b.request_id !== "string") throw new SvcError("invalid", "invalid_request", "request_id (from POST /pair) is required", "request_id");
+    const b = await readHello(ctx);
     const st = await p.poll(b.request_id);
     if (st.status === "denied") throw new SvcError("forbidden", "permission_denied", "the host denied this pairing request");
     if (st.status === "pending") {
@@ -81,7 +91,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair/code", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await optionalJson(ctx);
+    const b: Static<typeof PairCodeBody> = await optional(readCode)(ctx);
     if (b.code !== undefined) {
       requireLan(ctx, "pairing by code");
       return paired(ctx, await p.redeemCode(b, callerFrom(ctx).ip));
@@ -94,7 +104,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair-invite", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await optionalJson(ctx);
+    const b: Static<typeof PairInviteBody> = await optional(readInvite)(ctx);
     if (b.invite !== undefined) return paired(ctx, await p.acceptInvite(b, callerFrom(ctx).ip));
     requireHost(svc, ctx, "making a pairing invite");
     const url = typeof b.url === "string" ? b.url : svc.control?.listenUrl();
@@ -105,7 +115,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair/unpair", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await optionalJson(ctx);
+    const b: Static<typeof UnpairBody> = await optional(readUnpair)(ctx);
     const caller = callerFrom(ctx);
     const key = pairCaller(svc, ctx);
     const own = key ? p.device(key.id) : undefined;
@@ -127,7 +137,7 @@ export default function pair(svc: Svc): Router {
 
   r.post("/pair/requests/:id/approve", async (ctx) => {
     requireHost(svc, ctx, "approving a pairing request");
-    const b = await optionalJson(ctx);
+    const b: Static<typeof ApproveBody> = await optional(readApprove)(ctx);
     const q = await pairingOf(svc).approve(ctx.params.id, checkScopes(b.scopes));
     ctx.body = { status: "approved", request_id: q.id, device_id: q.result!.device_id, name: q.name, scopes: q.result!.scopes };
   });

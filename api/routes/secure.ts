@@ -18,13 +18,15 @@ import { once } from "node:events";
 import type { Svc } from "../../engines/svc";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { x25519Public } from "../../engines/pairing/crypto";
-import { readJson } from "../body";
+import { jsonBody } from "../body-schema";
+import { SecureCallBody, SecureSessionBody } from "../../schemas/api/pairing";
 import { callerFrom } from "../caller";
 import { dispatchInner } from "../secure-dispatch";
 import { pairCaller, pairingOf } from "../pair-access";
 
 const HOP = new Set(["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer"]);
-const MAX_TTL = 24 * 3600;
+const readSession = jsonBody("post", "/secure/session", SecureSessionBody);
+const readCall = jsonBody("post", "/secure/call", SecureCallBody);
 
 function innerOf(plain: Buffer) {
   let j: any;
@@ -77,15 +79,13 @@ export default function secure(svc: Svc): Router {
   r.post("/secure/session", async (ctx) => {
     const p = pairingOf(svc);
     const key = pairCaller(svc, ctx); // optional: ties the session to a paired device (unpair ends it)
-    const b = await readJson(ctx);
+    const b = await readSession(ctx);
     try {
-      x25519Public(b.client_epk);
+      x25519Public(b.client_epk); // the shape is the schema's; whether it is a key, the code's
     } catch {
       throw invalidRequest("client_epk must be an ephemeral X25519 public key: base64url of 32 raw bytes", "client_epk");
     }
-    if (typeof b.client_nonce !== "string" || b.client_nonce.length < 16 || b.client_nonce.length > 200) throw invalidRequest("client_nonce must be a random string of 16 to 200 characters", "client_nonce");
     const ttl = b.ttl_seconds;
-    if (ttl !== undefined && (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL)) throw invalidRequest(`ttl_seconds must be whole seconds from 1 to ${MAX_TTL}`, "ttl_seconds");
     const s = await p.sessions.open(b.client_epk, b.client_nonce, ttl, key && p.device(key.id) ? key.id : undefined);
     ctx.status = 201;
     ctx.body = { session_id: s.session_id, server_epk: s.server_epk, expires_at: s.expires_at, expires_ms: s.expires_ms, signature: s.signature, server: p.server() };
@@ -93,7 +93,7 @@ export default function secure(svc: Svc): Router {
 
   r.post("/secure/call", async (ctx) => {
     const p = pairingOf(svc);
-    const b = await readJson(ctx);
+    const b = await readCall(ctx);
     const { session, plaintext } = await p.sessions.accept(b.session_id, b.seq, { nonce: b.nonce, ciphertext: b.ciphertext });
     const inner = innerOf(plaintext);
     inner.headers["x-request-id"] ??= String(ctx.state.requestId ?? "");

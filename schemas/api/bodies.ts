@@ -1,54 +1,88 @@
-// JSON Schemas (TypeBox) of the HTTP API's request bodies that the OpenAPI document describes and
-// that are not manifest kinds or key bodies. They state the accepted shape for clients; the
-// protocol routes still check the fine print (ranges, cross-field rules) in api/.
-import { Type, type TSchema } from "@sinclair/typebox";
+// JSON Schemas (TypeBox) of the HTTP API's request bodies that are not manifest kinds or key
+// bodies: the OpenAPI document shows them and the routes validate with them (api/body-schema.ts),
+// so the two cannot disagree. What a schema cannot say (cross-field rules, lookups) the routes
+// check after it. `errorMessage` on a node is the text of a problem anywhere inside it, reported
+// at that node (`{field}` is its path).
+import { Type, type TProperties } from "@sinclair/typebox";
 
-const Str = (description?: string) => Type.String(description ? { description } : {});
-const open = (props: Record<string, TSchema>, description?: string) => Type.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
+const open = <P extends TProperties>(props: P, description?: string) => Type.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
 
-export const Message = open({ role: Str("system | user | assistant | tool"), content: Type.Union([Type.String(), Type.Array(Type.Unknown()), Type.Null()]) });
-const Sampling = {
-  max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-  top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-  stream: Type.Optional(Type.Boolean()),
-  stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
-};
-const Metadata = Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "free-form; workflow_id and user_id attribute usage; routing: {strategy, fallback}" }));
+export * from "./protocols";
 
-export const ChatCompletionBody = open(
-  { model: Str("a model id from GET /v1/models"), messages: Type.Array(Message), ...Sampling, tools: Type.Optional(Type.Array(Type.Unknown())), tool_choice: Type.Optional(Type.Unknown()), response_format: Type.Optional(Type.Unknown()), session_id: Type.Optional(Type.String()), metadata: Metadata },
-  "OpenAI Chat Completions request",
+/** A string field that may also be null (taken as absent), at most `max` characters. */
+const text = (max: number, more: Record<string, unknown> = {}) =>
+  Type.Optional(Type.Union([Type.String({ maxLength: max }), Type.Null()], { errorMessage: { default: "{field} must be a string", maxLength: `{field} is longer than ${max} characters` }, ...more }));
+const flag = Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { errorMessage: "{field} must be a boolean" }));
+const MAX_PROMPT = 1_000_000;
+
+/** How an agent may pick tools: auto | none | required, or one tool by name. */
+const AgentToolChoice = Type.Optional(
+  Type.Union(
+    [
+      Type.Null(),
+      Type.Union([Type.Literal("auto"), Type.Literal("none"), Type.Literal("required")]),
+      Type.Object({ function: Type.Object({ name: Type.String({ minLength: 1 }) }) }),
+      Type.Object({ name: Type.String({ minLength: 1 }) }),
+    ],
+    { errorMessage: 'tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": "<tool>"}}' },
+  ),
 );
-export const CompletionBody = open({ model: Str(), prompt: Type.Union([Type.String(), Type.Array(Type.String())]), ...Sampling, metadata: Metadata }, "OpenAI text completions request");
-export const ResponsesBody = open({ model: Str(), input: Type.Union([Type.String(), Type.Array(Type.Unknown())]), instructions: Type.Optional(Type.String()), max_output_tokens: Type.Optional(Type.Integer({ minimum: 1 })), stream: Type.Optional(Type.Boolean()), tools: Type.Optional(Type.Array(Type.Unknown())), metadata: Metadata }, "OpenAI Responses request");
-export const EmbeddingsBody = open({ model: Str(), input: Type.Union([Type.String(), Type.Array(Type.String())]) }, "OpenAI embeddings request");
-export const MessagesBody = open({ model: Str(), messages: Type.Array(Message), max_tokens: Type.Integer({ minimum: 1 }), system: Type.Optional(Type.Unknown()), stream: Type.Optional(Type.Boolean()), tools: Type.Optional(Type.Array(Type.Unknown())), stop_sequences: Type.Optional(Type.Array(Type.String())) }, "Anthropic Messages request");
-export const CountTokensBody = open({ model: Str(), messages: Type.Array(Message), system: Type.Optional(Type.Unknown()), tools: Type.Optional(Type.Array(Type.Unknown())) }, "Anthropic count_tokens request");
-export const OllamaChatBody = open({ model: Str(), messages: Type.Optional(Type.Array(Message)), stream: Type.Optional(Type.Boolean()), options: Type.Optional(Type.Record(Type.String(), Type.Unknown())), format: Type.Optional(Type.Unknown()), keep_alive: Type.Optional(Type.Union([Type.String(), Type.Number()])) }, "Ollama /api/chat request");
-export const OllamaGenerateBody = open({ model: Str(), prompt: Type.Optional(Type.String()), stream: Type.Optional(Type.Boolean()), options: Type.Optional(Type.Record(Type.String(), Type.Unknown())), keep_alive: Type.Optional(Type.Union([Type.String(), Type.Number()])) }, "Ollama /api/generate request");
-export const OllamaEmbedBody = open({ model: Str(), input: Type.Union([Type.String(), Type.Array(Type.String())]) }, "Ollama /api/embed request");
-export const OllamaEmbeddingsBody = open({ model: Str(), prompt: Type.String() }, "Ollama /api/embeddings request (legacy)");
-export const ShowBody = open({ model: Str() }, "Ollama /api/show request");
+const AgentMessage = Type.Object(
+  { role: Type.Union([Type.Literal("user"), Type.Literal("assistant")]), content: Type.String() },
+  { errorMessage: '{field} must be {role: "user" | "assistant", content: string}' },
+);
 
-export const AgentRunBody = open({ prompt: Type.Optional(Type.String()), input: Type.Optional(Type.Unknown()), messages: Type.Optional(Type.Array(Message)), model: Type.Optional(Type.String()), tool_choice: Type.Optional(Type.Unknown()), stream: Type.Optional(Type.Boolean()), conversation_id: Type.Optional(Type.String()) }, "agent input");
-export const DispatchBody = open({ prompt: Str(), title: Type.Optional(Type.String()), model: Type.Optional(Type.String()), tool_choice: Type.Optional(Type.Unknown()) }, "detached task");
-export const ClarifyBody = open({ response: Type.Optional(Type.String({ description: "an answer, or approve | deny for an approval" })), approve: Type.Optional(Type.Boolean()) });
-export const ToolCallBody = Type.Object({ name: Str("a tool name from GET /mcp/tools"), arguments: Type.Optional(Type.Record(Type.String(), Type.Unknown())) });
-export const MemoryIngestBody = open({
-  agent_id: Str(),
-  conversation_id: Str(),
-  turns: Type.Array(Type.Object({ user: Type.String(), assistant: Type.String() })),
-  session_date: Type.Optional(Type.String()),
-  skip_extraction: Type.Optional(Type.Boolean()),
-  project: Type.Optional(Type.String()),
-  flush: Type.Optional(Type.Boolean()),
+export const AgentRunBody = open(
+  {
+    prompt: text(MAX_PROMPT),
+    input: text(MAX_PROMPT, { description: "the same as prompt" }),
+    messages: Type.Optional(Type.Array(AgentMessage, { errorMessage: "messages must be an array of {role, content}" })),
+    model: text(500),
+    tool_choice: AgentToolChoice,
+    stream: Type.Optional(Type.Boolean({ errorMessage: "stream must be a boolean" })),
+    conversation_id: text(200),
+  },
+  "agent input: prompt, input, or messages ending with a user message",
+);
+export const DispatchBody = open(
+  { prompt: Type.String({ minLength: 1, maxLength: MAX_PROMPT, errorMessage: { default: "prompt (a non-empty string) is required", maxLength: `prompt is longer than ${MAX_PROMPT} characters` } }), title: text(500), model: text(500), tool_choice: AgentToolChoice },
+  "detached task",
+);
+export const ClarifyBody = open({ response: text(MAX_PROMPT, { description: "an answer, or approve | deny for an approval" }), approve: Type.Optional(Type.Unknown({ description: "true or false; other values are ignored" })) }, "response or approve is required");
+export const ToolCallBody = Type.Object({
+  name: Type.String({ minLength: 1, description: "a tool name from GET /mcp/tools", errorMessage: "name must be a tool name from GET /mcp/tools" }),
+  arguments: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { errorMessage: "arguments must be an object" })),
 });
-export const MemoryFlushBody = open({ agent_id: Str(), conversation_id: Type.Optional(Type.String()) });
-export const AgentOnlyBody = open({ agent_id: Type.Optional(Type.String()) });
+
+const MAX_TURNS = 1000;
+const required = (max: number) => Type.String({ minLength: 1, maxLength: max, pattern: "\\S", errorMessage: { required: "{field} (a non-empty string) is required", default: "{field} must be a non-empty string", maxLength: `{field} is longer than ${max} characters` } });
+export const MemoryIngestBody = open({
+  agent_id: required(200),
+  conversation_id: required(200),
+  turns: Type.Array(
+    Type.Object({ user: Type.String(), assistant: Type.String() }, { errorMessage: "{field} must be {user: string, assistant: string}" }),
+    { minItems: 1, maxItems: MAX_TURNS, errorMessage: { default: "turns must be a non-empty array of {user, assistant}", maxItems: `turns holds more than ${MAX_TURNS} items` } },
+  ),
+  session_date: text(100, { description: "ISO 8601 date or date-time" }),
+  skip_extraction: flag,
+  project: text(200),
+  flush: flag,
+});
+export const MemoryFlushBody = open({ agent_id: required(200), conversation_id: text(200) });
+export const AgentOnlyBody = open({ agent_id: Type.Optional(required(200)) });
+
+const bool = (name: string) => Type.Optional(Type.Boolean({ errorMessage: `${name} must be true or false` }));
 export const ConfigBody = open(
-  { document: Type.Optional(Type.String({ description: "YAML, one or more documents" })), documents: Type.Optional(Type.Array(Type.Unknown())), plan: Type.Optional(Type.Unknown()), source: Type.Optional(Type.String()), prune: Type.Optional(Type.Boolean()), allowPruneAll: Type.Optional(Type.Boolean()), confirm: Type.Optional(Type.Boolean()), wait: Type.Optional(Type.Boolean()), waitTimeoutSeconds: Type.Optional(Type.Number()) },
-  "a document, documents or a saved plan, with plan/apply options",
+  {
+    document: Type.Optional(Type.String({ description: "YAML, one or more documents", errorMessage: '"document" must be a string of YAML' })),
+    documents: Type.Optional(Type.Array(Type.Unknown(), { errorMessage: '"documents" must be a list of objects' })),
+    plan: Type.Optional(Type.Object({}, { additionalProperties: true, description: "a saved plan (from POST /admin/config/plan)", errorMessage: '"plan" must be a saved plan object' })),
+    source: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 512, pattern: "^[^\\u0000-\\u001f]*$" }), Type.Null()], { errorMessage: "source must be a non-empty string of at most 512 printable characters" })),
+    prune: bool("prune"),
+    allowPruneAll: bool("allowPruneAll"),
+    confirm: bool("confirm"),
+    wait: bool("wait"),
+    waitTimeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600, errorMessage: "waitTimeoutSeconds must be between 0 and 3600" })),
+  },
+  'exactly one of "document", "documents" or "plan", with plan/apply options',
 );
-export const JobIdBody = Type.Object({ id: Str("the job id (X-Svc-Job-Id of the request)") });
-export const AnyObject = open({});
