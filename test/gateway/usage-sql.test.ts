@@ -108,5 +108,10 @@ describe.each(stores)("usage report on $name", (s) => {
     else await (db.prisma as any).$executeRawUnsafe(del);
     await same();
     expect((await report({}))[0].requests).toBe(21);
+    // aud_x0 was alone in its roll-up row (no key, no model, 150 ms): the row is gone, not left at 0
+    const left = sqlite
+      ? (db.sqlite.prepare(`SELECT COUNT(*) AS c FROM "UsageRollup" WHERE "n" <= 0 OR "lat" = 150`).get() as { c: number }).c
+      : Number(((await (db.prisma as any).$queryRawUnsafe(`SELECT COUNT(*)::int AS c FROM usagerollup WHERE n <= 0 OR lat = 150`)) as Array<{ c: number }>)[0].c);
+    expect(left).toBe(0);
   });
 });
