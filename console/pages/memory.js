@@ -20,6 +20,8 @@ export default function Memory() {
     ${q ? html`<div data-testid="memory-hits"><${Table} rows=${hits} caption="memory hits" empty="nothing found" cols=${[
       { label: "Kind", render: (h) => h.kind },
       { label: "Text", render: (h) => h.text ?? h.content ?? JSON.stringify(h) },
+      { label: "Status", render: (h) => h.status ?? "" },
+      { label: "Salience", num: true, render: (h) => (h.salience != null ? Number(h.salience).toFixed(2) : "–") },
       { label: "Score", num: true, render: (h) => (h.score != null ? Number(h.score).toFixed(3) : "–") },
     ]} /></div>` : null}`;
 }

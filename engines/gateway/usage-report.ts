@@ -1,5 +1,10 @@
 // GET /v1/usage and `svc usage`: the audit log grouped in SQL (one statement, SQLite or
 // PostgreSQL) into requests, tokens, spend, errors, refusals by kind and p50/p95 latency.
+// Source: the roll-up UsageRollup (one row per UTC day, key, organization, model, provider,
+// action, failure status and latency bucket, kept by triggers on AuditEntry) whenever it can
+// answer: groups among key, team, organization, model, provider and day, no metadata filter, and
+// from/to on UTC midnights. Else the audit rows themselves (hour, minute, metadata, any instant).
+// Both give the same answer; the roll-up reads a row per bucket instead of one per request.
 // SQL groups rows by the groups, a latency bucket and the failure status in one pass; the few
 // resulting rows fold into totals, refusals and nearest-rank p50/p95 here. Teams are not an
 // audit column, so the key -> team map of the key cache goes in as a VALUES list.
@@ -86,16 +91,19 @@ const FIELD: Record<UsageGroup, string> = {
   day: "day", hour: "hour", minute: "minute", "metadata.workflow_id": "workflow_id", "metadata.user_id": "user_id",
 };
 
-function groupExpr(g: UsageGroup, d: Dialect): string {
+function groupExpr(g: UsageGroup, d: Dialect, rollup: boolean): string {
   const pg = d === "postgresql";
+  // the roll-up stores NULL as '' (a primary key column cannot tell NULLs apart)
+  const col = (c: string) => (rollup ? `NULLIF(a.${c}, '')` : `a.${c}`);
   switch (g) {
-    case "key": return "a.apikeyid";
+    case "key": return col("apikeyid");
     case "team": return "kt.team";
-    case "organization": return "a.organizationid";
-    case "model": return "a.model";
-    case "provider": return "a.provider";
+    case "organization": return col("organizationid");
+    case "model": return col("model");
+    case "provider": return col("provider");
     // SQLite keeps DateTime as ISO text (UTC): its prefix is the day or the hour
-    case "day": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD')` : "substr(a.timestamp, 1, 10)";
+    case "day": if (rollup) return "a.day";
+      return pg ? `to_char(a.timestamp, 'YYYY-MM-DD')` : "substr(a.timestamp, 1, 10)";
     case "hour": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD"T"HH24:00:00"Z"')` : "substr(a.timestamp, 1, 13) || ':00:00Z'";
     // not in the issue's list: the console's requests-per-minute chart
     case "minute": return pg ? `to_char(a.timestamp, 'YYYY-MM-DD"T"HH24:MI:00"Z"')` : "substr(a.timestamp, 1, 16) || ':00Z'";
@@ -107,8 +115,22 @@ function groupExpr(g: UsageGroup, d: Dialect): string {
 const meta = (field: string, d: Dialect) =>
   d === "postgresql" ? `(a.metadata::jsonb ->> '${field}')` : `CAST(json_extract(a.metadata, '$.${field}') AS TEXT)`;
 
-/** The statement and its parameters (exported for the tests and the benchmark). */
-export function usageSql(d: Dialect, q: UsageQuery): { sql: string; params: unknown[] } {
+const ROLLUP_GROUPS = new Set<UsageGroup>(["key", "team", "organization", "model", "provider", "day"]);
+const DAY_MS = 86_400_000;
+
+/** Whether the roll-up can answer the query (else the audit rows do). */
+export function rollupServes(q: UsageQuery): boolean {
+  return q.groupBy.every((g) => ROLLUP_GROUPS.has(g)) && q.workflowId === undefined && q.userId === undefined
+    && [q.from, q.to].every((t) => t === undefined || t.getTime() % DAY_MS === 0);
+}
+
+export type UsageSource = "rollup" | "audit";
+
+/** The statement and its parameters (exported for the tests and the benchmark): from the roll-up
+ * when it can answer, unless `source` says otherwise. */
+export function usageSql(d: Dialect, q: UsageQuery, source: UsageSource = rollupServes(q) ? "rollup" : "audit"): { sql: string; params: unknown[] } {
+  const rollup = source === "rollup";
+  if (rollup && !rollupServes(q)) throw new Error("the usage roll-up cannot answer this query");
   const params: unknown[] = [];
   const p = (v: unknown) => {
     params.push(v);
@@ -121,8 +143,10 @@ export function usageSql(d: Dialect, q: UsageQuery): { sql: string; params: unkn
   if (q.organizationId !== undefined) where.push(`a.organizationid = ${p(q.organizationId)}`);
   // SQLite compares the stored ISO text; PostgreSQL a TIMESTAMP (UTC, without zone)
   const at = (t: Date) => (d === "postgresql" ? `${p(t.toISOString().slice(0, -1))}::timestamp` : p(dbIsoAt(t.getTime())));
-  if (q.from) where.push(`a.timestamp >= ${at(q.from)}`);
-  if (q.to) where.push(`a.timestamp < ${at(q.to)}`);
+  const day = (t: Date) => p(t.toISOString().slice(0, 10)); // a UTC midnight (rollupServes)
+  if (q.from) where.push(rollup ? `a.day >= ${day(q.from)}` : `a.timestamp >= ${at(q.from)}`);
+  if (q.to) where.push(rollup ? `a.day < ${day(q.to)}` : `a.timestamp < ${at(q.to)}`);
+  if (rollup) where.push("a.n > 0");
   if (q.model !== undefined) where.push(`a.model = ${p(q.model)}`);
   if (q.provider !== undefined) where.push(`a.provider = ${p(q.provider)}`);
   if (q.action !== undefined) where.push(`(a.action = ${p(q.action)} OR a.action LIKE ${p(`${q.action.replace(/[%_\\]/g, "\\$&")}.%`)} ESCAPE '\\')`);
@@ -140,21 +164,16 @@ export function usageSql(d: Dialect, q: UsageQuery): { sql: string; params: unkn
   }
   // One pass: the groups, a latency bucket (exact below 100 ms, then 10 ms, 100 ms, 1 s steps)
   // and the failure status; the caller folds buckets into totals and nearest-rank percentiles.
-  // A window over every row (ROW_NUMBER per group) was ~5x slower on SQLite at 100,000 rows.
-  const gcols = groups.map((g, i) => `${groupExpr(g, d)} AS g${i}`);
-  const bucket = `CASE WHEN a.latencyms < 100 THEN a.latencyms WHEN a.latencyms < 1000 THEN a.latencyms - a.latencyms % 10 WHEN a.latencyms < 10000 THEN a.latencyms - a.latencyms % 100 ELSE a.latencyms - a.latencyms % 1000 END`;
-  const failure = `CASE WHEN a.status = 'success' THEN '' ELSE a.status END`;
+  // A window over every row (ROW_NUMBER per group) was ~5x slower on SQLite at 100,000 rows. The
+  // roll-up holds the same bucket and status in its key (migration usage_rollup).
+  const gcols = groups.map((g, i) => `${groupExpr(g, d, rollup)} AS g${i}`);
+  const bucket = rollup ? "a.lat" : `CASE WHEN a.latencyms < 100 THEN a.latencyms WHEN a.latencyms < 1000 THEN a.latencyms - a.latencyms % 10 WHEN a.latencyms < 10000 THEN a.latencyms - a.latencyms % 100 ELSE a.latencyms - a.latencyms % 1000 END`;
+  const failure = rollup ? "a.st" : `CASE WHEN a.status = 'success' THEN '' ELSE a.status END`;
   const n = groups.length;
-  // GROUP BY positions (both databases take them), the key first: SQLite then reads the covering
-  // key/time index (AuditEntry_usage_idx) in its order, and sorting presorted rows is cheaper.
-  // The order of the groups here is not the answer's: usageReport sorts the folded rows.
-  const order = groups.map((_, i) => i + 1);
-  const k = groups.indexOf("key");
-  if (k > 0) order.unshift(...order.splice(k, 1));
-  const by = [...order, n + 1, n + 2].join(", ");
-  const table = d === "postgresql" ? "auditentry" : `"AuditEntry"`;
-  const sql = `${cte}SELECT ${[...gcols, `${bucket} AS lat`, `${failure} AS st`, "COUNT(*) AS n", "SUM(a.prompttokens) AS pt", "SUM(a.completiontokens) AS ct",
-    "SUM(a.costmicros) AS cm", ...(groups.includes("key") ? ["MAX(a.apikeyname) AS kn"] : [])].join(", ")}
+  const by = [...groups.map((_, i) => i + 1), n + 1, n + 2].join(", "); // GROUP BY positions: both databases take them
+  const table = rollup ? (d === "postgresql" ? "usagerollup" : `"UsageRollup"`) : d === "postgresql" ? "auditentry" : `"AuditEntry"`;
+  const sql = `${cte}SELECT ${[...gcols, `${bucket} AS lat`, `${failure} AS st`, rollup ? "SUM(a.n) AS n" : "COUNT(*) AS n", "SUM(a.prompttokens) AS pt", "SUM(a.completiontokens) AS ct",
+    "SUM(a.costmicros) AS cm", ...(groups.includes("key") ? [rollup ? "MAX(NULLIF(a.apikeyname, '')) AS kn" : "MAX(a.apikeyname) AS kn"] : [])].join(", ")}
     FROM ${table} a${needTeams ? " LEFT JOIN kt ON kt.id = a.apikeyid" : ""}
     WHERE ${where.join(" AND ")}
     GROUP BY ${by}`;
@@ -192,8 +211,8 @@ function percentileOf(h: Map<number, number>, total: number, pct: number): numbe
 /** Run the report: rows in the API's shape (group fields first, key_name when grouped by key),
  * ordered by the group fields. Latency percentiles are exact below 100 ms and the lower bound of
  * a 10 ms / 100 ms / 1 s step above. */
-export async function usageReport(db: UsageDb, q: UsageQuery): Promise<UsageRow[]> {
-  const { sql, params } = usageSql(db.dialect, q);
+export async function usageReport(db: UsageDb, q: UsageQuery, source?: UsageSource): Promise<UsageRow[]> {
+  const { sql, params } = usageSql(db.dialect, q, source);
   const rows = await db.all(sql, params);
   const groups = [...new Set(q.groupBy)];
   const acc = new Map<string, Acc>();
