@@ -1,9 +1,15 @@
 // Content with images, OpenAI side: a user message's content parts (Chat Completions text and
 // image_url parts; Responses input_text and input_image) -> the internal ordered parts
 // (engines/chat/images.ts). Other roles stay text-only (chat-request.ts textContent).
-import type { ChatMessage, ContentPart, Role } from "../../engines/chat/types";
+import type { ChatMessage, ContentPart, ImageDetail, Role } from "../../engines/chat/types";
 import { imageFromUrl, messageOfParts } from "../../engines/chat/images";
 import { bad, isObj } from "./validate";
+
+function detailOf(v: unknown, param: string): { detail?: ImageDetail } {
+  if (v === undefined || v === null) return {};
+  if (v !== "low" && v !== "high" && v !== "auto") throw bad(`'${param}' must be "low", "high" or "auto"`, param);
+  return { detail: v };
+}
 
 export function partsContent(v: unknown, param: string): ContentPart[] {
   if (typeof v === "string") return [{ type: "text", text: v }];
@@ -24,11 +30,11 @@ export function partsContent(v: unknown, param: string): ContentPart[] {
         // {image_url: {url, detail?}} (a bare string is accepted too)
         const iu = p.image_url;
         const url = isObj(iu) ? iu.url : iu;
-        return { type: "image", image: imageFromUrl(url, isObj(iu) ? `${q}.image_url.url` : `${q}.image_url`) };
+        return { type: "image", image: imageFromUrl(url, isObj(iu) ? `${q}.image_url.url` : `${q}.image_url`), ...detailOf(isObj(iu) ? iu.detail : undefined, `${q}.image_url.detail`) };
       }
       case "input_image":
         if (p.file_id !== undefined && p.image_url === undefined) throw bad(`'${q}.file_id': uploaded files are not kept here; send image_url (an http(s) or data: URL)`, `${q}.file_id`);
-        return { type: "image", image: imageFromUrl(p.image_url, `${q}.image_url`) };
+        return { type: "image", image: imageFromUrl(p.image_url, `${q}.image_url`), ...detailOf(p.detail, `${q}.detail`) };
       default:
         throw bad(`content part type '${String(p.type)}' is not supported; text and image parts are`, `${q}.type`);
     }

@@ -15,7 +15,10 @@ export interface ToolCall {
 export type ImageSource = { type: "base64"; mediaType: string; data: string } | { type: "url"; url: string };
 
 /** One part of a message's content, in order (see ChatMessage.parts). */
-export type ContentPart = { type: "text"; text: string } | { type: "image"; image: ImageSource };
+export type ContentPart = { type: "text"; text: string } | { type: "image"; image: ImageSource; detail?: ImageDetail };
+
+/** OpenAI's image detail (resolution and so cost), passed on to OpenAI-shaped upstreams only. */
+export type ImageDetail = "low" | "high" | "auto";
 
 export interface ChatMessage {
   role: Role;

@@ -14,7 +14,7 @@ import type { Cancellation } from "../chat/cancel";
 /** A message with images: OpenAI's content parts (text, image_url with an http(s) or data: URL). */
 function openAIParts(m: ChatMessage): Array<Record<string, unknown>> {
   return partsOf(m).map((p) =>
-    p.type === "text" ? { type: "text", text: p.text } : { type: "image_url", image_url: { url: p.image.type === "url" ? p.image.url : dataUrl(p.image) } },
+    p.type === "text" ? { type: "text", text: p.text } : { type: "image_url", image_url: { url: p.image.type === "url" ? p.image.url : dataUrl(p.image), ...(p.detail ? { detail: p.detail } : {}) } },
   );
 }
 

@@ -71,7 +71,7 @@ describe("images from clients reach each vendor in its own shape", () => {
     expect(r.choices[0].message.content).toBe("echo: what is this?");
     expect(lastUser(lastBody(up.requests).messages).content).toEqual([
       { type: "text", text: "what is this?" },
-      { type: "image_url", image_url: { url: PNG_URL } },
+      { type: "image_url", image_url: { url: PNG_URL, detail: "low" } },
     ]);
   });
 
@@ -129,6 +129,9 @@ describe("images from clients reach each vendor in its own shape", () => {
     const r = await ollama().chat({ model: "vision-gemini", stream: false, messages: [{ role: "user", content: "tell me", images: [PNG] }] });
     expect(r.message.content).toBe("echo: tell me");
     expect(lastBody(gm.requests).contents[0].parts).toEqual([{ text: "tell me" }, { inlineData: { mimeType: "image/png", data: PNG } }]);
+    const g = await ollama().generate({ model: "vision-gemini", stream: false, prompt: "generate", images: [JPEG] });
+    expect(g.response).toBe("echo: generate");
+    expect(lastBody(gm.requests).contents[0].parts).toEqual([{ text: "generate" }, { inlineData: { mimeType: "image/jpeg", data: JPEG } }]);
 
     await env.client(secret).chat.completions.create({
       model: "vision-gemini",
