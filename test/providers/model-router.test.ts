@@ -108,6 +108,10 @@ describe("a router declared on a Model", () => {
     const r = await chat("team-missing");
     expect(r.status).toBe(404);
     expect(((await r.json()) as any).error.code).toBe("model_not_found");
+    // nor is a routed Model among the local models of the runtime settings
+    const rs = await env.api("GET", "/admin/runtime-settings");
+    expect(rs.status).toBe(200);
+    expect(rs.json.threads.models.map((m: any) => m.name)).not.toContain("team-gpt");
   });
 
   it("the manifest takes file or router, not both, not neither", () => {
