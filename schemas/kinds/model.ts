@@ -66,4 +66,4 @@ export const ModelSpec = Type.Object(
 /** A Model's spec. `file` is typed as present: a Model with `router` (file absent) is served by
  * the providers router and never reaches the code that reads `file` (controllers/kinds/model.ts). */
 export type ModelSpec = Static<typeof ModelSpec> & { file: string };
-export const Model = envelope("Model", ModelSpec, "A local GGUF model served by node-llama-cpp.");
+export const Model = envelope("Model", ModelSpec, "A local GGUF model served by node-llama-cpp, or (with router) a model name load-balanced over Provider deployments.");
