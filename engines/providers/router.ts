@@ -11,7 +11,8 @@
 // Unknown model: 404 model_not_found "model X is not served by this gateway".
 //
 // A model whose Providers declare `routing` or a per-model `weight` is load-balanced instead
-// (balancer.ts): targets() hands the pipeline one virtual "routed" target per request.
+// (balancer.ts): targets() hands the pipeline one virtual "routed" target per request. A Model
+// with `spec.router` declares such a group in one place and wins for its names (model-routes.ts).
 import type { ResourceStore, Ref } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
