@@ -133,6 +133,12 @@ function describeErrors(errors: ErrorObject[]): SchemaProblem[] {
       case "format":
         push({ path, message: `must be a valid ${(e.params as any).format}` });
         break;
+      case "if":
+        continue; // the failing then/else branch has said what is wrong
+      case "not":
+        // a field a form leaves out (e.g. Model file with router): the schema's description says why
+        push({ path, message: (e.parentSchema as any)?.description ?? e.message ?? "must not be set" });
+        break;
       default:
         push({ path, message: e.message ?? `fails ${e.keyword}` });
     }

@@ -1,7 +1,8 @@
 // Request transform: Anthropic Messages body -> internal ChatRequest. System text (string or
 // blocks), text / tool_use / tool_result blocks, tools with input_schema, tool_choice
 // auto | any | tool | none, stop_sequences, temperature (0..1 here, as Anthropic defines it).
-import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolDef } from "../../engines/chat/types";
+import type { ChatMessage, ChatRequest, ContentPart, ImageSource, ToolCall, ToolChoice, ToolDef } from "../../engines/chat/types";
+import { imageFromBase64, imageFromUrl, messageOfParts } from "../../engines/chat/images";
 import {
   argsToJson, bad, checkToolChoice, checkUniqueTools, isObj, optBool, optObject, present, reqString, stopList, toolDef,
 } from "../openai/validate";
@@ -19,6 +20,17 @@ function blocksText(v: unknown, param: string): string {
     .join("\n");
 }
 
+/** An image block's source: {type: "base64", media_type, data} or {type: "url", url}. */
+function imageBlock(src: unknown, param: string): ImageSource {
+  if (!isObj(src)) throw bad(`'${param}' must be {type: "base64", media_type, data} or {type: "url", url}`, param);
+  if (src.type === "base64") {
+    if (typeof src.media_type !== "string") throw bad(`'${param}.media_type' must be a string`, `${param}.media_type`);
+    return imageFromBase64(src.data, src.media_type, `${param}.data`);
+  }
+  if (src.type === "url") return imageFromUrl(src.url, `${param}.url`);
+  throw bad(`'${param}.type' must be "base64" or "url"`, `${param}.type`);
+}
+
 function parseMessage(m: unknown, i: number): ChatMessage[] {
   const p = `messages[${i}]`;
   if (!isObj(m)) throw bad(`'${p}' must be an object with role and content`, p);
@@ -26,6 +38,8 @@ function parseMessage(m: unknown, i: number): ChatMessage[] {
   if (typeof m.content === "string") return [{ role: m.role, content: m.content }];
   if (!Array.isArray(m.content)) throw bad(`'${p}.content' must be a string or an array of content blocks`, `${p}.content`);
   const text: string[] = [];
+  // the user's text and images in order (images: user messages only)
+  const parts: ContentPart[] = [];
   const calls: ToolCall[] = [];
   const results: ChatMessage[] = [];
   m.content.forEach((b: unknown, j: number) => {
@@ -35,6 +49,11 @@ function parseMessage(m: unknown, i: number): ChatMessage[] {
       case "text":
         if (typeof b.text !== "string") throw bad(`'${q}.text' must be a string`, `${q}.text`);
         text.push(b.text);
+        parts.push({ type: "text", text: b.text });
+        break;
+      case "image":
+        if (m.role !== "user") throw bad(`'${q}': image blocks belong to user messages`, q);
+        parts.push({ type: "image", image: imageBlock(b.source, `${q}.source`) });
         break;
       case "tool_use":
         if (m.role !== "assistant") throw bad(`'${q}': tool_use blocks belong to assistant messages`, q);
@@ -50,12 +69,12 @@ function parseMessage(m: unknown, i: number): ChatMessage[] {
       case "redacted_thinking":
         break; // another model's reasoning: nothing the local model can use
       default:
-        throw bad(`content block type '${String(b.type)}' is not supported; text, tool_use and tool_result are`, `${q}.type`);
+        throw bad(`content block type '${String(b.type)}' is not supported; text, image, tool_use and tool_result are`, `${q}.type`);
     }
   });
   if (m.role === "assistant") return [{ role: "assistant", content: text.join("\n"), ...(calls.length ? { toolCalls: calls } : {}) }];
   // tool results answer the previous assistant turn, so they come before any new user text
-  return [...results, ...(text.length || !results.length ? [{ role: "user" as const, content: text.join("\n") }] : [])];
+  return [...results, ...(parts.length || !results.length ? [messageOfParts("user", parts)] : [])];
 }
 
 function parseTools(v: unknown): ToolDef[] | undefined {

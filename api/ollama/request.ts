@@ -1,7 +1,8 @@
 // Request transforms: Ollama /api/chat, /api/generate and /api/embed bodies -> internal shapes.
 // `options` carries sampling (temperature, top_p, top_k, min_p, num_predict, seed, stop,
 // repeat_penalty); `format` is "json" or a JSON Schema; `stream` defaults to true.
-import type { ChatMessage, ChatRequest, EmbeddingRequest, ToolCall, ToolDef } from "../../engines/chat/types";
+import type { ChatMessage, ChatRequest, ContentPart, EmbeddingRequest, ToolCall, ToolDef } from "../../engines/chat/types";
+import { imageFromBase64, messageOfParts } from "../../engines/chat/images";
 import { embeddingInputs } from "../openai/embeddings";
 import {
   argsToJson, bad, checkUniqueTools, isObj, optString, present, reqString, stopList, toolDef,
@@ -39,6 +40,13 @@ function parseTools(v: unknown): ToolDef[] | undefined {
 
 const ROLES = new Set(["system", "user", "assistant", "tool"]);
 
+/** Ollama's `images`: base64 strings (the media type is read from the bytes). */
+function ollamaImages(v: unknown, param: string): ContentPart[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw bad(`'${param}' must be an array of base64 strings`, param);
+  return v.map((x, i) => ({ type: "image" as const, image: imageFromBase64(x, undefined, `${param}[${i}]`) }));
+}
+
 function parseMessages(v: unknown): ChatMessage[] {
   if (!Array.isArray(v) || v.length === 0) throw bad("'messages' must be a non-empty array", "messages");
   const out: ChatMessage[] = [];
@@ -49,8 +57,9 @@ function parseMessages(v: unknown): ChatMessage[] {
     if (!isObj(m)) throw bad(`'${p}' must be an object with role and content`, p);
     if (typeof m.role !== "string" || !ROLES.has(m.role)) throw bad(`'${p}.role' must be one of system, user, assistant, tool`, `${p}.role`);
     if (m.content !== undefined && m.content !== null && typeof m.content !== "string") throw bad(`'${p}.content' must be a string`, `${p}.content`);
-    if (Array.isArray(m.images) && m.images.length) throw bad(`'${p}.images': images are not supported by local text models`, `${p}.images`);
     const content = (m.content as string | undefined) ?? "";
+    const images = ollamaImages(m.images, `${p}.images`);
+    if (images.length && m.role !== "user") throw bad(`'${p}.images': images belong to user messages`, `${p}.images`);
     if (m.role === "assistant") {
       const calls: ToolCall[] = [];
       if (m.tool_calls !== undefined && m.tool_calls !== null) {
@@ -73,7 +82,7 @@ function parseMessages(v: unknown): ChatMessage[] {
       const call = at >= 0 ? pending.splice(at, 1)[0] : undefined;
       out.push({ role: "tool", content, toolCallId: call?.id ?? (typeof m.tool_call_id === "string" ? m.tool_call_id : `call_${n++}`), ...(name ? { name } : {}) });
     } else {
-      out.push({ role: m.role as "system" | "user", content });
+      out.push(images.length ? messageOfParts("user", [...(content ? [{ type: "text" as const, text: content }] : []), ...images]) : { role: m.role as "system" | "user", content });
     }
   });
   return out;
@@ -104,10 +113,12 @@ export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): {
   const system: string | undefined = b.system ?? undefined;
   const raw: boolean = b.raw ?? false;
   if (typeof b.suffix === "string" && b.suffix) throw bad("'suffix' (fill-in-the-middle) is not supported", "suffix");
-  if (Array.isArray(b.images) && b.images.length) throw bad("'images' are not supported by local text models", "images");
+  const images = ollamaImages(b.images, "images");
+  if (images.length && raw) throw bad("'images' cannot be used with raw prompts", "images");
   const { sampling, maxTokens } = parseOptions(b.options);
   const responseSchema = parseFormat(b.format);
-  const messages: ChatMessage[] = raw ? [] : [...(system ? [{ role: "system" as const, content: system }] : []), { role: "user" as const, content: prompt }];
+  const user = images.length ? messageOfParts("user", [...(prompt ? [{ type: "text" as const, text: prompt }] : []), ...images]) : { role: "user" as const, content: prompt };
+  const messages: ChatMessage[] = raw ? [] : [...(system ? [{ role: "system" as const, content: system }] : []), user];
   const req: ChatRequest = {
     model,
     messages,

@@ -3,6 +3,7 @@ import type { ChatMessage, ChatRequest, SamplingOverrides, ToolCall, ToolChoice,
 import {
   bad, checkToolChoice, checkUniqueTools, isObj, optString, present, reqString, stopList, toolDef,
 } from "./validate";
+import { messageWithImages } from "./content";
 
 export interface OpenAIChatParsed {
   req: ChatRequest;
@@ -10,8 +11,8 @@ export interface OpenAIChatParsed {
   includeUsage: boolean;
 }
 
-/** Text of a content field: a string, or an array of text parts (joined). Images and audio are
- * refused: the local models here are text-only. */
+/** Text of a content field: a string, or an array of text parts (joined). Images are taken only
+ * in user messages (content.ts); audio is refused. */
 export function textContent(v: unknown, param: string, allowNull = false): string {
   if (typeof v === "string") return v;
   if ((v === null || v === undefined) && allowNull) return "";
@@ -60,7 +61,7 @@ export function parseMessages(v: unknown): ChatMessage[] {
       case "developer":
         return { role: "system", content: textContent(m.content, `${p}.content`), ...(name ? { name } : {}) };
       case "user":
-        return { role: "user", content: textContent(m.content, `${p}.content`), ...(name ? { name } : {}) };
+        return messageWithImages("user", m.content, `${p}.content`, name ? { name } : {});
       case "assistant": {
         const calls = m.tool_calls === undefined || m.tool_calls === null ? [] : toolCalls(m.tool_calls, `${p}.tool_calls`);
         const content = textContent(m.content, `${p}.content`, calls.length > 0 || m.content === null);

@@ -3,6 +3,7 @@
 // message. Nothing is stored server-side, so previous_response_id is refused.
 import type { ChatMessage, ChatRequest, ToolDef } from "../../engines/chat/types";
 import { checkUnsupported, parseCommon, parseResponseFormat, parseSampling, parseToolChoice, textContent } from "./chat-request";
+import { messageWithImages } from "./content";
 import { bad, checkUniqueTools, isObj, reqString, toolDef } from "./validate";
 
 /** Request fields a response object echoes back. */
@@ -40,7 +41,7 @@ function parseInput(v: unknown, instructions: string | undefined): ChatMessage[]
     if (type === "message") {
       if (!MSG_ROLES.has(it.role)) throw bad(`'${p}.role' must be one of user, system, developer, assistant`, `${p}.role`);
       const role = it.role === "developer" ? "system" : (it.role as ChatMessage["role"]);
-      out.push({ role, content: textContent(it.content, `${p}.content`) });
+      out.push(role === "user" ? messageWithImages(role, it.content, `${p}.content`) : { role, content: textContent(it.content, `${p}.content`) });
     } else if (type === "function_call") {
       const call = {
         id: reqString(it.call_id, `${p}.call_id`),

@@ -102,7 +102,8 @@ export default function adminRuntime(svc: Svc): Router {
     const only = typeof ctx.query.model === "string" ? ctx.query.model : undefined;
     const pool = svc.engines.pool;
     const registered = new Map((pool?.list() ?? []).map((m) => [m.name, m]));
-    const objects = svc.store.list({ kind: "Model" }).filter((o) => !only || o.name === only || pool?.resolveName(only) === o.name);
+    // local models only: a Model with a router is served by providers (engines/providers/model-routes.ts)
+    const objects = svc.store.list({ kind: "Model" }).filter((o) => !o.spec?.router && (!only || o.name === only || pool?.resolveName(only) === o.name));
     if (only && objects.length === 0) throw notFound(`model '${only}' not found`);
     ctx.body = {
       precedence: SAMPLING_PRECEDENCE,
@@ -127,7 +128,7 @@ export default function adminRuntime(svc: Svc): Router {
   r.get("/admin/runtime-settings", loopbackOnly, (ctx: Context) => {
     const s = svc.server;
     const pool = svc.engines.pool;
-    const models = svc.store.list({ kind: "Model" }).map((o) => ({
+    const models = svc.store.list({ kind: "Model" }).filter((o) => !o.spec?.router).map((o) => ({
       name: o.name,
       file: typeof o.spec?.file === "string" ? resolveModelFile(svc, o.spec.file) : null,
       threads: o.spec?.threads ?? 1,

@@ -3,6 +3,7 @@
 // model pool (svc.engines.pool). Registering loads nothing: the pool loads on first use and
 // unloads when idle, so Ready says "registered; loads on first use" until a request loads it.
 // Deleting the object unregisters (unloads) the model; weights on disk are never deleted.
+// A Model with spec.router instead of a file is a load-balanced name (engines/providers/model-routes.ts).
 import { open, stat } from "node:fs/promises";
 import { Value } from "@sinclair/typebox/value";
 import type { KindController, ReadyCondition, ReconcileResult } from "../types";
@@ -75,6 +76,15 @@ export function modelController(svc: Svc): KindController<"Model"> {
       else router.removeModel(name);
     },
     async reconcile(obj): Promise<ReadyCondition & ReconcileResult> {
+      // a Model with a router names no file: the providers router serves it (model-routes.ts)
+      if (obj.spec?.router) {
+        existingPool(svc)?.unregister(obj.name);
+        const n = obj.spec.router.deployments.length;
+        const missing = svc.engines.gateway?.router.modelRouteProblems(obj.name) ?? [];
+        if (missing.length === n) return { status: "False", reason: "NoDeployment", message: missing.join("; "), requeueAfterMs: RECHECK_MS };
+        const message = `load-balanced over ${n - missing.length} of ${n} deployments${missing.length ? `; ${missing.join("; ")}` : ""}`;
+        return { status: "True", reason: missing.length ? "DeploymentMissing" : "Routed", message, extra: { deployments: n - missing.length }, ...(missing.length ? { requeueAfterMs: RECHECK_MS } : {}) };
+      }
       const spec = Value.Default(ModelSpec, structuredClone(obj.spec ?? {})) as ModelSpec;
       const file = resolveModelFile(svc, spec.file);
       const pool = modelPool(svc);

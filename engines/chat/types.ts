@@ -10,9 +10,23 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** An image a client sent: its bytes (base64, with the media type), or an http(s) URL passed on to
+ * vendors that fetch URLs themselves. svc never fetches an image URL. */
+export type ImageSource = { type: "base64"; mediaType: string; data: string } | { type: "url"; url: string };
+
+/** One part of a message's content, in order (see ChatMessage.parts). */
+export type ContentPart = { type: "text"; text: string } | { type: "image"; image: ImageSource; detail?: ImageDetail };
+
+/** OpenAI's image detail (resolution and so cost), passed on to OpenAI-shaped upstreams only. */
+export type ImageDetail = "low" | "high" | "auto";
+
 export interface ChatMessage {
   role: Role;
+  /** the message's text (with images: the text parts joined by newlines) */
   content: string;
+  /** set only when the message holds images: its parts in order, text included (engines/chat/images.ts).
+   * Text-only code reads `content`; providers that take images read `parts`. */
+  parts?: ContentPart[];
   /** assistant messages that called tools */
   toolCalls?: ToolCall[];
   /** tool result messages: the call they answer */

@@ -1,13 +1,16 @@
 // Anthropic Messages upstream (type anthropic): POST {baseUrl}/v1/messages with x-api-key and
 // anthropic-version. System messages become `system`; tool calls/results become tool_use /
 // tool_result blocks. max_tokens is required by the API: when the caller set none, 4096.
-import type { ChatEvent, ChatMessage, ChatRequest, FinishReason } from "../chat/types";
+import type { ChatEvent, ChatMessage, ChatRequest, FinishReason, ImageSource } from "../chat/types";
 import { SvcError } from "../errors";
 import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+/** An image as Anthropic's source: base64 bytes with media_type, or a URL Anthropic fetches. */
+const anthropicSource = (i: ImageSource) => (i.type === "url" ? { type: "url", url: i.url } : { type: "base64", media_type: i.mediaType, data: i.data });
 
 function toBlocks(msgs: ChatMessage[]): { system?: string; messages: any[] } {
   const system: string[] = [];
@@ -33,6 +36,8 @@ function toBlocks(msgs: ChatMessage[]): { system?: string; messages: any[] } {
         }
         push("assistant", { type: "tool_use", id: c.id, name: c.name, input });
       }
+    } else if (m.parts) {
+      for (const p of m.parts) push("user", p.type === "text" ? { type: "text", text: p.text } : { type: "image", source: anthropicSource(p.image) });
     } else {
       push("user", { type: "text", text: m.content });
     }

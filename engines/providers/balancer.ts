@@ -44,6 +44,8 @@ export class DeploymentState {
 
 export interface Deployment {
   target: RouteTarget;
+  /** how status and metrics name it when not by its Provider alone (two deployments on one Provider) */
+  label?: string;
   weight: number;
   priceKey: number;
   cooldown: { failures: number; windowMs: number; ms: number };
@@ -255,7 +257,7 @@ export interface DeploymentStats {
 export function groupStats(g: Group, now: number): DeploymentStats[] {
   return g.deployments.map((d) => ({
     model: g.model,
-    provider: d.target.provider,
+    provider: d.label ?? d.target.provider,
     strategy: g.settings.strategy,
     weight: d.weight,
     inFlight: d.state.inFlight,

@@ -5,6 +5,7 @@
 // message (role, separators; OpenAI counts 3-4) and 3 to prime the answer. Settlement uses the
 // upstream's actual usage; the estimate only decides how much a request holds while in flight.
 import type { ChatRequest } from "../chat/types";
+import { IMAGE_TOKEN_ESTIMATE } from "../chat/images";
 
 const MESSAGE_OVERHEAD = 5;
 const PRIMING = 3;
@@ -20,6 +21,7 @@ export function estimateTokens(req: ChatRequest): number {
   for (const m of req.messages) {
     bytes += utf8Bytes(m.content);
     n += MESSAGE_OVERHEAD;
+    if (m.parts) for (const p of m.parts) if (p.type === "image") n += IMAGE_TOKEN_ESTIMATE;
     if (m.toolCalls) for (const c of m.toolCalls) bytes += utf8Bytes(c.name) + utf8Bytes(c.arguments);
   }
   if (req.tools?.length) bytes += utf8Bytes(JSON.stringify(req.tools));

@@ -3,6 +3,7 @@
 // local gives them a price.
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import { SvcError } from "../errors";
+import { hasImages, imagesRefused } from "../chat/images";
 import { primed, type ProviderAdapter } from "./types";
 
 /** What the gateway needs of engines/inference/pool.ts's ModelPool. */
@@ -25,6 +26,8 @@ export function localAdapter(getPool: () => LocalPool | undefined): ProviderAdap
   };
   return {
     async chat(t, req, cancel) {
+      // the GGUF models served here are text-only: an image is refused, never dropped
+      if (hasImages(req)) throw imagesRefused(req.model, "a local GGUF text model");
       const r = t.upstreamModel === req.model ? req : { ...req, model: t.upstreamModel };
       return primed(pool().chat(r, cancel.signal));
     },

@@ -8,10 +8,18 @@ import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstre
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 import { syncEvents } from "../chat/collect";
+import { dataUrl, partsOf, refuseImageUrls } from "../chat/images";
 import type { Cancellation } from "../chat/cancel";
 
+/** A message with images: OpenAI's content parts (text, image_url with an http(s) or data: URL). */
+function openAIParts(m: ChatMessage): Array<Record<string, unknown>> {
+  return partsOf(m).map((p) =>
+    p.type === "text" ? { type: "text", text: p.text } : { type: "image_url", image_url: { url: p.image.type === "url" ? p.image.url : dataUrl(p.image), ...(p.detail ? { detail: p.detail } : {}) } },
+  );
+}
+
 function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
-  const o: Record<string, unknown> = { role: m.role, content: m.content };
+  const o: Record<string, unknown> = { role: m.role, content: m.parts ? openAIParts(m) : m.content };
   if (m.toolCalls?.length) {
     o.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
     if (!m.content) o.content = null;
@@ -22,6 +30,8 @@ function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
 }
 
 export function toOpenAIBody(t: RouteTarget, req: ChatRequest): Record<string, unknown> {
+  // Ollama's OpenAI-compatible API takes images as base64 data: URLs only
+  if (t.type === "ollama") refuseImageUrls(req, req.model, `provider ${t.provider}, type ollama`);
   const body: Record<string, unknown> = {
     model: t.upstreamModel,
     messages: req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user", content: req.prompt }] : req.messages.map(toOpenAIMessage),

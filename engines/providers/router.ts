@@ -12,7 +12,8 @@
 // Unknown model: 404 model_not_found "model X is not served by this gateway".
 //
 // A model whose Providers declare `routing` or a per-model `weight` is load-balanced instead
-// (balancer.ts): targets() hands the pipeline one virtual "routed" target per request.
+// (balancer.ts): targets() hands the pipeline one virtual "routed" target per request. A Model
+// with `spec.router` declares such a group in one place and wins for its names (model-routes.ts).
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { describeMissing, resolveSecretRef } from "./credentials";
@@ -25,6 +26,7 @@ import { azureOpenAIAdapter } from "./azure-openai";
 import { bedrockAdapter, bedrockDefaultBaseUrl } from "./bedrock";
 import { GEMINI_DEFAULT_BASE_URL, geminiAdapter } from "./gemini";
 import { vertexAdapter, vertexDefaultBaseUrl } from "./vertex";
+import { missingDeployments, modelRouteGroups, type ModelRouteDecl } from "./model-routes";
 import {
   COOLDOWN_DEFAULTS,
   ROUTING_DEFAULTS,
@@ -86,6 +88,8 @@ export class ProviderRouter {
   private byCost = new Map<string, IndexedTarget[]>();
   private adapters: Record<ProviderType, ProviderAdapter>;
   private groups = new Map<string, Group>();
+  /** routers declared on Model objects (model-routes.ts) */
+  private routes: ModelRouteDecl[] = [];
   /** deployment state survives rebuilds: keyed by provider and model */
   private states = new Map<string, DeploymentState>();
   private readonly hooks: BalancerHooks;
@@ -187,7 +191,12 @@ export class ProviderRouter {
         });
       }
     }
+    const routes: ModelRouteDecl[] = [];
     for (const [objName, s] of this.models) {
+      if (s.router) {
+        routes.push({ name: objName, names: [objName, ...(s.aliases ?? [])], router: s.router });
+        continue;
+      }
       for (const name of [objName, ...(s.aliases ?? [])]) {
         add({ provider: "local", type: "local", model: name, upstreamModel: objName, inPerM: 0, outPerM: 0, priced: true, timeoutMs: 600_000, priceKey: 0 });
       }
@@ -199,16 +208,19 @@ export class ProviderRouter {
     }
     this.byModel = m;
     this.byCost = byCost;
-    this.groups = this.buildGroups(m, routing);
+    this.groups = this.buildGroups(m, routing, routes);
+    this.routes = routes;
   }
 
   /** Models load-balanced across deployments: those a Provider serving them declares `routing`
    * for, or gives a `weight`. Group settings come from the first Provider by name that sets
    * each; cooldown settings are each deployment's own Provider's. */
-  private buildGroups(m: Map<string, IndexedTarget[]>, routing: Map<string, { spec: ProviderSpec; weighted: Set<string> }>): Map<string, Group> {
-    const groups = new Map<string, Group>();
+  private buildGroups(m: Map<string, IndexedTarget[]>, routing: Map<string, { spec: ProviderSpec; weighted: Set<string> }>, routes: ModelRouteDecl[]): Map<string, Group> {
     const live = new Set<string>();
+    // a router declared on a Model wins for its names (model-routes.ts)
+    const groups = modelRouteGroups(routes, m, this.states, live);
     for (const [model, a] of m) {
+      if (groups.has(model)) continue;
       const decl = a.map((t) => routing.get(t.provider));
       if (!decl.some((r, i) => r && (r.spec.routing || r.weighted.has(a[i].model)))) continue;
       const settings: GroupSettings = { ...ROUTING_DEFAULTS };
@@ -266,7 +278,14 @@ export class ProviderRouter {
   deploymentStats(): DeploymentStats[] {
     this.fresh();
     const now = this.hooks.now();
-    return [...this.groups.values()].flatMap((g) => groupStats(g, now));
+    // a Model-level group sits under each of its names: once
+    return [...new Set(this.groups.values())].flatMap((g) => groupStats(g, now));
+  }
+
+  /** What keeps a Model's router from serving all its deployments (its status); [] when fine. */
+  modelRouteProblems(model: string): string[] {
+    const decl = this.routes.find((r) => r.name === model);
+    return decl ? missingDeployments(decl, this.byModel) : [];
   }
 
   /** Indexed targets for a model name (shared arrays: do not mutate). Empty when unknown. */
@@ -329,8 +348,16 @@ export class ProviderRouter {
     this.fresh();
     const out: Array<{ model: string; provider: string; type: ProviderType }> = [];
     const pool = this.getPool();
+    const routed = new Set(this.routes.flatMap((r) => (this.groups.has(r.name) ? r.names : [])));
     for (const [model, a] of this.byModel) {
+      if (routed.has(model)) continue; // listed below
       for (const t of a) if (this.servable(t, pool)) out.push({ model, provider: t.provider, type: t.type });
+    }
+    // the names of Model-level routers, through each deployment that can serve
+    for (const r of this.routes) {
+      const g = this.groups.get(r.name);
+      if (!g) continue;
+      for (const name of r.names) for (const d of g.deployments) if (this.servable(d.target as IndexedTarget, pool)) out.push({ model: name, provider: d.target.provider, type: d.target.type });
     }
     return out;
   }

@@ -18,9 +18,13 @@ const provider = (spec: Record<string, unknown>) => ({ apiVersion: "svc/v1", kin
 describe("Provider manifests", () => {
   it("every example in docs/providers.md is valid", () => {
     const all = docs();
-    expect(all.length).toBe(6);
-    for (const d of all) expect(validateDocument("Provider", d)).toEqual([]);
-    expect(new Set(all.map((d: any) => d.spec.type))).toEqual(new Set(["azure-openai", "bedrock", "gemini", "vertex"]));
+    expect(all.length).toBe(7);
+    for (const d of all) expect(validateDocument(d.kind, d)).toEqual([]);
+    const providers = all.filter((d: any) => d.kind === "Provider");
+    expect(providers.length).toBe(6);
+    expect(new Set(providers.map((d: any) => d.spec.type))).toEqual(new Set(["azure-openai", "bedrock", "gemini", "vertex"]));
+    // the router declared on a Model
+    expect(all.filter((d: any) => d.kind === "Model").map((d: any) => d.spec.router?.deployments?.length)).toEqual([3]);
   });
 
   it("refuses an unknown strategy, a negative weight, a clear-text credential and a bad region", () => {

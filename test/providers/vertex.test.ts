@@ -5,6 +5,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Anthropic from "@anthropic-ai/sdk";
 import { startEnv, type Env } from "../gateway/fixtures";
 import { googleTokenStandIn, vertexStandIn } from "./standins/gemini";
 import { providerMatrix } from "./matrix";
@@ -74,5 +75,17 @@ describe("vertex", () => {
     }
     expect(shortTok.requests.length).toBe(2);
     expect(vx.requests[vx.requests.length - 1].headers.authorization).not.toBe(first);
+  });
+
+  it("an image from the Anthropic client reaches Vertex as inlineData {mimeType, data}", async () => {
+    const k = await env.key();
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    const r = await new Anthropic({ baseURL: env.url, apiKey: k.secret, maxRetries: 0 }).messages.create({
+      model: "vertex-flash",
+      max_tokens: 20,
+      messages: [{ role: "user", content: [{ type: "text", text: "see" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }] }],
+    });
+    expect(r.content[0]).toMatchObject({ type: "text", text: "echo: see" });
+    expect(vx.requests[vx.requests.length - 1].body.contents[0].parts).toEqual([{ text: "see" }, { inlineData: { mimeType: "image/png", data: png } }]);
   });
 });

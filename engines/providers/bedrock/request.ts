@@ -4,6 +4,7 @@
 // tool_choice none sends no tools).
 import type { ChatMessage, ChatRequest } from "../../chat/types";
 import type { RouteTarget } from "../types";
+import { refuseImageUrls } from "../../chat/images";
 
 type Block = Record<string, unknown>;
 
@@ -31,12 +32,19 @@ function toMessages(msgs: ChatMessage[]): { system: Block[]; messages: Array<{ r
       for (const c of m.toolCalls ?? []) push("assistant", { toolUse: { toolUseId: c.id, name: c.name, input: parseArgs(c.arguments) } });
     } else if (m.role === "tool") {
       push("user", { toolResult: { toolUseId: m.toolCallId ?? "", content: [{ text: m.content }] } });
+    } else if (m.parts) {
+      for (const p of m.parts) {
+        if (p.type === "text") push("user", { text: p.text });
+        // Converse's image block; in JSON its bytes are base64 (refuseImageUrls ran before)
+        else if (p.image.type === "base64") push("user", { image: { format: p.image.mediaType.slice("image/".length), source: { bytes: p.image.data } } });
+      }
     } else push("user", { text: m.content });
   }
   return { system, messages };
 }
 
-export function toConverseBody(_t: RouteTarget, req: ChatRequest): Record<string, unknown> {
+export function toConverseBody(t: RouteTarget, req: ChatRequest): Record<string, unknown> {
+  refuseImageUrls(req, req.model, `provider ${t.provider}, type bedrock`);
   const msgs = req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user" as const, content: req.prompt }] : req.messages;
   const { system, messages } = toMessages(msgs);
   const body: Record<string, unknown> = { messages };

@@ -3,6 +3,7 @@
 // functionResponse parts (named after the call they answer: Gemini matches results by name).
 import type { ChatMessage, ChatRequest } from "../../chat/types";
 import type { RouteTarget } from "../types";
+import { urlMediaType } from "../../chat/images";
 
 type Part = Record<string, unknown>;
 
@@ -54,6 +55,12 @@ function toContents(msgs: ChatMessage[]): { system?: string; contents: Array<{ r
       }
       if (!response || typeof response !== "object" || Array.isArray(response)) response = { result: m.content };
       push("user", { functionResponse: { name, response } });
+    } else if (m.parts) {
+      for (const p of m.parts) {
+        if (p.type === "text") push("user", { text: p.text });
+        else if (p.image.type === "base64") push("user", { inlineData: { mimeType: p.image.mediaType, data: p.image.data } });
+        else push("user", { fileData: { mimeType: urlMediaType(p.image.url), fileUri: p.image.url } });
+      }
     } else push("user", { text: m.content });
   }
   return { system: system.length ? system.join("\n\n") : undefined, contents };

@@ -3,7 +3,7 @@
 // (404 "Resource not found" when absent, 400 when unsupported), and the `api-key` header or an
 // Entra ID bearer token (401 with Azure's wording). Answers in OpenAI's chat completion shapes,
 // SSE streaming with the usage chunk when stream_options.include_usage is set.
-import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, json, loopback, pieces } from "./common";
+import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, json, loopback, openAIText, pieces } from "./common";
 
 export const AZURE_API_VERSIONS = ["2024-06-01", "2024-10-21", "2025-01-01-preview"];
 
@@ -25,7 +25,13 @@ export async function azureStandIn(o: { apiKey: string; entraToken?: string; dep
     }
     const b = rec.body ?? {};
     const last = [...(b.messages ?? [])].reverse().find((x: any) => x.role === "user");
-    const text = typeof last?.content === "string" ? last.content : "";
+    const text = openAIText(last?.content);
+    // Azure's vision input: image_url parts with an http(s) or base64 data URL
+    for (const part of Array.isArray(last?.content) ? last.content : []) {
+      if (part?.type === "image_url" && !/^(https?:|data:image\/(png|jpeg|gif|webp);base64,)/.test(String(part.image_url?.url ?? ""))) {
+        return json(res, 400, { error: { code: "BadRequest", message: "Invalid image URL. The URL must be a valid HTTP or HTTPS URL, or a data URL with base64 encoding." } });
+      }
+    }
     const tc = b.tool_choice;
     const forced = tc === "required" ? b.tools?.[0]?.function?.name : tc?.function?.name;
     const d = decide(text, tc === "none" ? undefined : forced, tc === "none" ? [] : (b.tools ?? []).map((x: any) => x.function?.name));

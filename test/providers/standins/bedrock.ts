@@ -11,7 +11,7 @@ import { EventStreamCodec } from "@smithy/eventstream-codec";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
 import type { ServerResponse } from "node:http";
-import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, json, loopback, pieces, type Recorded } from "./common";
+import { isBase64, COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, json, loopback, pieces, type Recorded } from "./common";
 
 const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/;
 
@@ -84,6 +84,12 @@ export async function bedrockStandIn(o: { region: string; keys: Record<string, s
     const b = rec.body ?? {};
     if (!Array.isArray(b.messages) || b.messages.length === 0) return json(res, 400, { message: "A conversation must start with a user message." }, { "x-amzn-errortype": "ValidationException" });
     const last = [...b.messages].reverse().find((x: any) => x.role === "user");
+    // ImageBlock: {format: png | jpeg | gif | webp, source: {bytes}} with the bytes base64 in JSON
+    for (const c of last?.content ?? []) {
+      if (c?.image !== undefined && (!["png", "jpeg", "gif", "webp"].includes(c.image?.format) || !isBase64(c.image?.source?.bytes))) {
+        return json(res, 400, { message: "The model returned the following errors: invalid image block" }, { "x-amzn-errortype": "ValidationException" });
+      }
+    }
     const text = (last?.content ?? []).map((c: any) => c.text ?? "").join("");
     const tc = b.toolConfig?.toolChoice;
     const forced = tc?.tool?.name ?? (tc?.any ? b.toolConfig.tools?.[0]?.toolSpec?.name : undefined);

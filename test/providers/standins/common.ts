@@ -77,3 +77,9 @@ export function decide(lastUserText: string, forced: string | undefined, offered
 
 /** Split text in a few pieces for streaming. */
 export const pieces = (text: string) => text.split(/(?<= )/);
+
+/** Standard base64 (what the vendors' JSON APIs take for image bytes). */
+export const isBase64 = (v: unknown) => typeof v === "string" && v.length > 0 && v.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(v);
+
+/** Text of an OpenAI-shaped message content: a string, or the text parts of a parts array. */
+export const openAIText = (c: unknown) => (typeof c === "string" ? c : Array.isArray(c) ? c.map((p: any) => (p?.type === "text" ? p.text : "")).join("") : "");

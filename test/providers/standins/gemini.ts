@@ -10,12 +10,25 @@
 //    UNAUTHENTICATED; a project or location other than its own is 403 / 404.
 import { createPublicKey, createVerify, randomBytes, type KeyObject } from "node:crypto";
 import type { ServerResponse } from "node:http";
-import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, json, loopback, pieces, type Recorded } from "./common";
+import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, isBase64, json, loopback, pieces, type Recorded } from "./common";
 
 function answer(res: ServerResponse, rec: Recorded, stream: boolean, model: string) {
   const b = rec.body ?? {};
   if (!Array.isArray(b.contents) || b.contents.length === 0) {
     return json(res, 400, { error: { code: 400, message: "* GenerateContentRequest.contents: contents is not specified", status: "INVALID_ARGUMENT" } });
+  }
+  // Part.inlineData {mimeType, data (base64)} and Part.fileData {mimeType, fileUri} (snake_case too)
+  for (const c of b.contents) {
+    for (const p of c?.parts ?? []) {
+      const inline = p?.inlineData ?? p?.inline_data;
+      const file = p?.fileData ?? p?.file_data;
+      if (inline && !(typeof (inline.mimeType ?? inline.mime_type) === "string" && isBase64(inline.data))) {
+        return json(res, 400, { error: { code: 400, message: "Invalid value at 'contents.parts.inline_data'", status: "INVALID_ARGUMENT" } });
+      }
+      if (file && !(typeof (file.mimeType ?? file.mime_type) === "string" && typeof (file.fileUri ?? file.file_uri) === "string")) {
+        return json(res, 400, { error: { code: 400, message: "Invalid value at 'contents.parts.file_data'", status: "INVALID_ARGUMENT" } });
+      }
+    }
   }
   const last = [...b.contents].reverse().find((c: any) => c.role === "user" && c.parts?.some((p: any) => typeof p.text === "string"));
   const text = (last?.parts ?? []).map((p: any) => p.text ?? "").join("");
