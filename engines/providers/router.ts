@@ -284,6 +284,7 @@ export class ProviderRouter {
 
   /** What keeps a Model's router from serving all its deployments (its status); [] when fine. */
   modelRouteProblems(model: string): string[] {
+    this.fresh();
     const decl = this.routes.find((r) => r.name === model);
     return decl ? missingDeployments(decl, this.byModel) : [];
   }
