@@ -21,6 +21,7 @@ import type { RunRecord } from "../../engines/memory/types";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson } from "../body";
 import { callerFrom } from "../caller";
+import { utcDateOrIso, utcMs } from "../../engines/iso-time";
 
 const MAX_TURN = 200_000;
 const MAX_TURNS = 1000;
@@ -103,8 +104,9 @@ export default function routes(svc: Svc): Router {
       if (t.user.length + t.assistant.length > MAX_TURN) throw invalidRequest(`turns[${i}] is longer than ${MAX_TURN} characters`, `turns[${i}]`);
       return { user: t.user, assistant: t.assistant };
     });
-    const sessionDate = str(b.session_date, "session_date", 100);
-    if (sessionDate !== undefined && !Number.isFinite(Date.parse(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
+    const given = str(b.session_date, "session_date", 100);
+    const sessionDate = given === undefined ? undefined : utcDateOrIso(given); // stored in UTC with Z
+    if (sessionDate !== undefined && !Number.isFinite(utcMs(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
     const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: bool(b.skip_extraction, "skip_extraction"), project: str(b.project, "project", 200), flush: bool(b.flush, "flush") });
     ctx.body = { object: "memory.ingest", agent_id: agent, conversation_id: conversationId, ...res };
   });
