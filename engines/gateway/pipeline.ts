@@ -30,6 +30,7 @@ import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
 import { promptTokensOf, inputTokens } from "../providers/prompt-tokens";
+import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
@@ -163,14 +164,17 @@ export class GatewayPipeline implements InferencePipeline {
           out = { ...req, maxTokens };
         }
         const reserveOut = maxTokens ?? DEFAULT_OUTPUT_RESERVE;
+        // per_request_max judges the true count; the reservation keeps the byte estimate as a floor,
+        // so it still covers an upstream that bills more than the tokenizer says (a hidden prompt)
+        const held = Math.max(run.promptEst, estimateTokens(req));
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, run.promptEst, reserveOut), req.model, now));
+        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, reserveOut), req.model, now));
         run.adm = this.o.limits.admit(key, {
           spend,
           currency: keyCurrency(key),
-          tokens: run.promptEst + reserveOut,
+          tokens: held + reserveOut,
           requestTokens: run.promptEst + (req.maxTokens ?? 0),
-          promptTokens: run.promptEst,
+          promptTokens: held,
           priced: true,
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
@@ -310,9 +314,10 @@ export class GatewayPipeline implements InferencePipeline {
         cands = this.gate.authorize(key, "embeddings", req.model, cands, now);
         const counted = inputTokens(cands[0], req.input);
         promptEst = typeof counted === "number" ? counted : await counted;
+        const held = Math.max(promptEst, req.input.reduce((n, x) => n + estimateTextTokens(x) + 1, 0)); // as for chat
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, promptEst, 0), req.model, now));
-        adm = this.o.limits.admit(key, { spend, currency: keyCurrency(key), tokens: promptEst, requestTokens: promptEst, promptTokens: promptEst, priced: true, model: req.model }, now, {
+        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, 0), req.model, now));
+        adm = this.o.limits.admit(key, { spend, currency: keyCurrency(key), tokens: held, requestTokens: promptEst, promptTokens: held, priced: true, model: req.model }, now, {
           requestId: caller.requestId,
           action: "embeddings",
           ip: caller.ip,
