@@ -38,7 +38,7 @@ export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record
     status: stateOf(o, now, e),
     created_at: o.createdAt,
     updated_at: o.updatedAt,
-    revoked_at: s.revoked_at ?? null,
+    revoked_at: s.revoked_at ? utcIso(s.revoked_at) : null,
     managed_by: o.owner,
   };
   return out;

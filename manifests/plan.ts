@@ -8,6 +8,7 @@ import { joinPointer, redactAt } from "./pointer";
 import { riskOf } from "./risk";
 import { API_OWNER, ownerFor } from "./owner";
 import { ManifestError, PruneAllRefusedError } from "./errors";
+import { checkCurrencies } from "./currencies";
 
 export interface PlanOptions {
   /** names the owner written: "config:<source>" */
@@ -96,6 +97,7 @@ export function makePlan(store: ResourceStore, objects: DesiredObject[], opts: P
   }
 
   checkSingletons(changes, byKey, objects);
+  checkCurrencies(existing, objects, changes);
 
   const summary = { create: 0, update: 0, delete: 0, unchanged: 0 };
   for (const c of changes) summary[c.action]++;

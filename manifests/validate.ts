@@ -5,6 +5,7 @@ import addFormats from "ajv-formats";
 import { kindSchemas, type Kind } from "../schemas";
 import { SecretRef } from "../schemas/common";
 import { inferKeyType, missingHierarchyId } from "../schemas/kinds/api-key";
+import { mediaPriceProblem } from "../schemas/kinds/currency";
 import { joinPointer, splitPointer } from "./pointer";
 import { URL_FIELDS, urlCredentialProblem } from "./url-credentials";
 
@@ -50,6 +51,8 @@ function semanticProblems(kind: Kind, doc: Record<string, any>): SchemaProblem[]
   const out: SchemaProblem[] = [];
   const missing = kind === "ApiKey" ? missingHierarchyId(doc.spec) : undefined;
   if (missing) out.push({ path: `/spec/${missing.field}`, message: missing.message });
+  const media = kind === "Provider" ? mediaPriceProblem(doc.spec) : undefined;
+  if (media) out.push(media);
   for (const f of URL_FIELDS[kind] ?? []) {
     const value = f.path.reduce<any>((o, k) => (o && typeof o === "object" ? o[k] : undefined), doc);
     const why = typeof value === "string" ? urlCredentialProblem(value, f.instead) : undefined;

@@ -12,6 +12,7 @@ import type { KeyEntry } from "../../engines/gateway/keys";
 import type { AuditQuery } from "../../engines/gateway/audit/log";
 import { SvcError, invalidRequest, notFound } from "../../engines/errors";
 import { audited, gatewayOf, managementActor } from "../management";
+import { utcMs } from "../../engines/iso-time";
 
 const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/;
 
@@ -66,7 +67,7 @@ function filters(ctx: Context): Omit<AuditQuery, "keyIds" | "organizationId"> {
   const date = (name: string): Date | undefined => {
     const v = one(name);
     if (v === undefined) return undefined;
-    const d = new Date(v);
+    const d = new Date(utcMs(v)); // any offset; none is UTC, not the server's zone
     if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(d.getTime())) throw invalidRequest(`${name} must be an ISO 8601 timestamp`, name);
     return d;
   };

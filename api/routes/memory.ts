@@ -25,6 +25,7 @@ import { AgentOnlyBody, MemoryFlushBody, MemoryIngestBody } from "../../schemas/
 import { callerFrom, setHeaders } from "../caller";
 import { rateHeaders } from "../errors";
 import type { Gate, Verdict } from "../../engines/gateway/gate";
+import { utcDateOrIso, utcMs } from "../../engines/iso-time";
 
 const MAX_TURN = 200_000;
 const readIngest = jsonBody("post", "/memory/ingest", MemoryIngestBody);
@@ -112,8 +113,9 @@ export default function routes(svc: Svc): Router {
       if (t.user.length + t.assistant.length > MAX_TURN) throw invalidRequest(`turns[${i}] is longer than ${MAX_TURN} characters`, `turns[${i}]`);
       return { user: t.user, assistant: t.assistant };
     });
-    const sessionDate = b.session_date ?? undefined;
-    if (sessionDate !== undefined && !Number.isFinite(Date.parse(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
+    const given = b.session_date ?? undefined;
+    const sessionDate = given === undefined ? undefined : utcDateOrIso(given); // stored in UTC with Z
+    if (sessionDate !== undefined && !Number.isFinite(utcMs(sessionDate))) throw invalidRequest("session_date must be a date (ISO 8601, e.g. 2025-03-14 or 2025-03-14T09:30:00Z)", "session_date");
     const res = await m.ingest({ agent, conversationId, turns, sessionDate, skipExtraction: b.skip_extraction ?? undefined, project: b.project ?? undefined, flush: b.flush ?? undefined });
     ctx.body = { object: "memory.ingest", agent_id: agent, conversation_id: conversationId, ...res };
   }));

@@ -18,6 +18,7 @@ import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, usageScopeOf, type Usag
 import { audited, gatewayOf, managementActor } from "../management";
 import { tokenFrom } from "../caller";
 import { isLoopback } from "../loopback";
+import { utcMs } from "../../engines/iso-time";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -75,7 +76,7 @@ function parseQuery(ctx: Context): UsageQuery & { teamId?: string } {
   const date = (name: string): Date | undefined => {
     const v = one(name);
     if (v === undefined) return undefined;
-    const d = new Date(v);
+    const d = new Date(utcMs(v)); // any offset; none is UTC, not the server's zone
     if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(d.getTime())) throw invalidRequest(`${name} must be an ISO 8601 date or timestamp`, name);
     return d;
   };

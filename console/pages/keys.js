@@ -79,8 +79,8 @@ function KeyDetail({ k, reload }) {
   return html`<section class="card" aria-labelledby="detail-h" data-testid="key-detail">
     <h2 id="detail-h">${k.name} <span class="note">${k.id}</span> <${Badge} v=${k.status} /></h2>
     ${u ? html`<div class="row">
-      <span>Spend this month <${Bar} used=${u.month.spend_usd} limit=${k.budget_limits?.monthly} label="monthly budget" fmt=${usd} /></span>
-      <span>Spend today <${Bar} used=${u.today.spend_usd} limit=${k.budget_limits?.daily} label="daily budget" fmt=${usd} /></span>
+      <span>Spend this month <${Bar} used=${u.month.spend ?? u.month.spend_usd} limit=${k.budget_limits?.monthly} label="monthly budget" fmt=${usd} /></span>
+      <span>Spend today <${Bar} used=${u.today.spend ?? u.today.spend_usd} limit=${k.budget_limits?.daily} label="daily budget" fmt=${usd} /></span>
       <span>Tokens today <${Bar} used=${u.today.tokens} limit=${k.token_limits?.daily} label="daily tokens" /></span>
       <span>Requests today ${int(u.today.requests)}${k.rate_limits?.per_minute ? html` <span class="note">(limit ${k.rate_limits.per_minute}/min)</span>` : ""}</span>
     </div>` : null}

@@ -93,6 +93,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     flushMs: opts.flushMs,
     audit: () => audit,
     writesPaused: () => svc.db.writesPaused?.(),
+    exchangeRates: () => svc.server.exchangeRates,
   });
   const { recovered } = await limits.load();
   if (recovered) svc.log.warn(`limits: ${recovered} request(s) in flight at the last stop were counted at their reservations`);

@@ -19,6 +19,7 @@ import path from "node:path";
 import { ApiKeySpec, inferKeyType, missingHierarchyId } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
 import { SvcError, invalidRequest, notFound } from "../errors";
+import { unconvertible, missingRateMessage, type ExchangeRate } from "../../schemas/kinds/currency";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
 import type { PolicyIndex } from "./policy";
 import { minutesInZone } from "./policy";
@@ -125,8 +126,12 @@ export class KeyAdmin {
     for (const n of spec.policies ?? []) {
       if (!this.d.policies.has(n)) throw invalidRequest(`invalid policies: access policy ${JSON.stringify(n)} does not exist`, "policies");
     }
-    if (spec.budget_limits?.currency && spec.budget_limits.currency !== "USD") {
-      throw invalidRequest(`invalid budget_limits.currency: only USD is supported (prices are in USD)`, "budget_limits.currency");
+    if (spec.budget_limits) {
+      // spend is converted from each priced Provider's currency: a pair without a rate is refused
+      const budget = spec.budget_limits.currency ?? "USD";
+      const rates = (this.d.store.list({ kind: "Server" })[0]?.spec as { exchangeRates?: ExchangeRate[] } | undefined)?.exchangeRates;
+      const gap = unconvertible(budget, this.d.store.list({ kind: "Provider" }), rates);
+      if (gap) throw invalidRequest(`invalid budget_limits.currency: ${missingRateMessage(budget, gap.price, gap.provider)}`, "budget_limits.currency");
     }
     for (const st of spec.policy?.statements ?? []) {
       const tz = st.condition?.time_between?.timezone;
@@ -257,7 +262,7 @@ export class KeyAdmin {
 
   get(a: Actor, id: string): KeyView {
     const o = this.target(a, id);
-    return this.view(o, { usage: this.d.limits.report(id) });
+    return this.view(o, { usage: this.d.limits.report(id, o.spec.budget_limits?.currency ?? "USD") });
   }
 
   private view(o: StoredObject, extra: Partial<KeyView> = {}): KeyView {

@@ -101,7 +101,9 @@ function describe(e: ErrorObject): { field: string; message: string } {
   let message = e.message ?? "is invalid";
   if (e.keyword === "additionalProperties") message = "is not a known field";
   if (e.keyword === "required") message = "is required";
-  if (e.keyword === "enum" || e.keyword === "const") message += `: ${JSON.stringify((e.params as any).allowedValues ?? (e.params as any).allowedValue)}`;
+  const allowed = (e.params as any).allowedValues ?? (e.params as any).allowedValue;
+  if (e.keyword === "enum" && Array.isArray(allowed) && allowed.length > 20) message = `must be one of the ${allowed.length} allowed values (an ISO 4217 code such as USD or EUR)`;
+  else if (e.keyword === "enum" || e.keyword === "const") message += `: ${JSON.stringify(allowed)}`;
   return { field, message };
 }
 

@@ -26,6 +26,8 @@ import { checksOf, usageOver } from "./limits/checks";
 import { installShared, syncShared, type SharedLimitStore } from "./limits/shared";
 import type { Admission, Estimate, RequestInfo } from "./limits/types";
 import type { RateState } from "../errors";
+import type { ExchangeRate } from "../../schemas/kinds/currency";
+import { toKeyCurrency } from "./limits/currency";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
 export { LimitRefusal } from "./limits/refusal";
@@ -45,6 +47,7 @@ export class Limits extends UsageRollup {
   /** this replica writes the shared counters to the database (the lease holder) */
   declare mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
+  private readonly exchangeRates: () => readonly ExchangeRate[] | undefined;
 
   /** `repo`: the store's limits repository (OpenedDb.repos.limits); on SQLite's direct handle
    * (its `sync` side) admissions are also written ahead (limits/wal.ts). */
@@ -58,9 +61,12 @@ export class Limits extends UsageRollup {
       audit?: () => AuditDrain | undefined;
       /** a promise while a background checkpoint runs (prisma/checkpointer.ts) */
       writesPaused?: () => Promise<void> | undefined;
+      /** Server.spec.exchangeRates, read live */
+      exchangeRates?: () => readonly ExchangeRate[] | undefined;
     } = {},
   ) {
     super(keys, opts.now ?? Date.now);
+    this.exchangeRates = opts.exchangeRates ?? (() => undefined);
     this.rates = new KeyRates((k) => this.limitsOf(k));
     this.store = new LimitsPersistence(repo, this.rates, { now: this.now, audit: opts.audit, writesPaused: opts.writesPaused });
     this.dirty = this.store.dirty;
@@ -91,8 +97,9 @@ export class Limits extends UsageRollup {
    * Throws a LimitRefusal (429 / 402) naming the limit that tripped. When any limit applies, the
    * admission is written ahead: await `written` before answering (forwarding may start first).
    */
-  admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
+  admit(k: KeyEntry, est0: Estimate, now = this.now(), info?: RequestInfo): Admission {
     this.periods(now);
+    const { est, rate } = this.inKeyCurrency(k, est0, now);
     const lim = this.limitsOf(k);
 
     // rate limits: check all before consuming any
@@ -134,6 +141,7 @@ export class Limits extends UsageRollup {
       this.dirty.add(u.day).add(u.month).add(u.total);
     }
     const adm: Admission = { entities, counters, spend: est.spend, tokens: est.tokens, settled: false };
+    if (rate !== 1) adm.rate = rate;
     if (ahead) {
       adm.rowId = wal.nextId();
       adm.written = wal.add({
@@ -157,6 +165,12 @@ export class Limits extends UsageRollup {
     return adm;
   }
 
+  /** Spend of a request in the key's budget currency (limits/currency.ts); throws when a budgeted
+   * key has no declared rate from the price currency: never counted at a wrong rate. */
+  inKeyCurrency(k: KeyEntry, est: Estimate, now = this.now()): { est: Estimate; rate: number } {
+    return toKeyCurrency(k, est, this.exchangeRates(), () => this.needsPrice(k, now));
+  }
+
   /** Scale-out: from now on every limit is checked and reserved in the shared store
    * (limits/shared.ts installShared; the embedded path keeps the prototype's code untouched). */
   useShared(store: SharedLimitStore, mirror: () => boolean): void {
@@ -178,9 +192,10 @@ export class Limits extends UsageRollup {
    * Release the reservation and count what was actually used. `served: false` (the request
    * failed before any output) also gives the request back (max_requests counts served requests).
    */
-  settle(a: Admission, spend: number, tokens: number, served: boolean): void {
+  settle(a: Admission, spend0: number, tokens: number, served: boolean): void {
     if (a.settled) return;
     a.settled = true;
+    const spend = a.rate === undefined ? spend0 : Math.ceil(spend0 * a.rate);
     this.periods(this.now());
     for (const u0 of a.entities) {
       const u = this.entity(u0.id);

@@ -30,6 +30,8 @@ import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
 import { promptTokensOf, inputTokens } from "../providers/prompt-tokens";
+import { estimateTokens, estimateTextTokens } from "../providers/estimate";
+import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 import type { PipelineMetrics } from "../metrics/gateway";
@@ -162,13 +164,17 @@ export class GatewayPipeline implements InferencePipeline {
           out = { ...req, maxTokens };
         }
         const reserveOut = maxTokens ?? DEFAULT_OUTPUT_RESERVE;
+        // per_request_max judges the true count; the reservation keeps the byte estimate as a floor,
+        // so it still covers an upstream that bills more than the tokenizer says (a hidden prompt)
+        const held = Math.max(run.promptEst, estimateTokens(req));
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, costMicros(t, run.promptEst, reserveOut));
+        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, reserveOut), req.model, now));
         run.adm = this.o.limits.admit(key, {
           spend,
-          tokens: run.promptEst + reserveOut,
+          currency: keyCurrency(key),
+          tokens: held + reserveOut,
           requestTokens: run.promptEst + (req.maxTokens ?? 0),
-          promptTokens: run.promptEst,
+          promptTokens: held,
           priced: true,
           model: req.model,
         }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
@@ -258,16 +264,30 @@ export class GatewayPipeline implements InferencePipeline {
     const prompt = usage?.promptTokens ?? run.promptEst;
     const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
     const t = run.target!;
-    const cost = costMicros(t, prompt, completion);
     const key = run.key;
+    const priceCost = costMicros(t, prompt, completion);
+    const cost = key && run.adm ? this.keyCost(key, t, priceCost, run.model) : priceCost;
     if (run.adm) {
       this.o.limits.settle(run.adm, cost, prompt + completion, true);
       if (key && cost > 0) this.alerts.spent(key);
     }
-    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, cost, performance.now() - run.t0);
+    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, priceCost, performance.now() - run.t0);
     if (!key) return;
     const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
     this.o.audit?.record(auditRow(run.caller, key, run.ts, run.action, run.model, t.provider, status, run.t0, prompt, completion, cost, run.metadata));
+  }
+
+  /** A price (micro-units of the target's currency) in the key's budget currency
+   * (limits/currency.ts). Before admission a missing rate refuses a budgeted key; after it (a
+   * rate removed meanwhile) the admission's own conversion stands. */
+  private keyCost(key: KeyEntry, t: RouteTarget, micros: number, model: string, now?: number): number {
+    const est = { spend: micros, currency: t.currency, tokens: 0, requestTokens: 0, priced: true, model };
+    if (now !== undefined) return this.o.limits.inKeyCurrency(key, est, now).est.spend;
+    try {
+      return this.o.limits.inKeyCurrency(key, est).est.spend;
+    } catch {
+      return micros;
+    }
   }
 
   private auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>) {
@@ -294,9 +314,10 @@ export class GatewayPipeline implements InferencePipeline {
         cands = this.gate.authorize(key, "embeddings", req.model, cands, now);
         const counted = inputTokens(cands[0], req.input);
         promptEst = typeof counted === "number" ? counted : await counted;
+        const held = Math.max(promptEst, req.input.reduce((n, x) => n + estimateTextTokens(x) + 1, 0)); // as for chat
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, costMicros(t, promptEst, 0));
-        adm = this.o.limits.admit(key, { spend, tokens: promptEst, requestTokens: promptEst, promptTokens: promptEst, priced: true, model: req.model }, now, {
+        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, 0), req.model, now));
+        adm = this.o.limits.admit(key, { spend, currency: keyCurrency(key), tokens: held, requestTokens: promptEst, promptTokens: held, priced: true, model: req.model }, now, {
           requestId: caller.requestId,
           action: "embeddings",
           ip: caller.ip,
@@ -312,9 +333,10 @@ export class GatewayPipeline implements InferencePipeline {
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
       if (written) await reservationWritten(written); // written before the answer, as for chat
-      const cost = costMicros(target, r.promptTokens, 0);
+      const priceCost = costMicros(target, r.promptTokens, 0);
+      const cost = key && adm ? this.keyCost(key, target, priceCost, req.model) : priceCost;
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
-      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, cost, performance.now() - t0);
+      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, priceCost, performance.now() - t0);
       if (key) {
         this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, cost, {}));
       }

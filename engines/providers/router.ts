@@ -182,6 +182,7 @@ export class ProviderRouter {
           inPerM: priced ? (inPerM ?? 0) : undefined,
           outPerM: priced ? (outPerM ?? 0) : undefined,
           priced,
+          currency: s.currency,
           baseUrl: upstreamBaseUrl(s.type, s.baseUrl, s.region),
           vendor: vendorOf(s, pm.name, pm.upstreamName ?? pm.name),
           credentialRef: s.credential,
@@ -271,7 +272,7 @@ export class ProviderRouter {
       timeoutMs = Math.max(timeoutMs, d.target.timeoutMs);
     }
     const f = first.target;
-    return { provider: f.provider, type: "routed", model: g.model, upstreamModel: f.upstreamModel, inPerM: priced ? inPerM : undefined, outPerM: priced ? outPerM : undefined, priced, timeoutMs, group: g, first, strategy };
+    return { provider: f.provider, type: "routed", model: g.model, upstreamModel: f.upstreamModel, inPerM: priced ? inPerM : undefined, outPerM: priced ? outPerM : undefined, priced, currency: f.currency, timeoutMs, group: g, first, strategy };
   }
 
   /** Load-balanced deployments and their state (svc status, /metrics). */
@@ -332,6 +333,7 @@ export class ProviderRouter {
       inPerM: t.inPerM,
       outPerM: t.outPerM,
       priced: t.priced,
+      currency: t.currency,
       baseUrl: t.baseUrl,
       credential,
       headers,

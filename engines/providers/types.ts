@@ -19,6 +19,8 @@ export interface RouteTarget {
   inPerM?: number;
   outPerM?: number;
   priced: boolean;
+  /** ISO 4217 code of inPerM/outPerM and the media prices (Provider.spec.currency); undefined: USD */
+  currency?: string;
   /** resolved connection settings (HTTP providers) */
   baseUrl?: string;
   credential?: string;

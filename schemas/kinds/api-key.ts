@@ -2,6 +2,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, SecretRef } from "../common";
 import { PolicyDocument } from "./access-policy";
+import { Currency } from "./currency";
 
 const NonNeg = (d?: string) => Type.Number({ minimum: 0, ...(d ? { description: d } : {}) });
 const PosInt = Type.Integer({ minimum: 1 });
@@ -15,7 +16,7 @@ export const BudgetLimits = Type.Object(
     daily: Type.Optional(NonNeg()),
     monthly: Type.Optional(NonNeg()),
     total: Type.Optional(NonNeg()),
-    currency: Type.String({ pattern: "^[A-Z]{3}$", default: "USD" }),
+    currency: Type.Unsafe<string>({ ...Currency, default: "USD", description: "ISO 4217 code of the budget; spend is converted into it (Server.spec.exchangeRates)." }),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, SecretRef } from "../common";
+import { Currency } from "./currency";
 
 const MediaCapability = Type.Union([
   Type.Literal("transcription"),
@@ -14,8 +15,8 @@ export const ProviderModel = Type.Object(
   {
     name: Type.String({ minLength: 1, description: "Model name clients request." }),
     upstreamName: Type.Optional(Type.String({ minLength: 1, description: "Name sent upstream, if different." })),
-    inputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "USD per million prompt tokens." })),
-    outputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "USD per million completion tokens." })),
+    inputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "Price per million prompt tokens, in the Provider's currency (default USD)." })),
+    outputPerMillion: Type.Optional(Type.Number({ minimum: 0, description: "Price per million completion tokens, in the Provider's currency (default USD)." })),
     // --- vendor types and routing (providers engine): a deployment's share of its model's traffic
     weight: Type.Optional(Type.Number({ minimum: 0, description: "Share of this model's traffic under the weighted strategy (default 1; 0: only when the others fail). Several Providers serving one model name are its deployments." })),
     perImage: Type.Optional(Type.Number({ minimum: 0, description: "USD per image generated, edited or upscaled (media routes); charged to budgeted keys." })),
@@ -91,6 +92,7 @@ export const ProviderSpec = Type.Object(
         },
       ),
     ),
+    currency: Type.Optional(Type.Unsafe<string>({ ...Currency, description: "ISO 4217 code the model prices are in (default USD); spend is converted into each key's budget currency with Server.spec.exchangeRates." })),
   },
   { additionalProperties: false },
 );

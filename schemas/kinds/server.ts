@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, Sampling } from "../common";
+import { ExchangeRates } from "./currency";
 
 export const ServerSpec = Type.Object(
   {
@@ -14,6 +15,7 @@ export const ServerSpec = Type.Object(
       default: true,
       description: "Inference from loopback without a key. A key that is sent is checked when it is an svc key (sk-svc-...) or the admin/master key; other values (SDK placeholders such as \"none\") are served anonymously.",
     }),
+    exchangeRates: Type.Optional(ExchangeRates),
     allowedHosts: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\\[[0-9A-Fa-f:.]+\\]$" }), {
       description:

@@ -109,7 +109,7 @@ describe("loadText: invalid documents", () => {
     const r = loadText("apiVersion: svc/v1\nkind: Provider\nmetadata:\n  name: up\nspec:\n  baseUrl: http://x.test/v1\n  colour: red\n", "p.yaml");
     expect(errors(r).map((i) => `${i.pos?.line}:${i.pos?.column} ${i.path}: ${i.message}`)).toEqual([
       '6:3 /spec: missing required field "type"',
-      '7:3 /spec/colour: unknown field "colour" (known fields: type, baseUrl, credential, headers, timeoutSeconds, models, apiVersion, deployments, auth, region, project, tokenUrl, routing, capabilities)',
+      '7:3 /spec/colour: unknown field "colour" (known fields: type, baseUrl, credential, headers, timeoutSeconds, models, apiVersion, deployments, auth, region, project, tokenUrl, routing, capabilities, currency)',
     ]);
   });
 

@@ -57,13 +57,13 @@ export function usageOver(checks: Check[]): Over | null {
       return { code: "quota_exceeded", limit: `monthly=${l.tokensMonthly}`, message: `${c.whose}token limit monthly=${l.tokensMonthly} exceeded (used ${u.month.tokens + u.reservedTokens} this month)` };
     }
     if (l.budgetDaily !== undefined && u.day.spend + u.reservedSpend >= l.budgetDaily) {
-      return { code: "budget_exceeded", limit: `daily=${usd(l.budgetDaily)}`, message: `${c.whose}budget daily=${usd(l.budgetDaily)} USD exceeded (spent ${usd(u.day.spend)} USD today)` };
+      return { code: "budget_exceeded", limit: `daily=${usd(l.budgetDaily)}`, message: `${c.whose}budget daily=${usd(l.budgetDaily)} ${l.currency} exceeded (spent ${usd(u.day.spend)} ${l.currency} today)` };
     }
     if (l.budgetMonthly !== undefined && u.month.spend + u.reservedSpend >= l.budgetMonthly) {
-      return { code: "budget_exceeded", limit: `monthly=${usd(l.budgetMonthly)}`, message: `${c.whose}budget monthly=${usd(l.budgetMonthly)} USD exceeded (spent ${usd(u.month.spend)} USD this month)` };
+      return { code: "budget_exceeded", limit: `monthly=${usd(l.budgetMonthly)}`, message: `${c.whose}budget monthly=${usd(l.budgetMonthly)} ${l.currency} exceeded (spent ${usd(u.month.spend)} ${l.currency} this month)` };
     }
     if (l.budgetTotal !== undefined && u.total.spend + u.reservedSpend >= l.budgetTotal) {
-      return { code: "budget_exceeded", limit: `total=${usd(l.budgetTotal)}`, message: `${c.whose}budget total=${usd(l.budgetTotal)} USD exceeded (spent ${usd(u.total.spend)} USD)` };
+      return { code: "budget_exceeded", limit: `total=${usd(l.budgetTotal)}`, message: `${c.whose}budget total=${usd(l.budgetTotal)} ${l.currency} exceeded (spent ${usd(u.total.spend)} ${l.currency})` };
     }
   }
   return null;

@@ -108,13 +108,17 @@ export class UsageRollup {
     return { day: u.day.spend, month: u.month.spend, total: u.total.spend };
   }
 
-  /** Usage of a key for the key routes (settled amounts). */
-  report(id: string) {
+  /** Usage of a key for the key routes (settled amounts), in the key's budget currency: `spend`
+   * and `currency`, and `spend_usd` too when that currency is USD (the field keys had before). */
+  report(id: string, currency = "USD") {
     const u = this.entity(id);
-    return {
-      today: { spend_usd: u.day.spend / 1e6, tokens: u.day.tokens, requests: u.day.requests },
-      month: { spend_usd: u.month.spend / 1e6, tokens: u.month.tokens, requests: u.month.requests },
-      total: { spend_usd: u.total.spend / 1e6, tokens: u.total.tokens, requests: u.total.requests },
-    };
+    const of = (c: { spend: number; tokens: number; requests: number }) => ({
+      ...(currency === "USD" ? { spend_usd: c.spend / 1e6 } : {}),
+      spend: c.spend / 1e6,
+      currency,
+      tokens: c.tokens,
+      requests: c.requests,
+    });
+    return { today: of(u.day), month: of(u.month), total: of(u.total) };
   }
 }

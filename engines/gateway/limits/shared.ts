@@ -32,6 +32,7 @@ export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[],
     bd: c.lim.budgetDaily,
     bm: c.lim.budgetMonthly,
     bt: c.lim.budgetTotal,
+    ...(c.lim.currency !== "USD" ? { cur: c.lim.currency } : {}),
   }));
   const rate = lim.perMinute !== undefined || lim.perHour !== undefined || lim.perDay !== undefined;
   return {
@@ -79,11 +80,11 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
         case "tm":
           return new LimitRefusal("quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
         case "bd":
-          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} USD exceeded (spent ${usd(used)} USD today)`, h);
+          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} today)`, h);
         case "bm":
-          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} USD exceeded (spent ${usd(used)} USD this month)`, h);
+          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} this month)`, h);
         default:
-          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} USD exceeded (spent ${usd(used)} USD)`, h);
+          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"})`, h);
       }
     }
   }
@@ -162,12 +163,15 @@ export function installShared(l: LimitsHost, store: SharedLimitStore): void {
     const [day, month] = l.periodNames();
     const lim = l.limitsOf(k);
     const ents = l.entitiesOf(k);
-    return admitShared(store, k, lim, est, ents, checksOf(k, ents, now, keys, (x) => l.limitsOf(x)), day, month);
+    const conv = l.inKeyCurrency(k, est, now);
+    const adm = admitShared(store, k, lim, conv.est, ents, checksOf(k, ents, now, keys, (x) => l.limitsOf(x)), day, month);
+    if (conv.rate !== 1) adm.rate = conv.rate;
+    return adm;
   };
   l.settle = (a, spend, tokens, served) => {
     if (a.settled) return;
     a.settled = true;
-    if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.round(spend), tokens, served);
+    if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.ceil(Math.round(spend) * (a.rate ?? 1)), tokens, served);
   };
   // the windows live in the shared store: a request's rate window comes with its verdict (SharedHold.rate)
   l.rate = () => undefined;

@@ -13,6 +13,8 @@ export interface Admission {
   spend: number;
   tokens: number;
   settled: boolean;
+  /** key-currency units per price-currency unit: settle() converts the actual spend with it */
+  rate?: number;
   /** the reservation id, when the admission was written ahead */
   rowId?: number;
   /** shared mode: resolves once the shared store admitted and reserved; forward only after it
@@ -26,8 +28,10 @@ export interface Admission {
 }
 
 export interface Estimate {
-  /** reserved spend in micro-USD */
+  /** reserved spend in micro-units of `currency` (the price currency; converted into the key's) */
   spend: number;
+  /** ISO 4217 code of `spend` and of the settled spend (a Provider's price currency); default USD */
+  currency?: string;
   /** reserved tokens (prompt estimate + output reserve) */
   tokens: number;
   /** prompt estimate + explicit max_tokens (for per_request_max) */
@@ -55,6 +59,8 @@ export interface SharedCheck {
   bd?: number;
   bm?: number;
   bt?: number;
+  /** the budgets' currency when not USD (refusal messages) */
+  cur?: string;
 }
 
 export interface SharedRequest {
@@ -128,6 +134,8 @@ export interface LimitsHost {
   limitsOf(k: KeyEntry): EffectiveLimits;
   entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage };
   admit(k: KeyEntry, est: Estimate, now?: number, info?: RequestInfo): Admission;
+  /** the estimate in the key's budget currency, and the rate used (limits/currency.ts) */
+  inKeyCurrency(k: KeyEntry, est: Estimate, now?: number): { est: Estimate; rate: number };
   settle(a: Admission, spend: number, tokens: number, served: boolean): void;
   rate(k: KeyEntry, now?: number): RateState | undefined;
 }

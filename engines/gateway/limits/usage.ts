@@ -13,13 +13,15 @@ export interface EffectiveLimits {
   burst?: number;
   perHour?: number;
   perDay?: number;
-  budgetDaily?: number; // micro-USD
+  budgetDaily?: number; // micro-units of `currency`
   budgetMonthly?: number;
   budgetTotal?: number;
   tokensDaily?: number;
   tokensMonthly?: number;
   tokensPerRequest?: number;
   maxRequests?: number;
+  /** ISO 4217 code of the budgets and of the key's counted spend (default USD) */
+  currency: string;
   /** any budget: the key may only use priced models */
   budgeted: boolean;
   hasUsageLimits: boolean;
@@ -45,6 +47,7 @@ export function effectiveLimits(k: KeyEntry): EffectiveLimits {
     tokensMonthly: t.monthly,
     tokensPerRequest: t.per_request_max,
     maxRequests: p.max_requests,
+    currency: b?.currency ?? "USD",
     budgeted: false,
     hasUsageLimits: false,
   };
