@@ -4,7 +4,7 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import { ToolError } from "../../engines/tools/types";
+import { isToolError } from "../../engines/tools/types";
 import { SvcError, invalidRequest } from "../../engines/errors";
 import { readJson, readRaw } from "../body";
 import type { Verdict } from "../../engines/gateway/gate";
@@ -71,7 +71,7 @@ export default function mcp(svc: Svc): Router {
         ctx.respond = false;
         return;
       }
-      throw e instanceof ToolError ? toolHttpError(e) : e;
+      throw isToolError(e) ? toolHttpError(e) : e;
     } finally {
       ctx.res.off("close", onClose);
     }
