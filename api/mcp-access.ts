@@ -9,7 +9,7 @@ import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Gate, Verdict } from "../engines/gateway/gate";
-import { ToolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
+import { toolError, type ToolInfo, type ToolRegistry } from "../engines/tools/types";
 import { callerFrom, setHeaders } from "./caller";
 import { rateHeaders } from "./errors";
 
@@ -63,22 +63,21 @@ export function exposedTools(r: ToolRegistry): ToolInfo[] {
 /** The tool an external caller named, refused before anything runs when it is not exposable. */
 export async function exposedTool(r: ToolRegistry, name: string): Promise<ToolInfo> {
   const info = r.resolve ? await r.resolve(name) : r.get(name);
-  if (!info) throw new ToolError("tool_not_found", `no tool named ${JSON.stringify(name)}`);
+  if (!info) throw toolError("tool_not_found", `no tool named ${JSON.stringify(name)}`);
   if (!info.exposable) {
-    throw new ToolError("tool_not_exposable", `tool ${name} is not allowed for external callers (exposure policy); it is not retried under another name`);
+    throw toolError("tool_not_exposable", `tool ${name} is not allowed for external callers (exposure policy); it is not retried under another name`);
   }
   return info;
 }
 
 /** A tool error as the HTTP routes show it: invalid_arguments is an invalid_request there. */
-export function toolHttpError(e: ToolError): SvcError {
+export function toolHttpError(e: SvcError): SvcError {
   return e.code === "invalid_arguments" ? new SvcError("invalid", "invalid_request", e.message, e.param) : e;
 }
 
 /** The audit status of a finished call: success, tool_error (isError result) or the error code. */
 export function callStatus(e: unknown, isError?: boolean): string {
   if (e === undefined) return isError ? "tool_error" : "success";
-  if (e instanceof ToolError) return e.code;
   if (e instanceof SvcError) return e.code;
   return "internal_error";
 }

@@ -10,7 +10,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Svc } from "../engines/svc";
-import { ToolError, type ToolRegistry } from "../engines/tools/types";
+import { isToolError, type ToolRegistry } from "../engines/tools/types";
 import type { KeyEntry } from "../engines/gateway/keys";
 import { callStatus, exposedTool, exposedTools } from "./mcp-access";
 
@@ -51,7 +51,7 @@ export function exposedServer(registry: ToolRegistry, record?: (requestId: strin
       return { content: r.content as any, isError: r.isError, ...(r.structuredContent ? { structuredContent: r.structuredContent } : {}) };
     } catch (e) {
       record?.(extra.requestId, name, extra.signal.aborted ? "cancelled" : callStatus(e));
-      if (!(e instanceof ToolError)) throw e;
+      if (!isToolError(e)) throw e;
       // Naming mistakes are protocol errors (as for an unknown tool); a failed run is a result
       // with isError, which the model can read and recover from.
       if (e.code === "tool_not_found" || e.code === "tool_gone" || e.code === "tool_not_exposable" || e.code === "invalid_arguments") {

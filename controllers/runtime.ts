@@ -34,6 +34,8 @@ const keyOf = (r: Ref) => `${r.kind}/${r.name}`;
 export class ControllerManager extends EventEmitter {
   private readonly store: ResourceStore;
   private readonly byKind = new Map<string, Controller>();
+  /** controllers that watch other kinds */
+  private readonly watchers: Controller[] = [];
   private readonly fallback: Controller;
   private readonly log: Logger;
   private readonly concurrency: number;
@@ -61,6 +63,10 @@ export class ControllerManager extends EventEmitter {
     for (const r of refs) this.project(r);
     if (!this.started || this.stopped) return;
     for (const r of refs) this.enqueue(r);
+    for (const c of this.watchers) {
+      if (!refs.some((r) => c.watches!.includes(r.kind))) continue;
+      for (const o of this.store.list({ kind: c.kind })) this.enqueue(o);
+    }
   };
 
   constructor(opts: ManagerOptions) {
@@ -68,6 +74,7 @@ export class ControllerManager extends EventEmitter {
     this.setMaxListeners(1000);
     this.store = opts.store;
     for (const c of opts.controllers) if (!this.byKind.has(c.kind)) this.byKind.set(c.kind, c);
+    for (const c of this.byKind.values()) if (c.watches?.length) this.watchers.push(c);
     this.fallback = opts.fallback;
     this.log = opts.log;
     this.concurrency = Math.max(1, opts.concurrency ?? 4);

@@ -59,6 +59,9 @@ export interface Controller<S = any> {
    * is refused on its very next request. Must not throw.
    */
   project?(name: string, obj: ObjectOf<S> | undefined): void;
+  /** Kinds whose desired-state changes re-queue every object of this kind (an Agent is checked
+   * again when a Provider or Model changes). */
+  watches?: readonly string[];
 }
 
 /** The controller of one kind, typed by that kind's spec. */

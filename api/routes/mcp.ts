@@ -4,7 +4,7 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
-import { ToolError } from "../../engines/tools/types";
+import { isToolError } from "../../engines/tools/types";
 import { SvcError } from "../../engines/errors";
 import { readRaw } from "../body";
 import { jsonBody } from "../body-schema";
@@ -72,7 +72,7 @@ export default function mcp(svc: Svc): Router {
         ctx.respond = false;
         return;
       }
-      throw e instanceof ToolError ? toolHttpError(e) : e;
+      throw isToolError(e) ? toolHttpError(e) : e;
     } finally {
       ctx.res.off("close", onClose);
     }

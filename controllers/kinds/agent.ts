@@ -19,9 +19,6 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): KindCon
     if (!q) return;
     for (const o of svc.store.list({ kind: "Agent" })) q({ kind: "Agent", name: o.name });
   };
-  svc.store.on("change", (refs: Ref[]) => {
-    if (refs.some((r) => r.kind === "Provider" || r.kind === "Model")) wakeAll();
-  });
   // a local Model's own readiness (file found, loads) is status, not desired state
   const modelReady = new Map<string, string>();
   svc.store.on("status", (ref: Ref) => {
@@ -42,6 +39,8 @@ export function agentController(svc: Svc, enqueue?: (ref: Ref) => void): KindCon
   };
   return {
     kind: "Agent",
+    // a Provider or Model change may make an agent's model servable, or not: check every agent again
+    watches: ["Provider", "Model"],
     async reconcile(obj) {
       watchTools();
       const r = readiness(svc, obj.spec);

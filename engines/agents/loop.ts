@@ -9,7 +9,7 @@
 import type { Cancellation } from "../chat/cancel";
 import type { ChatEvent, ChatMessage, ChatRequest, ToolCall, ToolDef } from "../chat/types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
-import { ToolError, type ToolCallResult, type ToolRegistry } from "../tools/types";
+import { isToolError, type ToolCallResult, type ToolRegistry } from "../tools/types";
 import { CLARIFY_TOOL, offeredTools, toolMode } from "./policy";
 import { MEMORY_TOOL } from "../tools/builtins";
 import { redactSecrets } from "../secrets/redact";
@@ -183,7 +183,7 @@ async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promis
     });
   } catch (e) {
     if (d.cancel.aborted) return "cancelled";
-    const msg = e instanceof ToolError ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e);
+    const msg = isToolError(e) ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e);
     await reply(`Error: ${msg}`, true, "error");
     return;
   }

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { ChatHistoryItem, ChatModelFunctions, ChatWrapperGeneratedContextState, LlamaGrammar, LlamaModel, LlamaText, Token } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, FinishReason, ToolDef } from "../chat/types";
 import { EventChannel } from "./channel";
-import { abortError, InferenceError } from "./errors";
+import { abortError, inferenceError } from "./errors";
 import { forcedToolInstruction, toChatHistory } from "./history";
 import { type GrammarCache, grammarSpec, toGbnfSchema } from "./json-schema";
 import type { Lease, LoadedModel } from "./loaded-model";
@@ -50,12 +50,12 @@ function chooseMode(req: ChatRequest): Mode {
   if (req.prompt !== undefined) return { kind: "completion" };
   const tools = req.tools ?? [];
   const choice = req.toolChoice ?? (tools.length ? "auto" : "none");
-  if (choice !== "none" && !tools.length) throw new InferenceError("invalid_request", "tool_choice needs tools");
-  if (new Set(tools.map((t) => t.name)).size !== tools.length) throw new InferenceError("invalid_request", "tool names must be unique");
+  if (choice !== "none" && !tools.length) throw inferenceError("invalid_request", "tool_choice needs tools");
+  if (new Set(tools.map((t) => t.name)).size !== tools.length) throw inferenceError("invalid_request", "tool names must be unique");
   if (choice === "none") return { kind: "text" };
   if (typeof choice === "object") {
     const tool = tools.find((t) => t.name === choice.name);
-    if (!tool) throw new InferenceError("invalid_request", `tool_choice names unknown tool ${choice.name}`);
+    if (!tool) throw inferenceError("invalid_request", `tool_choice names unknown tool ${choice.name}`);
     return { kind: "forced", tools: [tool] };
   }
   if (choice === "required") return { kind: "forced", tools };
@@ -85,7 +85,7 @@ export async function prepare(lm: LoadedModel, req: ChatRequest, grammars: Gramm
   const p = await render(lm, req, grammars, Math.min(maxTokens, lm.context.contextSize));
   const ctxSize = lm.context.contextSize;
   if (p.tokens.length >= ctxSize) {
-    throw new InferenceError("context_length_exceeded", `prompt of ${p.tokens.length} tokens does not fit the context size ${ctxSize} of ${lm.name}`);
+    throw inferenceError("context_length_exceeded", `prompt of ${p.tokens.length} tokens does not fit the context size ${ctxSize} of ${lm.name}`);
   }
   return p;
 }
@@ -105,7 +105,7 @@ async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache,
     const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
     return { mode, tokens: bos != null ? [bos, ...input] : input, completionInput: input, grammar };
   }
-  if (!req.messages?.length) throw new InferenceError("invalid_request", "messages must not be empty");
+  if (!req.messages?.length) throw inferenceError("invalid_request", "messages must not be empty");
   const history = toChatHistory(req.messages);
   if (mode.kind === "forced") history.unshift(forcedToolInstruction(mode.tools, mode.tools.length > 1));
   // Rendered the way LlamaChat renders it, to count prompt tokens and find the cached prefix.

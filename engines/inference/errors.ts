@@ -11,13 +11,11 @@ const KIND: Record<InferenceErrorCode, ErrorKind> = {
   context_length_exceeded: "invalid",
 };
 
-export class InferenceError extends SvcError {
-  declare readonly code: InferenceErrorCode;
-  constructor(code: InferenceErrorCode, message: string, options?: { cause?: unknown }) {
-    super(KIND[code], code, `${code}: ${message}`);
-    this.name = "InferenceError";
-    if (options && "cause" in options) (this as { cause?: unknown }).cause = options.cause;
-  }
+/** An inference failure: an SvcError with an inference code (its message starts with the code). */
+export function inferenceError(code: InferenceErrorCode, message: string, options?: { cause?: unknown }): SvcError {
+  const e = new SvcError(KIND[code], code, `${code}: ${message}`);
+  if (options && "cause" in options) (e as { cause?: unknown }).cause = options.cause;
+  return e;
 }
 
 /** The error a cancelled generation ends with (same shape as fetch's). */

@@ -1,6 +1,6 @@
 // Public surface of the local inference engine.
 export { ModelPool, type ModelPoolOptions, type ModelListing, type PoolStats, type LoadedModelStats } from "./pool";
-export { InferenceError, type InferenceErrorCode } from "./errors";
+export { inferenceError, type InferenceErrorCode } from "./errors";
 export { type ModelInfo } from "./info";
 export { SERVER_SAMPLING_DEFAULTS, BUILTIN_SAMPLING_DEFAULTS, resolveSampling, samplingSources, type ResolvedSampling } from "./sampling";
 export { rawDecodeBenchmark, type RawDecodeResult } from "./raw-bench";

@@ -9,7 +9,7 @@
 import { type GbnfJsonSchema, type Llama, LlamaGrammar } from "node-llama-cpp";
 import { boundedIntegerRule, boundedNumberRule, boundsOf } from "./gbnf-ranges";
 import { patternRule, UnsupportedPattern } from "./regex-gbnf";
-import { InferenceError } from "./errors";
+import { inferenceError } from "./errors";
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -55,7 +55,7 @@ function mergeAllOf(s: Json): Json {
 }
 
 function noneAllowed(what: string): never {
-  throw new InferenceError("invalid_request", `a JSON Schema in the request allows no ${what} (its minimum/maximum exclude every value)`);
+  throw inferenceError("invalid_request", `a JSON Schema in the request allows no ${what} (its minimum/maximum exclude every value)`);
 }
 
 function convertTyped(type: string, s: Json, c?: Custom): Json {

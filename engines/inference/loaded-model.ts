@@ -4,7 +4,7 @@ import {
   type ChatWrapper, type Llama, LlamaChat, LlamaCompletion, type LlamaContext, type LlamaContextSequence,
   type LlamaEmbeddingContext, type LlamaModel, resolveChatWrapper, type Token,
 } from "node-llama-cpp";
-import { InferenceError } from "./errors";
+import { inferenceError } from "./errors";
 import { SlotQueue } from "./slots";
 
 export interface Slot {
@@ -89,7 +89,7 @@ export class LoadedModel {
 
   /** Leases one sequence; `tokens` (the prompt) picks the free sequence with the longest cached prefix. */
   async lease(tokens: readonly Token[] | undefined, signal?: AbortSignal): Promise<Lease> {
-    if (this.disposed) throw new InferenceError("model_unavailable", `model ${this.name} was unloaded`);
+    if (this.disposed) throw inferenceError("model_unavailable", `model ${this.name} was unloaded`);
     this.leaseStarted();
     let slot: Slot;
     try {
@@ -123,7 +123,7 @@ export class LoadedModel {
 
   /** Embeds texts one after another on the embedding context (made on first use). */
   embed(texts: string[]): Promise<{ vectors: number[][]; promptTokens: number }> {
-    if (this.disposed) return Promise.reject(new InferenceError("model_unavailable", `model ${this.name} was unloaded`));
+    if (this.disposed) return Promise.reject(inferenceError("model_unavailable", `model ${this.name} was unloaded`));
     this.leaseStarted();
     const run = this.embedChain.then(async () => {
       this.embedsRunning++;
@@ -137,9 +137,9 @@ export class LoadedModel {
       let promptTokens = 0;
       for (const text of texts) {
         const tokens = this.model.tokenize(text);
-        if (tokens.length === 0) throw new InferenceError("invalid_request", "embedding input must not be empty");
+        if (tokens.length === 0) throw inferenceError("invalid_request", "embedding input must not be empty");
         if (tokens.length > this.settings.contextSize) {
-          throw new InferenceError("context_length_exceeded", `input of ${tokens.length} tokens exceeds the context size ${this.settings.contextSize} of ${this.name}`);
+          throw inferenceError("context_length_exceeded", `input of ${tokens.length} tokens exceeds the context size ${this.settings.contextSize} of ${this.name}`);
         }
         promptTokens += tokens.length;
         vectors.push([...(await ctx.getEmbeddingFor(tokens)).vector]);
@@ -160,8 +160,8 @@ export class LoadedModel {
     if (this.disposed) return;
     this.disposed = true;
     this.clearIdleTimer();
-    this.disposeController.abort(new InferenceError("model_unavailable", `model ${this.name} was unloaded`));
-    this.queue.rejectAll(new InferenceError("model_unavailable", `model ${this.name} was unloaded`));
+    this.disposeController.abort(inferenceError("model_unavailable", `model ${this.name} was unloaded`));
+    this.queue.rejectAll(inferenceError("model_unavailable", `model ${this.name} was unloaded`));
     const emb = this.embedding;
     await this.embedChain;
     if (emb) await emb.then((e) => e.dispose(), () => undefined);

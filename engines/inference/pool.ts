@@ -7,7 +7,7 @@ import { getLlama, type Llama, LlamaLogLevel } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { generate, prepare, promptTokenCount } from "./chat-run";
-import { InferenceError } from "./errors";
+import { inferenceError } from "./errors";
 import { readModelInfo, type ModelInfo } from "./info";
 import { GrammarCache } from "./json-schema";
 import { type Lease, LoadedModel } from "./loaded-model";
@@ -148,7 +148,7 @@ export class ModelPool {
 
   async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
     const entry = this.entryFor(req.model);
-    if (entry.spec.embeddings === false) throw new InferenceError("invalid_request", `model ${entry.name} does not serve embeddings`);
+    if (entry.spec.embeddings === false) throw inferenceError("invalid_request", `model ${entry.name} does not serve embeddings`);
     for (let attempt = 0; ; attempt++) {
       const lm = await this.ensureLoaded(entry);
       try {
@@ -245,9 +245,9 @@ export class ModelPool {
   }
 
   private entryFor(name: string): Entry {
-    if (this.closed) throw new InferenceError("model_unavailable", "the model pool is closed");
+    if (this.closed) throw inferenceError("model_unavailable", "the model pool is closed");
     const e = this.find(name);
-    if (!e) throw new InferenceError("model_unavailable", `no local model named ${name}`);
+    if (!e) throw inferenceError("model_unavailable", `no local model named ${name}`);
     return e;
   }
 
@@ -272,7 +272,7 @@ export class ModelPool {
   }
 
   private checkFile(e: Entry) {
-    if (!existsSync(e.file)) throw new InferenceError("model_unavailable", `file not found for model ${e.name}: ${e.file}`);
+    if (!existsSync(e.file)) throw inferenceError("model_unavailable", `file not found for model ${e.name}: ${e.file}`);
   }
 
   private ensureLoaded(e: Entry): Promise<LoadedModel> {
@@ -299,7 +299,7 @@ export class ModelPool {
     const free = (this.opts.freeMemory ?? os.freemem)();
     if (need > free) {
       const mb = (n: number) => `${Math.round(n / 2 ** 20)} MB`;
-      throw new InferenceError("model_unavailable", `not enough memory to load model ${e.name}: needs about ${mb(need)}, ${mb(free)} free`);
+      throw inferenceError("model_unavailable", `not enough memory to load model ${e.name}: needs about ${mb(need)}, ${mb(free)} free`);
     }
     // a first load (llama.cpp start-up included) can take seconds: say so before, not only after
     this.log(`loading model ${e.name} from ${e.file} (${Math.max(1, Math.round(size / 1e6))} MB)…`);
@@ -320,7 +320,7 @@ export class ModelPool {
       this.log(`model ${e.name} loaded from ${e.file} in ${Date.now() - started} ms (${lm.slots.length} sequences)`);
       return lm;
     } catch (err) {
-      throw new InferenceError("model_unavailable", `cannot load model ${e.name} from ${e.file}: ${(err as Error).message}`, { cause: err });
+      throw inferenceError("model_unavailable", `cannot load model ${e.name} from ${e.file}: ${(err as Error).message}`, { cause: err });
     }
   }
 

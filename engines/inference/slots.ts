@@ -2,7 +2,7 @@
 // whose cached tokens share the longest prefix with the prompt, to reuse its evaluation); when
 // all are busy, requests wait in a bounded FIFO queue.
 import type { Token } from "node-llama-cpp";
-import { abortError, InferenceError } from "./errors";
+import { abortError, inferenceError } from "./errors";
 
 interface Waiter<S> {
   resolve: (slot: S) => void;
@@ -35,7 +35,7 @@ export class SlotQueue<S> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.free.length) return Promise.resolve(this.takeBest(tokens));
     if (this.waiters.length >= this.maxQueue) {
-      return Promise.reject(new InferenceError("capacity_exceeded", `all sequences busy and ${this.maxQueue} requests already queued`));
+      return Promise.reject(inferenceError("capacity_exceeded", `all sequences busy and ${this.maxQueue} requests already queued`));
     }
     return new Promise<S>((resolve, reject) => {
       const onAbort = () => {

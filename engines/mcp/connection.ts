@@ -9,7 +9,8 @@ import { ToolListChangedNotificationSchema, McpError, ErrorCode } from "@modelco
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
 import type { Logger } from "../host";
-import { ToolError, type ToolCallOptions, type ToolCallResult, type ToolContent } from "../tools/types";
+import type { SvcError } from "../errors";
+import { toolError, type ToolCallOptions, type ToolCallResult, type ToolContent } from "../tools/types";
 import type { UpstreamTool } from "./exposure";
 import { buildTransport, endpointLabel, type BuiltTransport } from "./transports";
 import { classifyConnectError, failure, type ServiceFailure } from "./failures";
@@ -208,13 +209,13 @@ export class McpConnection {
     this.timer.unref();
   }
 
-  /** Run one upstream tool. Throws ToolError when the call cannot be made. */
+  /** Run one upstream tool. Throws a tool error (toolError) when the call cannot be made. */
   async call(tool: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
     if (this.phase === "idle") await this.ensureConnected();
     const client = this.client;
     if (!client || this.phase !== "ready") {
       const why = this.failure ? `: ${this.failure.reason}: ${this.failure.message}` : "";
-      throw new ToolError("service_unavailable", `tool service ${this.service} is not connected${why}`);
+      throw toolError("service_unavailable", `tool service ${this.service} is not connected${why}`);
     }
     const timeoutMs = (this.spec.toolCallTimeoutSeconds ?? 45) * 1000;
     try {
@@ -241,26 +242,26 @@ export class McpConnection {
     }
   }
 
-  private callError(tool: string, e: unknown, timeoutMs: number): ToolError {
+  private callError(tool: string, e: unknown, timeoutMs: number): SvcError {
     const msg = redactSecrets((e as Error)?.message ?? String(e));
     if (e instanceof McpError) {
-      if (e.code === ErrorCode.RequestTimeout) return new ToolError("tool_timeout", `tool ${tool} of ${this.service} sent no result or progress within ${timeoutMs / 1000} s`);
-      if (e.code === ErrorCode.ConnectionClosed) return new ToolError("service_unavailable", `tool service ${this.service} closed the connection during the call`);
+      if (e.code === ErrorCode.RequestTimeout) return toolError("tool_timeout", `tool ${tool} of ${this.service} sent no result or progress within ${timeoutMs / 1000} s`);
+      if (e.code === ErrorCode.ConnectionClosed) return toolError("service_unavailable", `tool service ${this.service} closed the connection during the call`);
       if (e.code === ErrorCode.InvalidParams && /unknown tool|not found/i.test(msg)) {
         this.noteCallFailure(failure("ToolGone", `tool ${tool} is no longer offered by ${this.where}`));
-        return new ToolError("tool_gone", `tool ${tool} is no longer offered by service ${this.service}`);
+        return toolError("tool_gone", `tool ${tool} is no longer offered by service ${this.service}`);
       }
       this.noteCallFailure(failure("ExecutionDenied", `${this.where} refused tool ${tool}: ${msg}`));
-      return new ToolError("execution_denied", `service ${this.service} refused to run ${tool}: ${msg}`);
+      return toolError("execution_denied", `service ${this.service} refused to run ${tool}: ${msg}`);
     }
     if (e instanceof StreamableHTTPError && (e.code === 401 || e.code === 403)) {
       this.noteCallFailure(failure("ExecutionDenied", `${this.where} answered HTTP ${e.code} to tool ${tool}`));
-      return new ToolError("execution_denied", `service ${this.service} refused to run ${tool} (HTTP ${e.code})`);
+      return toolError("execution_denied", `service ${this.service} refused to run ${tool} (HTTP ${e.code})`);
     }
     // Transport failures (an HTTP service restarted and forgot the session, a refused socket):
     // the connection is gone, so reconnect rather than fail every later call the same way.
     if (this.client) this.lost(classifyConnectError(e, this.where));
-    return new ToolError("service_unavailable", `tool service ${this.service} failed: ${msg}`);
+    return toolError("service_unavailable", `tool service ${this.service} failed: ${msg}`);
   }
 
   noteCallFailure(f: ServiceFailure): void {

@@ -5,7 +5,8 @@
 import type { ValidateFunction } from "ajv";
 import type { McpServerSpec } from "../../schemas/kinds/mcp-server";
 import type { Logger } from "../host";
-import { ToolError, type ToolCallOptions, type ToolCallResult, type ToolInfo, type ToolRegistry } from "../tools/types";
+import type { SvcError } from "../errors";
+import { isToolError, toolError, type ToolCallOptions, type ToolCallResult, type ToolInfo, type ToolRegistry } from "../tools/types";
 import type { BuiltinTool } from "../tools/builtins";
 import { argumentProblem, compileSchema, type Compiled } from "../tools/validate";
 import { McpConnection, type Phase } from "./connection";
@@ -101,7 +102,7 @@ export class McpEngine implements ToolRegistry {
       this.o.onCall(service, r.isError ? "tool_error" : "success");
       return r;
     } catch (err) {
-      this.o.onCall(service, err instanceof ToolError ? err.code : "error");
+      this.o.onCall(service, isToolError(err) ? err.code : "error");
       throw err;
     }
   }
@@ -109,7 +110,7 @@ export class McpEngine implements ToolRegistry {
   private async invoke(e: Entry, name: string, a: Record<string, unknown>, opts: ToolCallOptions): Promise<ToolCallResult> {
     if (e.validate) {
       const p = argumentProblem(e.validate, a);
-      if (p) throw new ToolError("invalid_arguments", `arguments for ${name} do not match its schema: ${p.message}`, p.path);
+      if (p) throw toolError("invalid_arguments", `arguments for ${name} do not match its schema: ${p.message}`, p.path);
     }
     if (e.builtin) return e.builtin.run(a, opts);
     return this.held.get(e.service!)!.conn.call(e.upstream!, a, opts);
@@ -121,13 +122,13 @@ export class McpEngine implements ToolRegistry {
     return e.info;
   }
 
-  private missing(name: string): ToolError {
+  private missing(name: string): SvcError {
     const g = this.gone.get(name);
     if (g) {
       this.held.get(g.service)?.conn.noteCallFailure(failure("ToolGone", `a call named ${name} (tool ${g.tool}), which left the catalog in a refresh`));
-      return new ToolError("tool_gone", `tool ${name} disappeared when service ${g.service} refreshed its catalog; list the tools again`);
+      return toolError("tool_gone", `tool ${name} disappeared when service ${g.service} refreshed its catalog; list the tools again`);
     }
-    return new ToolError("tool_not_found", `no tool named ${JSON.stringify(name)}`);
+    return toolError("tool_not_found", `no tool named ${JSON.stringify(name)}`);
   }
 
   onChange(listener: () => void): () => void {

@@ -74,17 +74,16 @@ const KIND: Record<ToolErrorCode, ErrorKind> = {
   service_unavailable: "unavailable",
 };
 
-/** A tool call that could not be made: the one engine error type with the tool codes. */
-export class ToolError extends SvcError {
-  declare readonly code: ToolErrorCode;
-  constructor(
-    code: ToolErrorCode,
-    message: string,
-    /** JSON pointer of the offending argument, for invalid_arguments */
-    readonly path?: string,
-  ) {
-    super(KIND[code], code, message, path ?? (code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null));
-  }
+/** A tool call that could not be made: an SvcError with a tool code. `path` is the JSON pointer
+ * of the offending argument, for invalid_arguments (it becomes the error's param). */
+export function toolError(code: ToolErrorCode, message: string, path?: string): SvcError & { code: ToolErrorCode } {
+  const param = path ?? (code === "invalid_arguments" ? "/arguments" : code === "tool_not_found" || code === "tool_gone" || code === "tool_not_exposable" ? "name" : null);
+  return new SvcError(KIND[code], code, message, param) as SvcError & { code: ToolErrorCode };
+}
+
+/** Is `e` a tool call that could not be made (an SvcError with a tool code)? */
+export function isToolError(e: unknown): e is SvcError & { code: ToolErrorCode } {
+  return e instanceof SvcError && Object.hasOwn(KIND, e.code);
 }
 
 /** The catalog every tool user reads: MCP services' tools plus svc's built-ins. */
@@ -92,11 +91,11 @@ export interface ToolRegistry {
   /** every enabled tool, built-ins first */
   list(): ToolInfo[];
   get(name: string): ToolInfo | undefined;
-  /** Validate the arguments against the tool's schema and run it. Throws ToolError when the
+  /** Validate the arguments against the tool's schema and run it. Throws a tool error (toolError) when the
    * call cannot be made; a tool's own failure is a result with isError: true. */
   call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolCallResult>;
   /** Like get, but connects a service that connects on first use (autoConnect: false) when the
-   * name is in its namespace, and throws ToolError tool_gone / tool_not_found when absent. Lets
+   * name is in its namespace, and throws the tool error tool_gone / tool_not_found when absent. Lets
    * a caller check exposure before anything runs. (Added with the MCP engine; optional.) */
   resolve?(name: string): Promise<ToolInfo>;
   /** called after any catalog change (refresh, connect, disable, delete); returns an unsubscribe */

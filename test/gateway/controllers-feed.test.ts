@@ -110,6 +110,34 @@ describe("controllers feed the gateway's engines", () => {
     }
   });
 
+  it("a controller's watches re-queue its objects when a watched kind changes (no store listener of its own)", async () => {
+    const store = env.svc.svc.store;
+    const seen: string[] = [];
+    const mgr = new ControllerManager({
+      store,
+      controllers: [{ kind: "Widget", watches: ["Provider"], reconcile: async (o) => (seen.push(o.name), { status: "True", reason: "Ok", message: "" }) }],
+      fallback: acceptedController(),
+      log: quiet,
+      resyncMs: 0,
+    });
+    await store.write([{ op: "upsert", kind: "Widget", name: "w1", owner: "config:test", spec: {} }]);
+    mgr.start();
+    try {
+      await mgr.idle();
+      expect(seen).toEqual(["w1"]);
+      await env.apply([provider("watched-up", up, [{ name: "gpt-w" }])]);
+      await mgr.idle();
+      expect(seen).toEqual(["w1", "w1"]);
+      await env.apply([{ kind: "AlertSettings", name: "unwatched", spec: {} }]);
+      await mgr.idle();
+      expect(seen).toEqual(["w1", "w1"]);
+    } finally {
+      await mgr.stop();
+      mgr.detach();
+      await store.write([{ op: "delete", kind: "Widget", name: "w1" }, { op: "delete", kind: "AlertSettings", name: "unwatched" }]);
+    }
+  });
+
   it("no engine subscribes to the store's change events", () => {
     const root = path.resolve(__dirname, "../../engines");
     const offenders: string[] = [];

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpView } from "../helpers/errors";
 import { collectChat } from "../../engines/chat/collect";
 import type { ChatEvent } from "../../engines/chat/types";
-import { InferenceError, ModelPool } from "../../engines/inference";
+import { ModelPool } from "../../engines/inference";
+import { SvcError } from "../../engines/errors";
 import { chatReq, events, tinyModelsDir, tinySpec } from "./fixture";
 import { until } from "../helpers/http";
 
@@ -262,7 +263,7 @@ describe("ModelPool lifecycle", { timeout: 30_000 }, () => {
   it("reports a missing file, an unknown model, and too little memory as model_unavailable", async () => {
     pool.register("gone", tinySpec({ file: "missing.gguf" }));
     const err = await collectChat(pool.chat(chatReq({ model: "gone" }))).catch((e) => e);
-    expect(err).toBeInstanceOf(InferenceError);
+    expect(err).toBeInstanceOf(SvcError);
     expect(httpView(err)).toMatchObject({ code: "model_unavailable", status: 503 });
     expect(err.message).toMatch(/file not found/);
     await expect(pool.info("gone")).rejects.toMatchObject({ code: "model_unavailable" });
