@@ -8,6 +8,7 @@ import { scriptedProvider, type ScriptedProvider } from "../agents/scripted";
 import { EXTRACTOR, extractorAnswer } from "../memory/env";
 import { ManualClock } from "../../engines/memory/clock";
 import { startCluster, everywhere, type Replica } from "./cluster";
+import type { StandIn } from "../gateway/fixtures";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -27,6 +28,7 @@ describe.skipIf(!!missing)("memory across 3 replicas", () => {
   let rs: Replica[] = [];
   let stop: (() => Promise<void>) | undefined;
   let up: ScriptedProvider;
+  let standin: StandIn;
   const clock = new ManualClock();
 
   /** extraction calls whose transcript holds `marker` */
@@ -39,7 +41,7 @@ describe.skipIf(!!missing)("memory across 3 replicas", () => {
     up = await scriptedProvider();
     up.script(EXTRACTOR, (b) => ({ text: extractorAnswer(b) }));
     up.script("keeper", () => ({ text: "noted" }));
-    ({ rs, stop } = await startCluster(3));
+    ({ rs, stop, up: standin } = await startCluster(3));
     const models = [EXTRACTOR, "keeper"].map((name) => ({ name, inputPerMillion: 1, outputPerMillion: 2 }));
     await rs[0].svc.svc.store.write([
       { op: "upsert", kind: "Provider", name: "scripted", owner: "config:test", spec: { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models } },
@@ -129,5 +131,25 @@ describe.skipIf(!!missing)("memory across 3 replicas", () => {
     expect((await rs[0].api("GET", "/memory/search?agent_id=keeper&kind=all&q=lighthouse")).json.data).toEqual(before);
     const cons = await rs[1].api("POST", "/memory/consolidate", { agent_id: "keeper" });
     expect(cons.json.data).toMatchObject([{ type: "consolidation", agent_id: "keeper" }]);
+  });
+
+  it("with an embedding model, vectors written through one replica rank hybrid hits on another", async () => {
+    await rs[0].svc.svc.store.write([
+      { op: "upsert", kind: "Provider", name: "embedder", owner: "config:test", spec: { type: "openai", baseUrl: standin.baseUrl, timeoutSeconds: 5, models: [{ name: "emb", inputPerMillion: 0, outputPerMillion: 0 }] } },
+      { op: "upsert", kind: "MemoryConfig", name: "memory", owner: "config:test", spec: { extractionModel: EXTRACTOR, memoryBudgetTokens: BUDGET, embeddingModel: "emb" } },
+    ]);
+    await everywhere(rs, "MemoryConfig", "memory", (spec) => spec.embeddingModel === "emb");
+    await everywhere(rs, "Provider", "embedder");
+    const ing = await rs[0].api("POST", "/memory/ingest", { agent_id: "keeper", conversation_id: "vec", flush: true, turns: [{ user: "remember that the harbour crane is yellow", assistant: "Noted." }] });
+    expect(ing.json.outcome).toBe("distilled");
+    await idle(); // vectors are written in the background
+    const st = (await rs[1].api("GET", "/memory/status?agent_id=keeper")).json;
+    expect(st.recall).toBe("hybrid");
+    expect(st.index.vectors).toBe(3); // the turn, the episode and the fact of this session
+    const hits = await rs[2].api("GET", "/memory/search?agent_id=keeper&kind=facts&q=harbour%20crane");
+    expect(hits.json.recall).toBe("hybrid");
+    expect(hits.json.data[0]).toMatchObject({ text: "The harbour crane is yellow." });
+    expect(hits.json.data[0].vector).not.toBeNull();
+    expect(hits.json.data[0].lexical).toBeGreaterThan(0);
   });
 });
