@@ -76,7 +76,7 @@ export class MemoryEngine<B extends MemoryBackend = SqliteMemory> {
   /** Re-arm debounces of sessions a previous process left pending, and the consolidation timer. */
   start(): void {
     this.sched.start({
-      due: (agent, conv, trigger) => void this.track(this.flush(agent, conv, trigger)),
+      due: (agent, conv, trigger) => void this.track(this.flush(agent, conv, trigger).catch((e) => this.log.warn("memory distillation could not run", { agent, err: String(e?.message ?? e) }))),
       consolidationDue: () => {
         this.track(this.consolidate(undefined, "interval").catch((e) => this.log.warn("memory consolidation failed", { err: String(e?.message ?? e) })));
         this.configure();
