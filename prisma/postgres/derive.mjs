@@ -12,8 +12,6 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const src = path.join(here, "..", "schema.prisma");
 const out = path.join(here, "schema.prisma");
-/** models only PostgreSQL has (memory's search index and jobs), appended after derivation */
-const only = path.join(here, "postgres-only.prisma");
 
 export function derive(text) {
   const lines = text.split("\n");
@@ -67,14 +65,8 @@ export function derive(text) {
   return res.join("\n");
 }
 
-/** The derived schema plus the PostgreSQL-only models (their names mapped the same way). */
-export function deriveAll(text, extra) {
-  const body = derive(extra).split("\n").slice(3).join("\n");
-  return derive(text).replace(/\n*$/, "\n") + "\n" + body;
-}
-
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const next = deriveAll(readFileSync(src, "utf8"), readFileSync(only, "utf8"));
+  const next = derive(readFileSync(src, "utf8"));
   if (process.argv.includes("--check")) {
     const cur = readFileSync(out, "utf8");
     if (cur !== next) {

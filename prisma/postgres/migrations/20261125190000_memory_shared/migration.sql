@@ -1,6 +1,9 @@
 -- Memory shared by replicas (engines/memory/pg): the lexical index as a tsvector per record
 -- (written by svc, tokenized like the embedded FTS5 index) with a GIN index, and the jobs and
 -- leases that make debounce, distillation and consolidation run once across replicas.
+-- Only PostgreSQL has these two tables (the embedded store keeps an FTS5 table per agent and
+-- timers of its one process), so they are not Prisma models: both Prisma schemas declare the
+-- same models (test/scale/store-pg.test.ts). engines/memory/pg reads and writes them in raw SQL.
 
 -- CreateTable
 CREATE TABLE "memorysearch" (
