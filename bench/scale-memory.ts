@@ -1,6 +1,6 @@
 // Memory search on the two stores (part of `npm run bench scale`): the same namespace of N facts
 // (random common words, with the answers of bench/memory.ts's question set among them) in the
-// embedded SQLite file (FTS5 table per agent) and in PostgreSQL (tsvector rows, GIN index), and
+// embedded SQLite file (FTS5 table per agent) and in PostgreSQL (tsvector rows, GIN index, BM25 in SQL), and
 // the same queries through each backend's searcher (lexical: no embedding model), p50/p99 and
 // recall@5. The engine layer alone, as in `npm run bench memory`: no HTTP, no gateway.
 import { mkdtempSync, rmSync } from "node:fs";

@@ -139,11 +139,11 @@ export async function scaleBench(): Promise<Section> {
       "",
       table(["setup", "tasks/s", "dispatch to finished p50", "p99", "failed"], Object.entries(tasks).map(([n, t]) => [n, t.perSecond.toFixed(1), lat(t.p50), lat(t.p99), t.failed])),
       "",
-      `Memory search: ${memory.facts.toLocaleString("en")} facts in one agent's namespace, ${memory.queries} queries (half questions, half three common words), top 10 over every kind through each store's searcher (lexical: no embedding model; no HTTP); recall@5 of the 20-question set of \`npm run bench memory\`. PostgreSQL: tsvector rows with a GIN index, ranked with ts_rank_cd${memory.postgresql.pgvector ? "" : " (pgvector not installed; not used either way yet)"}.`,
+      `Memory search: ${memory.facts.toLocaleString("en")} facts in one agent's namespace, ${memory.queries} queries (half questions, half three common words), top 10 over every kind through each store's searcher (lexical: no embedding model; no HTTP); recall@5 of the 20-question set of \`npm run bench memory\`. PostgreSQL: tsvector rows with a GIN index, ranked with BM25 computed in SQL${memory.postgresql.pgvector ? "" : " (pgvector not installed; not used either way yet)"}.`,
       "",
       table(["store", "search p50", "p99", "recall@5"], [
         ["SQLite (FTS5, BM25)", lat(memory.sqlite.p50), lat(memory.sqlite.p99), memory.sqlite.recallAt5.toFixed(2)],
-        ["PostgreSQL (tsvector, ts_rank_cd)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
+        ["PostgreSQL (tsvector, GIN, BM25)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
       ]),
     ].join("\n");
     return { title, body, data: { results: res, tasks, memory } };

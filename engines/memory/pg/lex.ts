@@ -25,11 +25,13 @@ export function tsvectorOf(text: string): string {
   return [...at].map(([w, ps]) => `'${w}':${ps.join(",")}`).join(" ");
 }
 
-/** A tsquery matching any of the query's words (stop words dropped, as ftsAny), or null. */
-export function tsqueryAny(q: string, max = 24): string | null {
-  const t = [...new Set(terms(q).map(fold).flatMap((w) => w.match(/[\p{L}\p{N}]+/gu) ?? []))].slice(0, max);
-  return t.length ? t.map((w) => `'${w}'`).join(" | ") : null;
+/** The words of a query as the index holds them (stop words dropped, as ftsAny does). */
+export function queryWords(q: string, max = 24): string[] {
+  return [...new Set(terms(q).map(fold).flatMap((w) => w.match(/[\p{L}\p{N}]+/gu) ?? []))].slice(0, max);
 }
 
-/** ts_rank_cd (every weight 1) mapped to 0..1 the way BM25 is on SQLite (x / (1 + x)). */
+/** A tsquery matching any of the words. */
+export const tsqueryOf = (words: string[]) => words.map((w) => `'${w}'`).join(" | ");
+
+/** BM25 mapped to 0..1 the way SQLite's search maps FTS5's (x / (1 + x)). */
 export const rankScore = (r: number) => (r > 0 ? r / (1 + r) : 0);

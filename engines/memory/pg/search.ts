@@ -1,7 +1,7 @@
 // Memory's index and search in the shared PostgreSQL. Lexical: one memorysearch row per record
-// (its words as a tsvector, GIN index), every query filtered by agent, ranked with ts_rank_cd,
-// whose score uses no corpus statistics (so, as with a table per agent on SQLite, another agent's
-// material never moves a score), mapped to 0..1 like SQLite's BM25. Vectors: memoryvector rows
+// (its words as a tsvector, GIN index), every query filtered by agent, ranked with BM25 computed
+// in SQL from the tsvectors over the agent's rows only (as with a table per agent on SQLite,
+// another agent's material never moves a score), mapped to 0..1 as on SQLite. Vectors: memoryvector rows
 // (bytes) read per query and scored in this process, as on SQLite (pgvector is not used yet).
 // The ranking itself is search.ts's, so both stores order hits the same way.
 import type pg from "pg";
@@ -10,7 +10,7 @@ import type { AgentVectors, LexHit } from "../index-store";
 import { candidates, poolSize, rank, recOf, type Rec } from "../search";
 import { KINDS, type Hit, type MemoryKind } from "../types";
 import { episodeText } from "../store";
-import { rankScore, tsqueryAny } from "./lex";
+import { queryWords, rankScore, tsqueryOf } from "./lex";
 import { putIndex } from "./records";
 import { tx } from "./db";
 
@@ -26,18 +26,41 @@ const RECENT: Record<MemoryKind, string> = {
   transcript: `ORDER BY createdat DESC, id DESC`,
 };
 
+const CORPUS_TTL_MS = 5_000;
+const CACHE_FROM_ROWS = 1000;
+// BM25 as FTS5 computes it (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least
+// 1e-6), over the agent's rows only: N and the mean length are the agent's ($4, $5), n counts the
+// agent's rows holding the word (N is at least n: a cached N may lag behind other replicas'
+// writes), a document's length is its number of distinct words.
+const BM25 = `WITH m AS (SELECT kind, ref, tsv FROM memorysearch WHERE agent = $1 AND tsv @@ $2::tsquery),
+  f AS (SELECT m.kind, m.ref, length(m.tsv) AS dl, u.lexeme, cardinality(u.positions) AS tf FROM m, unnest(m.tsv) AS u WHERE u.lexeme = ANY($3::text[])),
+  df AS (SELECT lexeme, COUNT(*) AS n FROM f GROUP BY lexeme)
+  SELECT f.kind, f.ref, SUM(GREATEST(ln((GREATEST($4::float8, df.n) - df.n + 0.5) / (df.n + 0.5)), 1e-6) * f.tf * 2.2 / (f.tf + 1.2 * (0.25 + 0.75 * f.dl / $5::float8)))::float8 AS s
+  FROM f JOIN df USING (lexeme) WHERE f.kind = ANY($6::text[]) GROUP BY f.kind, f.ref ORDER BY s DESC, f.ref DESC LIMIT $7`;
+
 export class PgIndex implements MemoryIndex {
+  private readonly stats_ = new Map<string, { n: number; avgdl: number; at: number }>();
   constructor(private readonly pool: pg.Pool) {}
 
+  /** The GIN index finds the agent's rows holding any query word; they are ranked with BM25. */
   async lexical(agent: string, kinds: readonly MemoryKind[], q: string, limit: number): Promise<LexHit[]> {
-    const query = tsqueryAny(q);
-    if (!query) return [];
-    const r = await this.pool.query(
-      `SELECT kind, ref, ts_rank_cd('{1,1,1,1}', tsv, $2::tsquery) AS r FROM memorysearch
-       WHERE agent = $1 AND kind = ANY($3::text[]) AND tsv @@ $2::tsquery ORDER BY r DESC, ref DESC LIMIT $4`,
-      [agent, query, kinds, limit],
-    );
-    return r.rows.map((x) => ({ kind: x.kind, ref: x.ref, score: rankScore(x.r) }));
+    const words = queryWords(q);
+    if (!words.length) return [];
+    const st = await this.corpus(agent);
+    const r = await this.pool.query(BM25, [agent, tsqueryOf(words), words, st.n, st.avgdl, kinds, limit]);
+    return r.rows.map((x) => ({ kind: x.kind, ref: x.ref, score: rankScore(x.s) }));
+  }
+
+  /** The agent's row count and mean length for BM25. Read each time for a small namespace; a
+   * large one's are cached briefly (they move slowly there, and only the scores of hits depend on
+   * them, never which records match). */
+  private async corpus(agent: string): Promise<{ n: number; avgdl: number }> {
+    const c = this.stats_.get(agent);
+    if (c && c.n >= CACHE_FROM_ROWS && Date.now() - c.at < CORPUS_TTL_MS) return c;
+    const r = (await this.pool.query(`SELECT COUNT(*) AS n, COALESCE(AVG(length(tsv)), 1)::float8 AS avgdl FROM memorysearch WHERE agent = $1`, [agent])).rows[0];
+    const v = { n: r.n as number, avgdl: Math.max(1, r.avgdl as number), at: Date.now() };
+    this.stats_.set(agent, v);
+    return v;
   }
 
   async putVector(agent: string, kind: MemoryKind, ref: number, model: string, v: Float32Array): Promise<void> {
