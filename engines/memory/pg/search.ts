@@ -29,14 +29,21 @@ const RECENT: Record<MemoryKind, string> = {
 const CORPUS_TTL_MS = 5_000;
 const CACHE_FROM_ROWS = 1000;
 // BM25 as FTS5 computes it (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least
-// 1e-6), over the agent's rows only: N and the mean length are the agent's ($4, $5), n counts the
-// agent's rows holding the word (N is at least n: a cached N may lag behind other replicas'
-// writes), a document's length is its number of distinct words.
-const BM25 = `WITH m AS (SELECT kind, ref, tsv FROM memorysearch WHERE agent = $1 AND tsv @@ $2::tsquery),
-  f AS (SELECT m.kind, m.ref, length(m.tsv) AS dl, u.lexeme, cardinality(u.positions) AS tf FROM m, unnest(m.tsv) AS u WHERE u.lexeme = ANY($3::text[])),
-  df AS (SELECT lexeme, COUNT(*) AS n FROM f GROUP BY lexeme)
-  SELECT f.kind, f.ref, SUM(GREATEST(ln((GREATEST($4::float8, df.n) - df.n + 0.5) / (df.n + 0.5)), 1e-6) * f.tf * 2.2 / (f.tf + 1.2 * (0.25 + 0.75 * f.dl / $5::float8)))::float8 AS s
-  FROM f JOIN df USING (lexeme) WHERE f.kind = ANY($6::text[]) GROUP BY f.kind, f.ref ORDER BY s DESC, f.ref DESC LIMIT $7`;
+// 1e-6), over the agent's rows only: N and the mean length are the agent's ($3, $4), n counts the
+// agent's matching rows holding the word (N is at least n: a cached N may lag behind other
+// replicas' writes), a document's length is its number of distinct words. A word's frequency in
+// a row is ts_rank_cd of that one word with every weight 1 (one cover per occurrence); that is
+// several times cheaper than unnesting each matching tsvector.
+const bm25Sql = (k: number) => {
+  const w = Array.from({ length: k }, (_, i) => i);
+  const term = (i: number) => `GREATEST(ln((GREATEST($3::float8, n${i}) - n${i} + 0.5) / (n${i} + 0.5)), 1e-6) * t${i} * 2.2 / (t${i} + 1.2 * (0.25 + 0.75 * dl / $4::float8))`;
+  return `WITH m AS (SELECT kind, ref, length(tsv) AS dl, ${w.map((i) => `ts_rank_cd('{1,1,1,1}', tsv, $${7 + i}::tsquery, 0)::float8 AS t${i}`).join(", ")}
+      FROM memorysearch WHERE agent = $1 AND tsv @@ $2::tsquery),
+    d AS (SELECT m.*, ${w.map((i) => `(COUNT(*) FILTER (WHERE t${i} > 0) OVER ())::float8 AS n${i}`).join(", ")} FROM m)
+    SELECT kind, ref, (${w.map((i) => `CASE WHEN t${i} > 0 THEN ${term(i)} ELSE 0 END`).join(" + ")})::float8 AS s
+    FROM d WHERE kind = ANY($5::text[]) ORDER BY s DESC, ref DESC LIMIT $6`;
+};
+const BM25 = new Map<number, string>();
 
 export class PgIndex implements MemoryIndex {
   private readonly stats_ = new Map<string, { n: number; avgdl: number; at: number }>();
@@ -47,7 +54,8 @@ export class PgIndex implements MemoryIndex {
     const words = queryWords(q);
     if (!words.length) return [];
     const st = await this.corpus(agent);
-    const r = await this.pool.query(BM25, [agent, tsqueryOf(words), words, st.n, st.avgdl, kinds, limit]);
+    if (!BM25.has(words.length)) BM25.set(words.length, bm25Sql(words.length));
+    const r = await this.pool.query(BM25.get(words.length)!, [agent, tsqueryOf(words), st.n, st.avgdl, kinds, limit, ...words.map((w) => tsqueryOf([w]))]);
     return r.rows.map((x) => ({ kind: x.kind, ref: x.ref, score: rankScore(x.s) }));
   }
 
