@@ -70,4 +70,33 @@ describe.skipIf(!!missing)("memory jobs and leases across replicas", () => {
     await Promise.all([scheds[0].tick(), scheds[1].tick(), scheds[0].tick(), scheds[1].tick()]);
     expect(due.map((d) => [d.agent, d.conv, d.trigger])).toEqual([["agent-b", "c1", "debounce"]]);
   });
+
+  it("a replica that dies while distilling: its lease runs out, another takes the session over", async () => {
+    const pool = memoryPool(pgs.url);
+    pools.push(pool);
+    const doomed = new PgScheduler(pool, () => clock, 60_000, 300);
+    doomed.start({ due: () => undefined, consolidationDue: () => undefined, warn: () => undefined });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    void doomed.exclusive("distill", "agent-c", "c1", () => (entered(), new Promise<never>(() => undefined))); // never finishes
+    await inside;
+    await doomed.close(); // dies: no more heartbeats, the lease is never released
+    let ran = false;
+    const other = new PgScheduler(pools[0], () => clock, 60_000, 300);
+    await other.exclusive("distill", "agent-c", "c1", async () => void (ran = true)); // waits for the lease to run out
+    expect(ran).toBe(true);
+    // a session a dead replica still holds is handed to a live one by the poll, once its lease ran out
+    const dead = new PgScheduler(pool, () => clock, 60_000, 300);
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    void dead.exclusive("distill", "agent-c", "c2", () => (held(), new Promise<never>(() => undefined)));
+    await holding;
+    await dead.close();
+    const before = due.length;
+    for (let i = 0; i < 40 && due.length === before; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      await scheds[1].tick();
+    }
+    expect(due.slice(before).map((d) => [d.replica, d.agent, d.conv])).toEqual([[1, "agent-c", "c2"]]);
+  });
 });

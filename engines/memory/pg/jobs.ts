@@ -50,14 +50,14 @@ export class PgScheduler implements MemoryScheduler {
   private readonly armedHere = new Set<string>();
   private readonly chains = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly pool: pg.Pool, private readonly clock: () => Clock, private readonly pollMs = POLL_MS) {}
+  constructor(private readonly pool: pg.Pool, private readonly clock: () => Clock, private readonly pollMs = POLL_MS, private readonly leaseMs = LEASE_MS) {}
 
   start(host: SchedulerHost): void {
     this.host = host;
     if (this.poll) return;
     this.poll = setInterval(() => void this.tick(), this.pollMs);
     this.poll.unref();
-    this.beat = setInterval(() => void this.renew(), HEARTBEAT_MS);
+    this.beat = setInterval(() => void this.renew(), Math.min(HEARTBEAT_MS, this.leaseMs / 3));
     this.beat.unref();
   }
 
@@ -123,7 +123,7 @@ export class PgScheduler implements MemoryScheduler {
   private async acquire(kind: string, agent: string, conv: string): Promise<void> {
     const end = Date.now() + WAIT_MS;
     for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
-      if ((await this.pool.query(ACQUIRE, [kind, agent, conv, this.holder, LEASE_MS])).rowCount) return;
+      if ((await this.pool.query(ACQUIRE, [kind, agent, conv, this.holder, this.leaseMs])).rowCount) return;
       if (this.closed || Date.now() > end) throw Object.assign(new Error(`another replica still holds the ${kind} lease of ${agent}`), { code: "lease_busy" });
       await sleep(wait);
     }
@@ -158,7 +158,7 @@ export class PgScheduler implements MemoryScheduler {
 
   private async renew(): Promise<void> {
     if (this.closed) return;
-    await this.pool.query(`UPDATE memoryjob SET leaseuntil = now() + ($2::int * interval '1 millisecond') WHERE holder = $1`, [this.holder, LEASE_MS]).catch((e) => this.host?.warn("memory lease renewal failed", { err: String(e?.message ?? e) }));
+    await this.pool.query(`UPDATE memoryjob SET leaseuntil = now() + ($2::int * interval '1 millisecond') WHERE holder = $1`, [this.holder, this.leaseMs]).catch((e) => this.host?.warn("memory lease renewal failed", { err: String(e?.message ?? e) }));
   }
 
   reset(): void {
