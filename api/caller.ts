@@ -158,7 +158,7 @@ async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, e
   let user = req.prompt ?? "";
   for (let i = req.messages.length - 1; i >= 0 && !user; i--) if (req.messages[i].role === "user") user = req.messages[i].content;
   try {
-    svc.engines.memory?.recordTurn({ agent: req.agentId!, conversationId, source: "chat", user, assistant: text });
+    await svc.engines.memory?.recordTurn({ agent: req.agentId!, conversationId, source: "chat", user, assistant: text });
   } catch (e: any) {
     svc.log.warn("memory could not buffer a turn", { agent: req.agentId, err: String(e?.message ?? e) });
   }

@@ -8,7 +8,7 @@ import path from "node:path";
 import { startSvc, jsonLogger } from "../boot/start";
 import { table, ms, percentile, type Section } from "./report";
 
-const WORDS = (
+export const WORDS = (
   "time person year way day thing man world life hand part child eye woman place work week case point government company number group problem fact " +
   "water room mother area money story month lot right study book job word business issue side kind head house service friend father power hour game " +
   "line end member law car city community name president team minute idea kid body information back parent face others level office door health art " +
@@ -16,7 +16,7 @@ const WORDS = (
 ).split(" ");
 
 /** The questions and the one fact each should find (filler shares their common words). */
-const QA: Array<[string, string]> = [
+export const QA: Array<[string, string]> = [
   ["What is my sister's name?", "The user's sister is called Margot."],
   ["Which programming language do I prefer?", "The user prefers Rust for systems programming."],
   ["When is my dentist appointment?", "The user's dentist appointment is on March 3rd."],

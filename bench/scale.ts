@@ -3,9 +3,8 @@
 // (autocannon spreads its connections over both URLs): aggregate requests/s and the p50/p99
 // each setup adds over calling the stand-in upstream directly. One run. Skipped, with the
 // reason, when PostgreSQL 15 / Redis 7 are not installed. Then detached agent tasks (dispatch to
-// finished, bench/scale-tasks.ts) on the SQLite replica and on a PostgreSQL replica. Memory
-// search stays on each replica's own SQLite file (memory on PostgreSQL is not built yet), so it
-// has no PostgreSQL figure here; `npm run bench memory` measures it.
+// finished, bench/scale-tasks.ts) on the SQLite replica and on a PostgreSQL replica, and memory
+// search p50/p99 on each store (bench/scale-memory.ts).
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -14,6 +13,7 @@ import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "
 import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
 import { BENCH_AGENT, agentReady, taskRate, type TaskRate } from "./scale-tasks";
+import { memorySearchOnStores } from "./scale-memory";
 
 const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
@@ -116,6 +116,9 @@ export async function scaleBench(): Promise<Section> {
       tasks[name] = await taskRate(url, ADMIN, nTasks, 16);
     }
 
+    // memory search on each store (bench/scale-memory.ts), on the same PostgreSQL
+    const memory = await memorySearchOnStores(pg.url);
+
     const rows: (string | number)[][] = [];
     for (const c of [1, 50]) {
       const d = res.direct[c];
@@ -136,9 +139,14 @@ export async function scaleBench(): Promise<Section> {
       "",
       table(["setup", "tasks/s", "dispatch to finished p50", "p99", "failed"], Object.entries(tasks).map(([n, t]) => [n, t.perSecond.toFixed(1), lat(t.p50), lat(t.p99), t.failed])),
       "",
-      "Memory search p50/p99 on PostgreSQL: not measured (memory is not on PostgreSQL yet; each replica keeps its own).",
+      `Memory search: ${memory.facts.toLocaleString("en")} facts in one agent's namespace, ${memory.queries} queries (half questions, half three common words), top 10 over every kind through each store's searcher (lexical: no embedding model; no HTTP); recall@5 of the 20-question set of \`npm run bench memory\`. PostgreSQL: tsvector rows with a GIN index, ranked with BM25 computed in SQL${memory.postgresql.pgvector ? "" : " (pgvector not installed; not used either way yet)"}.`,
+      "",
+      table(["store", "search p50", "p99", "recall@5"], [
+        ["SQLite (FTS5, BM25)", lat(memory.sqlite.p50), lat(memory.sqlite.p99), memory.sqlite.recallAt5.toFixed(2)],
+        ["PostgreSQL (tsvector, GIN, BM25)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
+      ]),
     ].join("\n");
-    return { title, body, data: { results: res, tasks } };
+    return { title, body, data: { results: res, tasks, memory } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(1500);

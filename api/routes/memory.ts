@@ -136,7 +136,7 @@ export default function routes(svc: Svc): Router {
     const limit = ctx.query.limit === undefined ? 10 : Number(ctx.query.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest("limit must be an integer from 1 to 100", "limit");
     const vec = await m.queryVector(q);
-    const hits = m.searcher.search(agent, kinds, q, limit, vec);
+    const hits = await m.searcher.search(agent, kinds, q, limit, vec);
     ctx.body = { object: "list", agent_id: agent, kind, query: q, recall: vec ? "hybrid" : "lexical", data: hits.map(hitView) };
   }));
 
@@ -158,10 +158,10 @@ export default function routes(svc: Svc): Router {
       remembered: m.refusal(agent) === null,
       reason: m.refusal(agent),
       recall: s.embeddingModel ? "hybrid" : "lexical",
-      counts: m.store.counts(agent),
-      index: m.index.stats(agent),
-      identity: m.store.identity(agent).map((i) => ({ key: i.key, value: i.value })),
-      entities: m.store.entities(agent, 20).map((e) => ({ name: e.name, type: e.type, mentions: e.mentions })),
+      counts: await m.store.counts(agent),
+      index: await m.index.stats(agent),
+      identity: (await m.store.identity(agent)).map((i) => ({ key: i.key, value: i.value })),
+      entities: (await m.store.entities(agent, 20)).map((e) => ({ name: e.name, type: e.type, mentions: e.mentions })),
       settings: s,
     };
   }));
@@ -176,19 +176,19 @@ export default function routes(svc: Svc): Router {
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     const type = typeof ctx.query.type === "string" ? ctx.query.type : undefined;
     if (type && !["distillation", "consolidation", "index"].includes(type)) throw invalidRequest("type must be distillation, consolidation or index", "type");
-    ctx.body = { object: "list", data: m.store.runs(agent, type, 100).map(runView) };
+    ctx.body = { object: "list", data: (await m.store.runs(agent, type, 100)).map(runView) };
   }));
 
   r.get("/memory/dead-letters", memoryRoute(svc, async (ctx, m) => {
     const agent = ctx.query.agent_id === undefined ? undefined : agentParam(svc, ctx.query.agent_id);
     ctx.body = {
       object: "list",
-      data: m.store.deadLetters(agent).map((d) => ({ id: d.id, object: "memory.dead_letter", agent_id: d.agent, conversation_id: d.conversationId, reason: d.reason, attempts: d.attempts, signals: d.signalIds.length, created_at: new Date(d.createdAt).toISOString(), resolved_at: d.resolvedAt === null ? null : new Date(d.resolvedAt).toISOString() })),
+      data: (await m.store.deadLetters(agent)).map((d) => ({ id: d.id, object: "memory.dead_letter", agent_id: d.agent, conversation_id: d.conversationId, reason: d.reason, attempts: d.attempts, signals: d.signalIds.length, created_at: new Date(d.createdAt).toISOString(), resolved_at: d.resolvedAt === null ? null : new Date(d.resolvedAt).toISOString() })),
     };
   }));
 
   r.post("/memory/dead-letters/:id/retry", memoryRoute(svc, async (ctx, m) => {
-    const d = m.store.deadLetter(ctx.params.id);
+    const d = await m.store.deadLetter(ctx.params.id);
     if (!d) throw new SvcError("not_found", "not_found", `dead letter ${JSON.stringify(ctx.params.id)} does not exist`);
     if (d.resolvedAt !== null) throw new SvcError("conflict", "conflict", `dead letter ${d.id} was already retried`);
     const res = (await m.retryDeadLetter(d.id))!;
@@ -197,7 +197,7 @@ export default function routes(svc: Svc): Router {
 
   r.delete("/memory/agents/:id/index", memoryRoute(svc, async (ctx, m) => {
     const agent = agentParam(svc, ctx.params.id, "id");
-    ctx.body = runView(m.removeIndex(agent));
+    ctx.body = runView(await m.removeIndex(agent));
   }));
 
   r.post("/memory/agents/:id/index/rebuild", memoryRoute(svc, async (ctx, m) => {
@@ -209,7 +209,7 @@ export default function routes(svc: Svc): Router {
     // purge works for agents that no longer exist too (their records outlive the Agent object)
     const agent = str(ctx.params.id, "id", 200, true)!;
     if (ctx.query.confirm !== "true") throw new SvcError("conflict", "conflict", `purging deletes every memory record of agent ${agent}; repeat with ?confirm=true`);
-    ctx.body = runView(m.purge(agent));
+    ctx.body = runView(await m.purge(agent));
   }));
 
   return r;

@@ -157,7 +157,7 @@ export class Agents {
       memory: recalled?.text,
     });
     // one turn per run (its internal model calls are not turns)
-    const turn = out.status === "completed" ? bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
+    const turn = out.status === "completed" ? await bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
     const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
     const base = { agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {

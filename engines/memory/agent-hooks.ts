@@ -40,12 +40,13 @@ export async function recallForRun(svc: HooksHost, agent: string, spec: AgentSpe
   }
 }
 
-/** Buffer a finished run's turn: direct chat, or delegated work (a task) in its own session. */
-export function bufferRunTurn(svc: HooksHost, agent: string, spec: AgentSpec, t: { conversationId: string; user: string; assistant: string; delegated: boolean }): Outcome | null {
+/** Buffer a finished run's turn: direct chat, or delegated work (a task) in its own session.
+ * Never rejects: a store failure is logged and answered as an outcome. */
+export async function bufferRunTurn(svc: HooksHost, agent: string, spec: AgentSpec, t: { conversationId: string; user: string; assistant: string; delegated: boolean }): Promise<Outcome | null> {
   const m = svc.engines.memory;
   if (!m || spec.memory !== true) return null;
   try {
-    return m.recordTurn({ agent, conversationId: t.conversationId, source: t.delegated ? "delegated" : "chat", user: t.user, assistant: t.assistant });
+    return await m.recordTurn({ agent, conversationId: t.conversationId, source: t.delegated ? "delegated" : "chat", user: t.user, assistant: t.assistant });
   } catch (e: any) {
     svc.log.warn("memory could not buffer a turn", { agent, err: String(e?.message ?? e) });
     return "failed:store_error";

@@ -2,12 +2,13 @@
 // an episode, entities, identity changes and candidate facts in one transaction. A failed
 // attempt leaves the signals pending and retries later (30 s, then 2 min); the third failure
 // moves them to a dead letter (GET /memory/dead-letters; POST .../retry puts them back).
-// Distillations of the same session never overlap: a second trigger waits for the first.
+// Distillations of the same session never overlap: a second trigger waits for the first (in this
+// process here; across replicas through the scheduler's lease on the session, pg/jobs.ts).
 import type { Logger } from "../host";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { Clock } from "./clock";
 import type { MemorySettings } from "./config";
-import type { MemoryStore } from "./store";
+import type { MemoryRecords, MemoryScheduler } from "./backend";
 import type { GatewayCalls } from "./gateway-calls";
 import { newId } from "./text";
 import { episodeText, type SavedExtraction } from "./store";
@@ -29,14 +30,15 @@ export interface DistillResult {
  * two modules do not import each other). */
 export interface DistillerHost {
   readonly clock: Clock;
-  readonly store: MemoryStore;
+  readonly store: MemoryRecords;
+  readonly sched: MemoryScheduler;
   readonly calls: GatewayCalls;
   readonly log: Logger;
   settings(): MemorySettings;
   agentSpec(agent: string): AgentSpec | undefined;
   track<T>(p: Promise<T>): Promise<T>;
   embedLater(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>): void;
-  debounce(agent: string, conv: string, ms?: number, trigger?: string): void;
+  debounce(agent: string, conv: string, ms?: number, trigger?: string): Promise<void>;
 }
 
 export class Distiller {
@@ -52,38 +54,38 @@ export class Distiller {
   distill(agent: string, conv: string, trigger: string): Promise<DistillResult> {
     const k = `${agent}\u0000${conv}`;
     const prev = this.running.get(k) ?? Promise.resolve(undefined);
-    const next = prev.catch(() => undefined).then(() => this.once(agent, conv, trigger));
+    const next = prev.catch(() => undefined).then(() => this.m.sched.exclusive("distill", agent, conv, () => this.once(agent, conv, trigger)));
     this.running.set(k, next);
     void next.finally(() => this.running.get(k) === next && this.running.delete(k)).catch(() => undefined);
     return this.m.track(next);
   }
 
   private async once(agent: string, conv: string, trigger: string): Promise<DistillResult> {
-    const signals = this.m.store.pending(agent, conv);
+    const signals = await this.m.store.pending(agent, conv);
     if (!signals.length) return { outcome: "skipped:nothing_pending" };
     const started = this.m.clock.now();
-    const record = (result: Record<string, unknown>) => {
+    const record = async (result: Record<string, unknown>) => {
       const id = newId("mrun");
-      this.m.store.addRun({ id, agent, type: "distillation", trigger, startedAt: started, finishedAt: this.m.clock.now(), result: { conversation_id: conv, signals: signals.length, ...result } });
+      await this.m.store.addRun({ id, agent, type: "distillation", trigger, startedAt: started, finishedAt: this.m.clock.now(), result: { conversation_id: conv, signals: signals.length, ...result } });
       return id;
     };
     const model = this.modelFor(agent);
     if (!model) {
       // not the extraction's fault: no attempt counted; the signals wait for a model (re-armed
       // when MemoryConfig changes, on the next turn, on a flush, or at the next start)
-      const run = record({ outcome: "failed:no_extraction_model", message: "set MemoryConfig.spec.extractionModel or the agent's defaultModel" });
+      const run = await record({ outcome: "failed:no_extraction_model", message: "set MemoryConfig.spec.extractionModel or the agent's defaultModel" });
       return { outcome: "failed:no_extraction_model", run };
     }
     let reason: string;
     try {
       const text = await this.m.calls.chat(extractionRequest(model, agent, signals));
       const x = parseExtraction(text);
-      const saved = this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());
+      const saved = await this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());
       this.m.embedLater(agent, [
         { kind: "episode", ref: saved.episodeId, text: episodeText(x.episode) },
         ...saved.factsNew.map((id, i) => ({ kind: "fact" as const, ref: id, text: x.facts[i] ?? "" })).filter((f) => f.text),
       ]);
-      const run = record({ outcome: "distilled", model, episode_id: saved.episodeId, facts_new: saved.factsNew, facts_supported: saved.factsSupported, entities: saved.entities, identity: saved.identity });
+      const run = await record({ outcome: "distilled", model, episode_id: saved.episodeId, facts_new: saved.factsNew, facts_supported: saved.factsSupported, entities: saved.entities, identity: saved.identity });
       return { outcome: "distilled", saved, run };
     } catch (e: any) {
       reason = String(typeof e?.code === "string" ? e.code : e?.message ?? "extraction_error").replace(/\s+/g, "_").slice(0, 80);
@@ -92,14 +94,14 @@ export class Distiller {
       this.m.log.warn("memory distillation failed", { agent, conversation: conv, attempt: attempts, reason, err: String(e?.message ?? e).slice(0, 300) });
       if (attempts >= MAX_ATTEMPTS) {
         const id = newId("mdl");
-        this.m.store.addDeadLetter({ id, agent, conversationId: conv, reason, attempts, signalIds: ids, createdAt: this.m.clock.now(), resolvedAt: null });
-        const run = record({ outcome: `failed:${reason}`, attempt: attempts, dead_letter: id });
+        await this.m.store.addDeadLetter({ id, agent, conversationId: conv, reason, attempts, signalIds: ids, createdAt: this.m.clock.now(), resolvedAt: null });
+        const run = await record({ outcome: `failed:${reason}`, attempt: attempts, dead_letter: id });
         return { outcome: `failed:${reason}`, dead_letter: id, run };
       }
-      this.m.store.setSignals(ids, "pending", attempts);
+      await this.m.store.setSignals(ids, "pending", attempts);
       const delay = RETRY_DELAYS_MS[attempts - 1] ?? RETRY_DELAYS_MS[RETRY_DELAYS_MS.length - 1];
-      this.m.debounce(agent, conv, delay, "retry");
-      const run = record({ outcome: `failed:${reason}`, attempt: attempts, retry_in_ms: delay });
+      await this.m.debounce(agent, conv, delay, "retry");
+      const run = await record({ outcome: `failed:${reason}`, attempt: attempts, retry_in_ms: delay });
       return { outcome: `failed:${reason}`, retry_in_ms: delay, run };
     }
   }

@@ -3,17 +3,19 @@
 // agent's direct chat switches conversation, or on an explicit flush; recalls within a token
 // budget; consolidates on an interval and on demand; removes, purges and rebuilds indexes.
 // Time comes from an injectable Clock (tests advance a ManualClock instead of sleeping).
+// Storage and scheduling sit behind backend.ts: the embedded SQLite file with this process's
+// timers, or PostgreSQL with jobs and leases shared by every replica (pg/).
 import type { MemoryHost } from "./gateway-calls";
 import type { AgentSpec } from "../../schemas/kinds/agent";
-import { systemClock, type Clock, type TimerHandle } from "./clock";
+import { systemClock, type Clock } from "./clock";
 import { currentSettings, type MemorySettings } from "./config";
-import { MemoryStore } from "./store";
-import { IndexStore } from "./index-store";
-import { MemorySearch } from "./search";
 import { GatewayCalls } from "./gateway-calls";
 import { Distiller } from "./distiller";
 import { buildRecall, type RecallResult } from "./recall";
-import { agentsWithMemory, consolidateAgent, purgeRecords, type ConsolidationReport } from "./consolidate";
+import type { ConsolidationReport } from "./consolidate";
+import { after, type Maybe, type MemoryBackend, type MemoryScheduler } from "./backend";
+import { SqliteMemory } from "./sqlite-backend";
+import { LocalScheduler } from "./scheduler";
 import { newId } from "./text";
 import { KINDS, type Hit, type MemoryKind, type Outcome, type RunRecord, type Turn, type TurnSource } from "./types";
 
@@ -36,28 +38,29 @@ export interface IngestResult {
   distillation?: { episode_id: number; facts_new: number; facts_supported: number } | null;
 }
 
-const sessionKey = (agent: string, conv: string) => `${agent}\u0000${conv}`;
-
-export class MemoryEngine {
+/**
+ * `B` types store, index and searcher. The default is the embedded store's synchronous surface,
+ * which existing callers (tests, bench/memory.ts) read as it is; in shared mode the same calls
+ * answer promises, so code that may run on either store awaits every one of them.
+ */
+export class MemoryEngine<B extends MemoryBackend = SqliteMemory> {
   clock: Clock;
-  readonly store: MemoryStore;
-  readonly index: IndexStore;
-  readonly searcher: MemorySearch;
+  readonly store: B["store"];
+  readonly index: B["index"];
+  readonly searcher: B["searcher"];
   readonly calls: GatewayCalls;
   private readonly distiller: Distiller;
-  private readonly debounces = new Map<string, TimerHandle>();
   /** each agent's current direct-chat conversation (delegated work never changes it) */
   private readonly activeChat = new Map<string, string>();
   private readonly work = new Set<Promise<unknown>>();
-  private consolidationTimer?: TimerHandle;
-  private scheduledInterval = 0;
   private closed = false;
 
-  constructor(private readonly svc: MemoryHost, clock: Clock = systemClock) {
+  /** Without a backend: the embedded SQLite file and this process's timers. */
+  constructor(private readonly svc: MemoryHost, clock: Clock = systemClock, readonly backend: B = new SqliteMemory(svc.db.sqlite) as unknown as B, readonly sched: MemoryScheduler = new LocalScheduler(() => this.clock)) {
     this.clock = clock;
-    this.index = new IndexStore(svc.db.sqlite);
-    this.store = new MemoryStore(svc.db.sqlite, this.index);
-    this.searcher = new MemorySearch(svc.db.sqlite, this.index);
+    this.store = backend.store;
+    this.index = backend.index;
+    this.searcher = backend.searcher;
     this.calls = new GatewayCalls(svc);
     this.distiller = new Distiller(this);
   }
@@ -72,35 +75,31 @@ export class MemoryEngine {
 
   /** Re-arm debounces of sessions a previous process left pending, and the consolidation timer. */
   start(): void {
+    this.sched.start({
+      due: (agent, conv, trigger) => void this.track(this.flush(agent, conv, trigger).catch((e) => this.log.warn("memory distillation could not run", { agent, err: String(e?.message ?? e) }))),
+      consolidationDue: () => {
+        this.track(this.consolidate(undefined, "interval").catch((e) => this.log.warn("memory consolidation failed", { err: String(e?.message ?? e) })));
+        this.configure();
+      },
+      warn: (msg, fields) => this.log.warn(msg, fields),
+    });
     this.configure();
   }
 
   /** Swap the clock (tests): pending timers are re-armed on the new one. */
   useClock(clock: Clock): void {
-    for (const t of this.debounces.values()) t.cancel();
-    this.debounces.clear();
-    this.consolidationTimer?.cancel();
-    this.consolidationTimer = undefined;
-    this.scheduledInterval = 0;
+    this.sched.reset();
     this.clock = clock;
-    this.start();
+    this.configure();
   }
 
   /** Settings changed (MemoryConfig controller): re-arm the consolidation interval. */
   configure(): MemorySettings {
     const s = this.settings();
+    if (this.closed) return s;
     // sessions left pending (a previous process, or waiting for an extraction model) get a timer
-    for (const p of this.store.pendingSessions()) if (!this.debounces.has(sessionKey(p.agent, p.conversationId))) this.debounce(p.agent, p.conversationId);
-    const ms = s.consolidationIntervalHours * 3_600_000;
-    if (!this.closed && (ms !== this.scheduledInterval || !this.consolidationTimer)) {
-      this.consolidationTimer?.cancel();
-      this.scheduledInterval = ms;
-      this.consolidationTimer = this.clock.after(ms, () => {
-        this.consolidationTimer = undefined;
-        this.track(this.consolidate(undefined, "interval").catch((e) => this.log.warn("memory consolidation failed", { err: String(e?.message ?? e) })));
-        this.configure();
-      });
-    }
+    const armed = after(after(this.store.pendingSessions(), (p) => this.sched.armMissing(p, s.summaryDebounceSeconds * 1000)), () => this.sched.consolidateEvery(s.consolidationIntervalHours * 3_600_000));
+    if (armed instanceof Promise) this.track(armed.catch((e) => this.log.warn("memory could not re-arm its timers", { err: String(e?.message ?? e) })));
     return s;
   }
 
@@ -118,13 +117,18 @@ export class MemoryEngine {
   }
 
   /** Buffer one turn. Direct chat switching conversation flushes the previous one. */
-  recordTurn(t: TurnRecord): Outcome {
+  recordTurn(t: TurnRecord): Promise<Outcome> {
+    return this.track(this.bufferTurn(t));
+  }
+
+  private async bufferTurn(t: TurnRecord): Promise<Outcome> {
     const why = this.refusal(t.agent);
     if (why) return `skipped:${why}`;
     if (!t.user.trim() && !t.assistant.trim()) return "skipped:empty";
     const now = this.clock.now();
     const at = t.sessionDate && Number.isFinite(Date.parse(t.sessionDate)) ? Date.parse(t.sessionDate) : now;
-    const saved = this.store.addTurn({ agent: t.agent, conversationId: t.conversationId, source: t.source, user: t.user, assistant: t.assistant, sessionDate: t.sessionDate ?? null, project: t.project ?? null, signal: !t.skipExtraction, now: at });
+    // SQLite writes here, synchronously, before anything is awaited
+    const saved = await this.store.addTurn({ agent: t.agent, conversationId: t.conversationId, source: t.source, user: t.user, assistant: t.assistant, sessionDate: t.sessionDate ?? null, project: t.project ?? null, signal: !t.skipExtraction, now: at });
     if (!saved) return "skipped:duplicate";
     this.embedLater(t.agent, [{ kind: "transcript", ref: saved.transcriptId, text: `${t.user}\n${t.assistant}` }]);
     if (t.skipExtraction) return "skipped:skip_extraction";
@@ -133,19 +137,19 @@ export class MemoryEngine {
       this.activeChat.set(t.agent, t.conversationId);
       if (prev !== undefined && prev !== t.conversationId) this.track(this.flush(t.agent, prev, "conversation_switch"));
     }
-    this.debounce(t.agent, t.conversationId);
+    await this.debounce(t.agent, t.conversationId);
     return "buffered";
   }
 
   /** POST /memory/ingest: every turn of the call, one outcome. `flush` distills at once. */
   async ingest(b: { agent: string; conversationId: string; turns: Turn[]; sessionDate?: string; skipExtraction?: boolean; project?: string; flush?: boolean }): Promise<IngestResult> {
     const counts = { received: b.turns.length, stored: 0, duplicate: 0, empty: 0 };
-    const base = (outcome: Outcome): IngestResult => ({ outcome, turns: counts, pending: this.store.pendingIn(b.agent, b.conversationId) });
+    const base = async (outcome: Outcome): Promise<IngestResult> => ({ outcome, turns: counts, pending: await this.store.pendingIn(b.agent, b.conversationId) });
     const why = this.refusal(b.agent);
     if (why) return base(`skipped:${why}`);
     let last: Outcome | null = null;
     for (const t of b.turns) {
-      const o = this.recordTurn({ agent: b.agent, conversationId: b.conversationId, source: "ingest", user: t.user, assistant: t.assistant, sessionDate: b.sessionDate, project: b.project, skipExtraction: b.skipExtraction });
+      const o = await this.recordTurn({ agent: b.agent, conversationId: b.conversationId, source: "ingest", user: t.user, assistant: t.assistant, sessionDate: b.sessionDate, project: b.project, skipExtraction: b.skipExtraction });
       if (o === "skipped:empty") counts.empty++;
       else if (o === "skipped:duplicate") counts.duplicate++;
       else {
@@ -158,31 +162,24 @@ export class MemoryEngine {
     if (!this.distiller.modelFor(b.agent)) return base("failed:no_extraction_model");
     if (!b.flush) return base(last ?? "buffered");
     const r = await this.flush(b.agent, b.conversationId, "ingest");
-    return { ...base(r.outcome), distillation: r.saved ? { episode_id: r.saved.episodeId, facts_new: r.saved.factsNew.length, facts_supported: r.saved.factsSupported.length } : null };
+    return { ...(await base(r.outcome)), distillation: r.saved ? { episode_id: r.saved.episodeId, facts_new: r.saved.factsNew.length, facts_supported: r.saved.factsSupported.length } : null };
   }
 
   /** (Re)start a session's timer: the debounce, or a retry after a failed extraction. */
-  debounce(agent: string, conv: string, ms = this.settings().summaryDebounceSeconds * 1000, trigger = "debounce"): void {
-    const k = sessionKey(agent, conv);
-    this.debounces.get(k)?.cancel();
-    if (this.closed) return;
-    this.debounces.set(k, this.clock.after(ms, () => {
-      this.debounces.delete(k);
-      this.track(this.flush(agent, conv, trigger));
-    }));
+  async debounce(agent: string, conv: string, ms = this.settings().summaryDebounceSeconds * 1000, trigger = "debounce"): Promise<void> {
+    if (this.closed) return this.sched.disarm(agent, conv);
+    await this.sched.arm(agent, conv, ms, trigger);
   }
 
   /** Distill a session now (cancels its debounce). */
-  flush(agent: string, conv: string, trigger: string) {
-    const k = sessionKey(agent, conv);
-    this.debounces.get(k)?.cancel();
-    this.debounces.delete(k);
+  async flush(agent: string, conv: string, trigger: string) {
+    await this.sched.disarm(agent, conv);
     return this.distiller.distill(agent, conv, trigger);
   }
 
   /** Flush every pending session of an agent (or one conversation). */
   async flushAgent(agent: string, conv?: string): Promise<Array<{ conversation_id: string; outcome: Outcome }>> {
-    const sessions = conv ? [conv] : [...new Set(this.store.pendingSessions().filter((s) => s.agent === agent).map((s) => s.conversationId))];
+    const sessions = conv ? [conv] : [...new Set((await this.store.pendingSessions()).filter((s) => s.agent === agent).map((s) => s.conversationId))];
     const out = [];
     for (const c of sessions) out.push({ conversation_id: c, outcome: (await this.flush(agent, c, "explicit")).outcome });
     return out;
@@ -190,14 +187,14 @@ export class MemoryEngine {
 
   /** Is a session waiting on its debounce? */
   isDebouncing(agent: string, conv: string): boolean {
-    return this.debounces.has(sessionKey(agent, conv));
+    return this.sched.armed(agent, conv);
   }
 
   /** Put a dead letter's signals back and distill them again. */
   async retryDeadLetter(id: string) {
-    const d = this.store.deadLetter(id);
+    const d = await this.store.deadLetter(id);
     if (!d) return undefined;
-    this.store.requeueDead(d, this.clock.now());
+    await this.store.requeueDead(d, this.clock.now());
     return { dead_letter: id, ...(await this.flush(d.agent, d.conversationId, "dead_letter_retry")) };
   }
 
@@ -221,54 +218,69 @@ export class MemoryEngine {
   async recall(agent: string, query: string, model: string): Promise<RecallResult> {
     const s = this.settings();
     const hits = await this.search(agent, KINDS, query, 30);
-    return buildRecall(this.store.identity(agent), hits, s.memoryBudgetTokens, this.calls.counter(model));
+    return buildRecall(await this.store.identity(agent), hits, s.memoryBudgetTokens, this.calls.counter(model));
   }
 
-  /** Consolidate one agent or all; each agent's run is recorded. */
-  async consolidate(agent: string | undefined, trigger: string): Promise<RunRecord[]> {
-    const s = this.settings();
-    const agents = agent ? [agent] : agentsWithMemory(this.svc.db.sqlite);
-    const out: RunRecord[] = [];
-    for (const a of agents) {
-      const started = this.clock.now();
-      const prev = this.store.runs(a, "consolidation", 1)[0];
-      const lastTurn = (this.svc.db.sqlite.prepare(`SELECT MAX(createdAt) AS t FROM MemorySignal WHERE agent = ?`).get(a) as { t: number | null }).t;
-      const idle = this.store.pendingCount(a) === 0 && (lastTurn == null || started - Number(lastTurn) >= s.summaryDebounceSeconds * 1000);
-      const rep: ConsolidationReport = consolidateAgent(this.svc.db.sqlite, this.index, a, s, started, prev ? prev.startedAt : null, idle);
-      const run: RunRecord = { id: newId("mrun"), agent: a, type: "consolidation", trigger, startedAt: started, finishedAt: this.clock.now(), result: rep as unknown as Record<string, unknown> };
-      this.store.addRun(run);
-      out.push(run);
+  /** Consolidate one agent or all; each agent's run is recorded. On the embedded store this
+   * runs to the end synchronously (as it always did: the interval's runs, fired back to back by a
+   * ManualClock, each see the previous one), so it chains values with `after`, not `await`. */
+  consolidate(agent: string | undefined, trigger: string): Promise<RunRecord[]> {
+    try {
+      const s = this.settings();
+      const out: RunRecord[] = [];
+      const all = after(agent ? [agent] : this.backend.agentsWithMemory(), (agents) => {
+        let chain: Maybe<unknown> = undefined;
+        for (const a of agents) chain = after(chain, () => after(this.consolidateOne(a, s, trigger), (run) => void out.push(run)));
+        return after(chain, () => out);
+      });
+      return Promise.resolve(all);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    return out;
+  }
+
+  /** One agent, holding its consolidation lease (one replica at a time when shared). */
+  private consolidateOne(a: string, s: MemorySettings, trigger: string): Maybe<RunRecord> {
+    return this.sched.exclusive("consolidate", a, "", () => {
+      const started = this.clock.now();
+      return after(this.store.runs(a, "consolidation", 1), (runs) => after(this.backend.lastTurnAt(a), (lastTurn) => after(this.store.pendingCount(a), (pending) => {
+        const prev = runs[0];
+        const idle = pending === 0 && (lastTurn == null || started - lastTurn >= s.summaryDebounceSeconds * 1000);
+        return after(this.backend.consolidateAgent(a, s, started, prev ? prev.startedAt : null, idle), (rep: ConsolidationReport) => {
+          const run: RunRecord = { id: newId("mrun"), agent: a, type: "consolidation", trigger, startedAt: started, finishedAt: this.clock.now(), result: rep as unknown as Record<string, unknown> };
+          return after(this.store.addRun(run), () => run);
+        });
+      })));
+    });
   }
 
   /** Index operations: each touches only the named agent. */
-  removeIndex(agent: string): RunRecord {
+  removeIndex(agent: string): Promise<RunRecord> {
     return this.indexRun(agent, "remove_index", () => this.index.remove(agent));
   }
 
-  purge(agent: string): RunRecord {
-    for (const [k, t] of this.debounces) if (k.startsWith(agent + "\u0000")) (t.cancel(), this.debounces.delete(k));
+  async purge(agent: string): Promise<RunRecord> {
+    await this.sched.disarmAgent(agent);
     this.activeChat.delete(agent);
-    return this.indexRun(agent, "purge", () => ({ index: this.index.remove(agent), records: purgeRecords(this.svc.db.sqlite, agent) }));
+    return this.indexRun(agent, "purge", async () => ({ index: await this.index.remove(agent), records: await this.backend.purgeRecords(agent) }));
   }
 
   async rebuild(agent: string): Promise<RunRecord> {
-    const run = this.indexRun(agent, "rebuild_index", () => this.index.rebuild(agent));
+    const run = await this.indexRun(agent, "rebuild_index", () => this.index.rebuild(agent));
     const m = this.settings().embeddingModel;
     if (m) {
-      const texts = this.index.texts(agent);
+      const texts = await this.index.texts(agent);
       const embedded = await this.embedNow(agent, texts);
       run.result.vectors = embedded;
     }
     return run;
   }
 
-  private indexRun(agent: string, op: string, f: () => unknown): RunRecord {
+  private async indexRun(agent: string, op: string, f: () => unknown): Promise<RunRecord> {
     const startedAt = this.clock.now();
-    const result = { op, ...(f() as object) };
+    const result = { op, ...((await f()) as object) };
     const run: RunRecord = { id: newId("mrun"), agent, type: "index", trigger: op, startedAt, finishedAt: this.clock.now(), result };
-    this.store.addRun(run);
+    await this.store.addRun(run);
     return run;
   }
 
@@ -286,7 +298,7 @@ export class MemoryEngine {
       for (let i = 0; i < items.length; i += 64) {
         const batch = items.slice(i, i + 64);
         const vecs = await this.calls.embed(m, batch.map((b) => b.text));
-        batch.forEach((b, j) => vecs[j] && (this.index.putVector(agent, b.kind, b.ref, m, vecs[j]), n++));
+        for (let j = 0; j < batch.length; j++) if (vecs[j]) (await this.index.putVector(agent, batch[j].kind, batch[j].ref, m, vecs[j]), n++);
       }
     } catch (e: any) {
       this.log.warn("memory embedding failed; those items are found lexically only", { agent, err: String(e?.message ?? e) });
@@ -307,15 +319,25 @@ export class MemoryEngine {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.debounces.values()) t.cancel(); // signals stay pending: re-armed at start
-    this.debounces.clear();
-    this.consolidationTimer?.cancel();
+    await this.sched.close(); // signals stay pending: re-armed at the next start
     await this.idle();
+    await this.backend.close();
   }
 }
 
+/** The memory engine on the store svc runs on: PostgreSQL when replicas share one
+ * (SVC_DATABASE_URL), else the embedded SQLite file. */
 export async function createMemory(svc: MemoryHost, clock?: Clock): Promise<MemoryEngine> {
-  const m = new MemoryEngine(svc, clock);
+  const url = (svc.db as { postgresUrl?: string }).postgresUrl;
+  let m: MemoryEngine;
+  if (url) {
+    const { openPgMemory } = await import("./pg/open");
+    let engine: MemoryEngine<MemoryBackend> | undefined;
+    const { backend, sched } = await openPgMemory(url, svc.log, () => engine!.clock);
+    engine = new MemoryEngine<MemoryBackend>(svc, clock, backend, sched);
+    // typed as the embedded engine for its callers (see MemoryEngine): they await every call
+    m = engine as unknown as MemoryEngine;
+  } else m = new MemoryEngine(svc, clock);
   m.start();
   return m;
 }

@@ -2,8 +2,8 @@
 // default; PostgreSQL when SVC_DATABASE_URL is a postgres:// or postgresql:// URL (several
 // replicas share it). In PostgreSQL mode the shared state (objects, counters, rate state, audit,
 // webhooks, alert marks) goes to PostgreSQL through the @prisma/adapter-pg client; the data dir
-// keeps a local SQLite file only for what is local to one replica (memory) and the write-ahead
-// journal of audit rows (prisma/repos/audit-journal.ts).
+// keeps a local SQLite file only for what is local to one replica: the write-ahead journal of
+// audit rows (prisma/repos/audit-journal.ts). Memory opens its own pool (engines/memory/pg).
 // `repos` carries the store's batched writes in the opened database's own SQL (prisma/repos).
 import { openDb, type OpenedDb } from "../../prisma/client";
 import type { PrismaClient } from "../../prisma/client";

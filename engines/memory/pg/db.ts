@@ -1,0 +1,35 @@
+// Memory's connections to the shared PostgreSQL: a small pool of its own (raw SQL: one statement
+// per read on the recall path, no ORM round trip), BIGINT read as numbers (epoch milliseconds and
+// counts fit a double).
+import pg from "pg";
+
+export type Q = Pick<pg.PoolClient, "query">;
+
+const INT8 = 20;
+
+export function memoryPool(url: string): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 4,
+    application_name: "svc-memory",
+    types: { getTypeParser: ((oid: number, format?: any) => (oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as any },
+  });
+  pool.on("error", () => undefined); // an idle client's error: the next query reconnects
+  return pool;
+}
+
+/** Run fn in one transaction on one connection. */
+export async function tx<T>(pool: pg.Pool, fn: (c: Q) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  try {
+    await c.query("BEGIN");
+    const out = await fn(c);
+    await c.query("COMMIT");
+    return out;
+  } catch (e) {
+    await c.query("ROLLBACK").catch(() => undefined);
+    throw e;
+  } finally {
+    c.release();
+  }
+}
