@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { startSvc, jsonLogger } from "../boot/start";
 import { table, ms, percentile, type Section } from "./report";
+import { embeddedMemory } from "../engines/memory/engine";
 
 export const WORDS = (
   "time person year way day thing man world life hand part child eye woman place work week case point government company number group problem fact " +
@@ -51,7 +52,7 @@ export async function memoryBench(opts: { facts?: number; queries?: number; inge
       { op: "upsert", kind: "Agent", name: "big", owner: "config:bench", spec: { defaultModel: "bench-model", memory: true } },
       { op: "upsert", kind: "Agent", name: "writer", owner: "config:bench", spec: { defaultModel: "bench-model", memory: true } },
     ]);
-    const mem = s.svc.engines.memory!;
+    const mem = embeddedMemory(s.svc.engines.memory!);
     const db = s.svc.db.sqlite;
 
     // 1. fill one namespace with N facts (random common words) plus the answers

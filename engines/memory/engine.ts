@@ -39,11 +39,11 @@ export interface IngestResult {
 }
 
 /**
- * `B` types store, index and searcher. The default is the embedded store's synchronous surface,
- * which existing callers (tests, bench/memory.ts) read as it is; in shared mode the same calls
- * answer promises, so code that may run on either store awaits every one of them.
+ * `B` types store, index and searcher. The default is either store's surface (calls may answer
+ * promises: PostgreSQL's do), so svc's own code awaits every one of them; tests and
+ * bench/memory.ts that build the embedded store read it as MemoryEngine<SqliteMemory>.
  */
-export class MemoryEngine<B extends MemoryBackend = SqliteMemory> {
+export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
   clock: Clock;
   readonly store: B["store"];
   readonly index: B["index"];
@@ -340,4 +340,11 @@ export async function createMemory(svc: MemoryHost, clock?: Clock): Promise<Memo
   } else m = new MemoryEngine(svc, clock);
   m.start();
   return m;
+}
+
+/** The engine with the embedded store's synchronous surface (tests, benches, tools that open the
+ * SQLite file); throws when it runs on PostgreSQL instead. */
+export function embeddedMemory(m: MemoryEngine): MemoryEngine<SqliteMemory> {
+  if (!(m.backend instanceof SqliteMemory)) throw new Error(`memory runs on ${m.backend.dialect}, not the embedded SQLite store`);
+  return m as MemoryEngine<SqliteMemory>;
 }

@@ -5,14 +5,15 @@ import { startEnv, type Env } from "../gateway/fixtures";
 import { until } from "../helpers/http";
 import { scriptedProvider, type ChatBody, type ScriptedProvider } from "../agents/scripted";
 import { ManualClock } from "../../engines/memory/clock";
-import type { MemoryEngine } from "../../engines/memory/engine";
+import { embeddedMemory, type MemoryEngine } from "../../engines/memory/engine";
+import type { SqliteMemory } from "../../engines/memory/sqlite-backend";
 
 export const EXTRACTOR = "extractor";
 
 export interface MemEnv extends Env {
   up: ScriptedProvider;
   clock: ManualClock;
-  mem: MemoryEngine;
+  mem: MemoryEngine<SqliteMemory>;
   /** apply an Agent with memory on (defaultModel: the script model of the same name) */
   agent(name: string, spec?: Record<string, unknown>): Promise<void>;
   memoryConfig(spec: Record<string, unknown>): Promise<void>;
@@ -49,8 +50,8 @@ export async function startMemEnv(models: string[] = []): Promise<MemEnv> {
     { kind: "Provider", name: "scripted", spec: { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models: all.map((name) => ({ name, inputPerMillion: 1, outputPerMillion: 2 })) } },
     { kind: "MemoryConfig", name: "memory", spec: { extractionModel: EXTRACTOR } },
   ]);
-  const mem = env.svc.svc.engines.memory!;
-  if (!mem) throw new Error("memory engine did not start");
+  if (!env.svc.svc.engines.memory) throw new Error("memory engine did not start");
+  const mem = embeddedMemory(env.svc.svc.engines.memory);
   const clock = new ManualClock();
   mem.useClock(clock);
   const ready = async (kind: string, name: string) => {

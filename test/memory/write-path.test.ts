@@ -47,8 +47,8 @@ describe("debounce (injected clock)", () => {
     await env.api("POST", "/agents/deb/run", { prompt: "durable turn", conversation_id: "d2" });
     await env.mem.close(); // as at shutdown: timers dropped, signals stay
     expect(env.mem.store.pending("deb", "d2")).toHaveLength(1);
-    const { MemoryEngine } = await import("../../engines/memory/engine");
-    const fresh = new MemoryEngine(env.svc.svc, env.clock);
+    const { MemoryEngine, embeddedMemory } = await import("../../engines/memory/engine");
+    const fresh = embeddedMemory(new MemoryEngine(env.svc.svc, env.clock));
     fresh.start();
     env.svc.svc.engines.memory = fresh;
     env.mem = fresh;
