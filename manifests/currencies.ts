@@ -2,7 +2,8 @@
 // (Server.spec.exchangeRates) connects with a priced Provider's currency is refused, as key
 // creation refuses it, so spend is never counted at a wrong rate. The state checked is the one
 // the plan leaves (the store, with the plan's creates, updates and deletes); only pairs that
-// involve an object of this document are reported.
+// involve an object of this document are reported. A priced Provider in a currency other than USD
+// also needs a rate to USD: the audit log's cost_usd (and the spend metric) is in USD.
 import type { StoredObject } from "../prisma/resource-store";
 import type { DesiredObject, ManifestIssue, PlannedChange } from "./types";
 import { missingRateMessage, unconvertible, type ExchangeRate } from "../schemas/kinds/currency";
@@ -32,6 +33,20 @@ export function checkCurrencies(existing: StoredObject[], objects: DesiredObject
       severity: "error",
       path: at.kind === "ApiKey" ? "/spec/budget_limits/currency" : at.kind === "Provider" ? "/spec/currency" : "/spec/exchangeRates",
       message: `ApiKey/${key.name}: ${missingRateMessage(budget, gap.price, gap.provider)}`,
+      pos: at.pos,
+      kind: at.kind,
+      name: at.name,
+    });
+  }
+  for (const p of providers) {
+    const gap = unconvertible("USD", [p], rates);
+    if (!gap) continue;
+    const at = p.doc ?? server?.doc;
+    if (!at) continue;
+    issues.push({
+      severity: "error",
+      path: at.kind === "Provider" ? "/spec/currency" : "/spec/exchangeRates",
+      message: `Provider/${p.name}: prices in ${gap.price} need a rate to USD in Server.spec.exchangeRates (the audit log reports each request's cost in USD, as cost_usd), e.g. {from: ${gap.price}, to: USD, rate: …}`,
       pos: at.pos,
       kind: at.kind,
       name: at.name,

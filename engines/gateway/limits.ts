@@ -26,7 +26,7 @@ import { checksOf, usageOver } from "./limits/checks";
 import { installShared, syncShared, type SharedLimitStore } from "./limits/shared";
 import type { Admission, Estimate, RequestInfo } from "./limits/types";
 import type { RateState } from "../errors";
-import type { ExchangeRate } from "../../schemas/kinds/currency";
+import { rateBetween, type ExchangeRate } from "../../schemas/kinds/currency";
 import { toKeyCurrency } from "./limits/currency";
 
 export { effectiveLimits, usd, EntityUsage, type EffectiveLimits } from "./limits/usage";
@@ -169,6 +169,15 @@ export class Limits extends UsageRollup {
    * key has no declared rate from the price currency: never counted at a wrong rate. */
   inKeyCurrency(k: KeyEntry, est: Estimate, now = this.now()): { est: Estimate; rate: number } {
     return toKeyCurrency(k, est, this.exchangeRates(), () => this.needsPrice(k, now));
+  }
+
+  /** A price (micro-units of `currency`) in USD micro-units, for the audit log's cost_usd and the
+   * spend metric. Plan/apply refuses a priced Provider in another currency without a rate to USD
+   * (manifests/currencies.ts), so the fallback (the amount as it is) is not reached by a valid state. */
+  usd(micros: number, currency: string | undefined): number {
+    if (!currency || currency === "USD" || micros === 0) return micros;
+    const rate = rateBetween(this.exchangeRates(), currency, "USD");
+    return rate === undefined ? micros : Math.round(micros * rate);
   }
 
   /** Scale-out: from now on every limit is checked and reserved in the shared store

@@ -11,7 +11,7 @@ export interface AlertsSink {
   spendChanged(
     key: KeyRef,
     spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
-    budgets: { daily?: number; monthly?: number; total?: number },
+    budgets: { daily?: number; monthly?: number; total?: number; currency?: string },
     thresholds: number[],
   ): void;
   failedAuth(tokenPrefix: string, ip: string, key?: KeyRef): void;
@@ -55,12 +55,13 @@ export class PipelineAlerts {
     a.spendChanged(
       key.ref,
       { dailyMicros: BigInt(s.day), monthlyMicros: BigInt(s.month), totalMicros: BigInt(s.total) },
-      { daily: usd(lim.budgetDaily), monthly: usd(lim.budgetMonthly), total: usd(lim.budgetTotal) },
+      { daily: units(lim.budgetDaily), monthly: units(lim.budgetMonthly), total: units(lim.budgetTotal), currency: key.spec.budget_limits?.currency ?? "USD" },
       key.spec.budget_alerts?.thresholds ?? [],
     );
   }
 }
 
-function usd(micros: number | undefined): number | undefined {
+/** micro-units of the budget currency -> units */
+function units(micros: number | undefined): number | undefined {
   return micros !== undefined ? micros / 1e6 : undefined;
 }

@@ -271,10 +271,12 @@ export class GatewayPipeline implements InferencePipeline {
       this.o.limits.settle(run.adm, cost, prompt + completion, true);
       if (key && cost > 0) this.alerts.spent(key);
     }
-    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, priceCost, performance.now() - run.t0);
+    // the audit log's cost_usd and the spend metric are in USD whatever the key's budget currency
+    const usd = this.o.limits.usd(priceCost, t.currency);
+    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, usd, performance.now() - run.t0);
     if (!key) return;
     const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
-    this.o.audit?.record(auditRow(run.caller, key, run.ts, run.action, run.model, t.provider, status, run.t0, prompt, completion, cost, run.metadata));
+    this.o.audit?.record(auditRow(run.caller, key, run.ts, run.action, run.model, t.provider, status, run.t0, prompt, completion, usd, run.metadata));
   }
 
   /** A price (micro-units of the target's currency) in the key's budget currency
@@ -336,9 +338,10 @@ export class GatewayPipeline implements InferencePipeline {
       const priceCost = costMicros(target, r.promptTokens, 0);
       const cost = key && adm ? this.keyCost(key, target, priceCost, req.model) : priceCost;
       if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
-      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, priceCost, performance.now() - t0);
+      const usd = this.o.limits.usd(priceCost, target.currency);
+      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, usd, performance.now() - t0);
       if (key) {
-        this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, cost, {}));
+        this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, usd, {}));
       }
       return { ...r, provider: target.provider, model: req.model, rate };
     } catch (e) {

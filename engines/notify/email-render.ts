@@ -10,7 +10,7 @@ export interface AlertMail {
 /** Alert events that are e-mailed to budget_alerts.notify_email. */
 export const EMAILED_EVENTS = new Set<WebhookEventName>(["key.budget_threshold", "key.limit_exceeded", "key.suspicious_activity"]);
 
-const usd = (v: unknown) => (typeof v === "number" ? `$${v.toFixed(2)}` : String(v));
+const money = (v: unknown, currency: unknown) => (typeof v !== "number" ? String(v) : currency === "USD" || currency === undefined ? `$${v.toFixed(2)}` : `${v.toFixed(2)} ${String(currency)}`);
 
 export function renderAlertMail(key: { id: string; name: string }, event: WebhookEventName, data: Record<string, unknown>, at: Date): AlertMail {
   const who = `API key "${key.name}" (${key.id})`;
@@ -19,7 +19,7 @@ export function renderAlertMail(key: { id: string; name: string }, event: Webhoo
   switch (event) {
     case "key.budget_threshold":
       subject = `[svc] ${key.name}: ${data.threshold}% of the ${data.period} budget reached`;
-      lead = `${who} has used ${data.percent_used}% of its ${data.period} budget (threshold ${data.threshold}%): ${usd(data.spend_usd)} of ${usd(data.budget_usd)} in period ${data.period_id}.`;
+      lead = `${who} has used ${data.percent_used}% of its ${data.period} budget (threshold ${data.threshold}%): ${money(data.spend, data.currency)} of ${money(data.budget, data.currency)} in period ${data.period_id}.`;
       break;
     case "key.limit_exceeded":
       subject = data.kind === "rate_limit_warning" ? `[svc] ${key.name}: ${data.used_percentage}% of the rate limit used` : `[svc] ${key.name}: ${data.limit} limit exceeded`;

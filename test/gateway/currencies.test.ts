@@ -71,6 +71,8 @@ describe("currencies", () => {
     const refused = await apply(yen);
     expect(refused.status).toBe(422);
     expect(JSON.stringify(refused.json)).toContain("no exchange rate between JPY (the prices of Provider yen) and EUR");
+    // and it is refused for want of a rate to USD too: the audit log reports cost in USD
+    expect(JSON.stringify(refused.json)).toContain("Provider/yen: prices in JPY need a rate to USD");
     expect(env.svc.svc.store.get("Provider", "yen")).toBeUndefined();
 
     // the same Provider with a rate declared alongside applies
@@ -95,6 +97,12 @@ describe("currencies", () => {
     await env.client(eurKey.secret).chat.completions.create({ model: "gpt-yen", messages: msg, max_tokens: 5 });
     const after = (await env.api("GET", `/v1/api-keys/${eurKey.id}`)).json.usage.today.spend;
     expect(after - before).toBeCloseTo(0.001407, 6); // rounded up to the micro-euro
+    // the audit entry's cost_usd is in USD whatever the budget currency: 0.225 JPY at 150 JPY per USD
+    const res = await fetch(`${env.url}/v1/audit-logs?limit=1`, { headers: { authorization: `Bearer ${eurKey.secret}`, "x-api-key-id": eurKey.id } });
+    expect(res.status).toBe(200);
+    const last = ((await res.json()) as any).data[0];
+    expect(last).toMatchObject({ model: "gpt-yen", status: "success" });
+    expect(last.cost_usd).toBeCloseTo(0.0015, 6);
   });
 
   it("a rate removed after the key was made refuses the request instead of guessing", async () => {

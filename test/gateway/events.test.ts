@@ -121,4 +121,22 @@ describe("webhook events", () => {
     await env.gw.outbox.deliverDue();
     expect(events(team.json.id)).toHaveLength(1);
   });
+
+  it("a budget threshold of a EUR key reports spend and budget in EUR, not under USD names", async () => {
+    await env.apply([{ kind: "Server", name: "main", spec: { exchangeRates: [{ from: "EUR", to: "USD", rate: 2 }] } }]);
+    await until(() => (env.svc.svc.server as any).exchangeRates?.length === 1);
+    const k = await env.createKey({
+      name: "euro-budget",
+      budget_limits: { daily: 2, currency: "EUR" },
+      budget_alerts: { thresholds: [30] },
+      webhook: { url: hookUrl, events: ["key.budget_threshold"], secret: "euro-budget-secret" },
+    });
+    expect(k.status).toBe(201);
+    await env.client(k.json.api_key).chat.completions.create({ model: "gpt-pricey", messages: msg, max_tokens: 5 }); // $1.50 = 0.75 EUR: 37.5%
+    await until(() => events(k.json.id).length === 1);
+    const data = events(k.json.id)[0].json.data;
+    expect(data).toMatchObject({ period: "daily", threshold: 30, percent_used: 37.5, spend: 0.75, budget: 2, currency: "EUR" });
+    expect(data).not.toHaveProperty("spend_usd");
+    expect(data).not.toHaveProperty("budget_usd");
+  });
 });

@@ -89,11 +89,13 @@ export class Alerts {
   spendChanged(
     key: KeyRef,
     spend: { dailyMicros: bigint; monthlyMicros: bigint; totalMicros: bigint },
-    budgets: { daily?: number; monthly?: number; total?: number },
+    /** in units of `currency`, the key's budget currency (spend is counted in it too) */
+    budgets: { daily?: number; monthly?: number; total?: number; currency?: string },
     thresholds: number[],
   ): void {
     const list = thresholds.length ? thresholds : this.opts.settings().budget_threshold;
     if (!list.length) return;
+    const currency = budgets.currency ?? "USD";
     const spent: Record<BudgetPeriod, bigint> = { daily: spend.dailyMicros, monthly: spend.monthlyMicros, total: spend.totalMicros };
     let now: Date | undefined;
     for (const period of BUDGET_PERIODS) {
@@ -115,8 +117,11 @@ export class Alerts {
             period_id: pid,
             threshold: t,
             percent_used: Math.round(percent * 100) / 100,
-            spend_usd: Number(spent[period]) / 1e6,
-            budget_usd: budget,
+            spend: Number(spent[period]) / 1e6,
+            budget,
+            currency,
+            // the names these had before budgets took other currencies: only when they are true
+            ...(currency === "USD" ? { spend_usd: Number(spent[period]) / 1e6, budget_usd: budget } : {}),
           }),
         );
       }
