@@ -15,6 +15,7 @@ import { MEMORY_TOOL } from "../tools/builtins";
 import { redactSecrets } from "../secrets/redact";
 import { capabilityRefusal, missingCapabilities } from "./capabilities";
 import type { LoopEvent, LoopOutcome, LoopState, Pending, ToolOutcome } from "./types";
+import { SvcError } from "../errors";
 
 /** Tool output kept in the conversation (and the step log) per call. */
 const MAX_TOOL_OUTPUT = 32_000;
@@ -65,6 +66,13 @@ export async function runLoop(state: LoopState, d: LoopDeps): Promise<LoopOutcom
     if (turn.text) await d.emit({ type: "text", iteration: state.iterations, text: turn.text });
     if (!turn.calls.length) return { status: "completed", output: turn.text };
     state.queue = [...turn.calls]; // a copy: the queue is consumed, the message keeps its calls
+  }
+}
+
+/** An approval pause needs an approve/deny decision, not text (400 before anything changes). */
+export function checkAnswer(id: string, pending: Pending, response: { text?: string; approve?: boolean }): void {
+  if (pending.kind === "approval" && response.approve === undefined) {
+    throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
   }
 }
 

@@ -20,15 +20,13 @@ import { randomBytes } from "node:crypto";
 import type { Host } from "../host";
 import type { ToolRegistry } from "../tools/types";
 import type { MemoryEngine } from "../memory/engine";
-
-type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { PrismaClient } from "../../prisma/client";
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
 import { Cancellation } from "../chat/cancel";
 import { SvcError } from "../errors";
-import { answer, runLoop } from "./loop";
+import { answer, checkAnswer, runLoop } from "./loop";
 import { newState, type LoopEvent, type Pending } from "./types";
 import type { StepView, TaskStatus, TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
@@ -38,6 +36,8 @@ import { LEASE_MS, TaskLease } from "./task-lease";
 import { rowOf, viewOf, type Active } from "./task-active";
 import { clusterOf } from "../cluster";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
+
+type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import { redactSecrets } from "../secrets/redact";
 
 const RECENT = 10;
@@ -406,11 +406,5 @@ export class TaskManager {
     }
     await Promise.all(all.map((t) => t.runner));
     await Promise.all([...this.writing]);
-  }
-}
-
-function checkAnswer(id: string, pending: Pending, response: { text?: string; approve?: boolean }): void {
-  if (pending.kind === "approval" && response.approve === undefined) {
-    throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
   }
 }
