@@ -42,8 +42,8 @@ describe("write-ahead recovery", () => {
     const limits = new Limits(db.repos.limits, noKeys(), { now: () => NOW, flushMs: 0 });
     expect((await limits.load()).recovered).toBe(3);
     const r = limits.report("key_a");
-    expect(r.today).toEqual({ spend_usd: 0.105, tokens: 38, requests: 2 });
-    expect(r.total).toEqual({ spend_usd: 0.155, tokens: 57, requests: 3 });
+    expect(r.today).toEqual({ spend: 0.105, currency: "USD", spend_usd: 0.105, tokens: 38, requests: 2 });
+    expect(r.total).toEqual({ spend: 0.155, currency: "USD", spend_usd: 0.155, tokens: 57, requests: 3 });
     expect(limits.report("org:o").total.requests).toBe(3); // the roll-up entity too
 
     const audit = db.sqlite.prepare(`SELECT requestId, status, costMicros FROM "AuditEntry" ORDER BY requestId`).all();
