@@ -3,10 +3,11 @@
 // creation refuses it, so spend is never counted at a wrong rate. The state checked is the one
 // the plan leaves (the store, with the plan's creates, updates and deletes); only pairs that
 // involve an object of this document are reported. A priced Provider in a currency other than USD
-// also needs a rate to USD: the audit log's cost_usd (and the spend metric) is in USD.
+// also needs a rate to USD: the audit log's cost_usd (and the spend metric) is in USD. Keys of one
+// organization's roll-up (user -> team -> organization) count in one currency.
 import type { StoredObject } from "../prisma/resource-store";
 import type { DesiredObject, ManifestIssue, PlannedChange } from "./types";
-import { missingRateMessage, unconvertible, type ExchangeRate } from "../schemas/kinds/currency";
+import { missingRateMessage, rollupConflictMessage, rollupCurrencyConflict, unconvertible, type ExchangeRate } from "../schemas/kinds/currency";
 import { ManifestError } from "./errors";
 
 export function checkCurrencies(existing: StoredObject[], objects: DesiredObject[], changes: PlannedChange[]): void {
@@ -36,6 +37,21 @@ export function checkCurrencies(existing: StoredObject[], objects: DesiredObject
       pos: at.pos,
       kind: at.kind,
       name: at.name,
+    });
+  }
+  // one currency along each roll-up (user -> team -> organization), judged for the document's keys
+  const keys = all.filter((o) => o.kind === "ApiKey");
+  for (const key of keys) {
+    if (!key.doc) continue;
+    const clash = rollupCurrencyConflict(key, keys);
+    if (!clash) continue;
+    issues.push({
+      severity: "error",
+      path: "/spec/budget_limits/currency",
+      message: `ApiKey/${key.name} ${rollupConflictMessage(key.spec?.budget_limits?.currency ?? "USD", clash)}`,
+      pos: key.doc.pos,
+      kind: key.doc.kind,
+      name: key.doc.name,
     });
   }
   for (const p of providers) {

@@ -19,7 +19,7 @@ import path from "node:path";
 import { ApiKeySpec, inferKeyType, missingHierarchyId } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
 import { SvcError, invalidRequest, notFound } from "../errors";
-import { unconvertible, missingRateMessage, type ExchangeRate } from "../../schemas/kinds/currency";
+import { unconvertible, missingRateMessage, rollupConflictMessage, rollupCurrencyConflict, type ExchangeRate } from "../../schemas/kinds/currency";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
 import type { PolicyIndex } from "./policy";
 import { minutesInZone } from "./policy";
@@ -110,7 +110,8 @@ export class KeyAdmin {
 
   // -- validation pieces --------------------------------------------------------------------
 
-  private validateSemantics(spec: Record<string, any>, a: Actor) {
+  /** `name`: the key's own id when it exists (a PATCH), so it is not compared with itself. */
+  private validateSemantics(spec: Record<string, any>, a: Actor, name = "") {
     for (const a of spec.ip_allowlist?.addresses ?? []) {
       try {
         checkRange(a);
@@ -133,6 +134,8 @@ export class KeyAdmin {
       const gap = unconvertible(budget, this.d.store.list({ kind: "Provider" }), rates);
       if (gap) throw invalidRequest(`invalid budget_limits.currency: ${missingRateMessage(budget, gap.price, gap.provider)}`, "budget_limits.currency");
     }
+    const clash = rollupCurrencyConflict({ name, spec }, this.d.store.list({ kind: "ApiKey" }));
+    if (clash) throw invalidRequest(`invalid budget_limits.currency: this key ${rollupConflictMessage(spec.budget_limits?.currency ?? "USD", clash)}`, "budget_limits.currency");
     for (const st of spec.policy?.statements ?? []) {
       const tz = st.condition?.time_between?.timezone;
       if (tz) {
@@ -185,7 +188,7 @@ export class KeyAdmin {
       }
       body.organization_id = a.spec.organization_id;
     }
-    this.validateSemantics(body, a);
+    this.validateSemantics({ ...body, key_type: keyType }, a);
     const missing = missingHierarchyId({ ...body, key_type: keyType });
     if (missing) throw invalidRequest(`invalid ${missing.field}: ${missing.message}`, missing.field);
 
@@ -291,7 +294,7 @@ export class KeyAdmin {
     // who named the webhook URL decides whether it may reach internal receivers
     if (!next.webhook || (a.role !== "admin" && next.webhook.url !== cur.webhook?.url)) delete next.webhook_internal;
     else if (a.role === "admin" && typeof body.webhook?.url === "string") next.webhook_internal = true;
-    this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined }, a);
+    this.validateSemantics({ ...next, expires_at: "expires_at" in body ? next.expires_at : undefined }, a, id);
     check(ApiKeySpec, JSON.parse(JSON.stringify(next)));
     const saved = await this.put(id, next);
     return this.view(saved);

@@ -153,10 +153,15 @@ export class GatewayPipeline implements InferencePipeline {
       if (key && key.role === "key") {
         cands = this.gate.authorize(key, caller.grant ?? action, req.model, cands, now);
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
-        // counted with the serving model's tokenizer (prompt-tokens.ts), so a token limit is in tokens
-        const counted = promptTokensOf(cands, req, this.o.router.getPool());
-        run.promptEst = typeof counted === "number" ? counted : await counted;
         const lim = this.o.limits.limitsOf(key);
+        // per_request_max judges (or caps) the request in tokens, counted with the serving model's
+        // tokenizer (prompt-tokens.ts); a key without it is reserved on the byte estimate alone, so
+        // no other request pays for tokenizing
+        const est = estimateTokens(req);
+        if (lim.tokensPerRequest !== undefined) {
+          const counted = promptTokensOf(cands, req, this.o.router.getPool());
+          run.promptEst = typeof counted === "number" ? counted : await counted;
+        } else run.promptEst = est;
         let maxTokens = req.maxTokens;
         if (lim.tokensPerRequest !== undefined && maxTokens === undefined && run.promptEst < lim.tokensPerRequest) {
           // cap the output so the request stays within per_request_max
@@ -166,7 +171,7 @@ export class GatewayPipeline implements InferencePipeline {
         const reserveOut = maxTokens ?? DEFAULT_OUTPUT_RESERVE;
         // per_request_max judges the true count; the reservation keeps the byte estimate as a floor,
         // so it still covers an upstream that bills more than the tokenizer says (a hidden prompt)
-        const held = Math.max(run.promptEst, estimateTokens(req));
+        const held = Math.max(run.promptEst, est);
         let spend = 0;
         for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, reserveOut), req.model, now));
         run.adm = this.o.limits.admit(key, {
@@ -186,8 +191,7 @@ export class GatewayPipeline implements InferencePipeline {
         this.alerts.admitted(key, rate, caller.ip);
       } else {
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
-        const counted = promptTokensOf(cands, req, this.o.router.getPool());
-        run.promptEst = typeof counted === "number" ? counted : await counted;
+        run.promptEst = estimateTokens(req); // no limit to judge: the usage of an answer without any
       }
 
       let events: AsyncIterable<ChatEvent> | undefined;

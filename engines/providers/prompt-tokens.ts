@@ -14,7 +14,7 @@ import type { RouteTarget } from "./types";
 
 type Encoding = "o200k_base" | "cl100k_base";
 interface Encoder {
-  encode(s: string): number[];
+  encode(s: string, opts?: { disallowedSpecial?: Set<string> }): number[];
   encodeChat(chat: Array<{ role: string; content: string; name?: string }>, model: string): number[];
 }
 
@@ -47,9 +47,40 @@ export function openAiEncoding(model: string, providerType?: string): Encoding |
   return undefined;
 }
 
+// encodeChat builds its special-token patterns on every call (~10 µs for a short chat); the framing
+// is additive (each message: its role's framing plus its content encoded alone; then the reply's
+// priming), so it is measured once per role and the contents are encoded alone (~1 µs). Messages
+// with a `name` frame differently: those chats take encodeChat itself.
+const framing = new Map<string, number>();
+function frameOf(e: Encoder, enc: Encoding, role: string): number {
+  const k = `${enc}\u0000${role}`;
+  let n = framing.get(k);
+  if (n === undefined) {
+    n = e.encodeChat([{ role, content: "" }], CHAT_MODEL[enc]).length - priming(e, enc);
+    framing.set(k, n);
+  }
+  return n;
+}
+const primed = new Map<Encoding, number>();
+function priming(e: Encoder, enc: Encoding): number {
+  let n = primed.get(enc);
+  if (n === undefined) primed.set(enc, (n = e.encodeChat([], CHAT_MODEL[enc]).length));
+  return n;
+}
+const NO_SPECIAL = { disallowedSpecial: new Set<string>() }; // special-token text counts as text, as in encodeChat
+
+function chatTokens(e: Encoder, enc: Encoding, req: ChatRequest): number {
+  if (req.messages.some((m) => m.name)) {
+    return e.encodeChat(req.messages.map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) })), CHAT_MODEL[enc]).length;
+  }
+  let n = priming(e, enc);
+  for (const m of req.messages) n += frameOf(e, enc, m.role) + (m.content ? e.encode(m.content, NO_SPECIAL).length : 0);
+  return n;
+}
+
 function countOpenAi(e: Encoder, enc: Encoding, req: ChatRequest): number {
   if (req.prompt !== undefined && !req.messages.length) return e.encode(req.prompt).length;
-  let n = e.encodeChat(req.messages.map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) })), CHAT_MODEL[enc]).length;
+  let n = chatTokens(e, enc, req);
   for (const m of req.messages) for (const c of m.toolCalls ?? []) n += e.encode(c.name).length + e.encode(c.arguments).length + 3;
   if (req.tools?.length) n += e.encode(JSON.stringify(req.tools)).length;
   if (req.prompt) n += e.encode(req.prompt).length;

@@ -105,6 +105,28 @@ describe("currencies", () => {
     expect(last.cost_usd).toBeCloseTo(0.0015, 6);
   });
 
+  it("keys along one organization's roll-up count in one currency (spend rolls up as one amount)", async () => {
+    const org = await env.createKey({ name: "acme-eur", key_type: "organization", organization_id: "acme-eur", budget_limits: { monthly: 100, currency: "EUR" } });
+    expect(org.status).toBe(201);
+    // a member counting in USD (no budget) would add dollars to the organization's euro budget
+    const usd = await env.createKey({ name: "u1", organization_id: "acme-eur", team_id: "t", user_id: "u1" });
+    expect(usd.status).toBe(400);
+    expect(usd.json.error).toMatchObject({ code: "invalid_request", param: "budget_limits.currency" });
+    expect(usd.json.error.message).toContain(`counts spend in USD but key ${org.json.id} above it budgets in EUR`);
+    const eur = await env.createKey({ name: "u1", organization_id: "acme-eur", team_id: "t", user_id: "u1", budget_limits: { daily: 5, currency: "EUR" } });
+    expect(eur.status).toBe(201);
+    // another organization is not affected, and a budget change that would break the rule is refused
+    expect((await env.createKey({ name: "u2", organization_id: "other", team_id: "t", user_id: "u2" })).status).toBe(201);
+    const patched = await env.api("PATCH", `/v1/api-keys/${org.json.id}`, { budget_limits: { monthly: 100, currency: "USD" } });
+    expect(patched.status).toBe(400);
+    expect(patched.json.error.message).toContain(`budgets in USD but key ${eur.json.id} below it counts spend in EUR`);
+    // a manifest key the same
+    const m = await apply(yaml("ApiKey", "m-u3", `secretHash: "${hash}"\norganization_id: acme-eur\nteam_id: t\nuser_id: u3`));
+    expect(m.status).toBe(422);
+    expect(JSON.stringify(m.json)).toContain("ApiKey/m-u3 counts spend in USD but key");
+    expect(env.svc.svc.store.get("ApiKey", "m-u3")).toBeUndefined();
+  });
+
   it("a rate removed after the key was made refuses the request instead of guessing", async () => {
     // written straight to the store (as another replica or an older plan could leave it)
     await env.apply([{ kind: "Server", name: "main", spec: { exchangeRates: [{ from: "EUR", to: "JPY", rate: 160 }] } }]);
