@@ -43,5 +43,6 @@ export function partsContent(v: unknown, param: string): ContentPart[] {
 
 /** A user (or Responses input) message whose content may hold images. */
 export function messageWithImages(role: Role, v: unknown, param: string, extra: Partial<ChatMessage> = {}): ChatMessage {
+  if (typeof v === "string") return { role, content: v, ...extra }; // the common case: plain text, no parts
   return messageOfParts(role, partsContent(v, param), extra);
 }
