@@ -58,6 +58,10 @@ describe("docs: every code block", () => {
     const blocks = all.filter(runnable);
     expect(blocks.length).toBeGreaterThan(8); // the walkthrough alone has more
     const r = await runSession(blocks);
+    // the whole session (each block and what it printed), for a reader who wants to see the run
+    const out = path.join(mkdtempSync(path.join(process.env.SVC_TEST_ROOT ?? os.tmpdir(), "svc-docsession-")), "session.log");
+    writeFileSync(out, r.log);
+    process.stdout.write(`docs session log: ${out}\n`);
     if (!r.ok) throw new Error(`a doc block failed:\n${r.log.slice(-8000)}`);
     expect(r.log).toContain("Hello from the stand-in upstream.");
   }, 300_000);
