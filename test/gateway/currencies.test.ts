@@ -115,6 +115,8 @@ describe("currencies", () => {
     expect(usd.json.error.message).toContain(`counts spend in USD but key ${org.json.id} above it budgets in EUR`);
     const eur = await env.createKey({ name: "u1", organization_id: "acme-eur", team_id: "t", user_id: "u1", budget_limits: { daily: 5, currency: "EUR" } });
     expect(eur.status).toBe(201);
+    // a member without a budget names the currency it counts in
+    expect((await env.createKey({ name: "u4", organization_id: "acme-eur", team_id: "t", user_id: "u4", budget_limits: { currency: "EUR" } })).status).toBe(201);
     // another organization is not affected, and a budget change that would break the rule is refused
     expect((await env.createKey({ name: "u2", organization_id: "other", team_id: "t", user_id: "u2" })).status).toBe(201);
     const patched = await env.api("PATCH", `/v1/api-keys/${org.json.id}`, { budget_limits: { monthly: 100, currency: "USD" } });
