@@ -118,7 +118,8 @@ describe.skipIf(skip)("the console in a browser", () => {
     await page.getByRole("button", { name: "Filter" }).click();
     const row = page.getByTestId("audit-table").getByRole("row", { name: /browser key/ });
     await row.waitFor();
-    expect(await page.getByTestId("audit-table").getByRole("row").count()).toBe(2); // header + the one request
+    // the unfiltered table may still be showing (it holds the row too) until the filtered page lands
+    await expect.poll(() => page.getByTestId("audit-table").getByRole("row").count()).toBe(2); // header + the one request
     await row.click();
     await expect.poll(() => page.getByTestId("audit-detail").textContent()).toContain('"workflow_id": "from-browser"');
     await shot("audit");

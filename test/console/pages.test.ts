@@ -88,7 +88,7 @@ describe.skipIf(skip)("the console's agents, MCP, models and memory pages", () =
     await expect.poll(() => detail.getByTestId("task-result").textContent(), { timeout: 15_000 }).toBe("forecast for Lisbon: sunny");
     await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain("completed");
     // the steps show the question's answer
-    expect(await detail.getByRole("row", { name: /answered: Lisbon/ }).count()).toBe(1);
+    await expect.poll(() => detail.getByRole("row", { name: /answered: Lisbon/ }).count()).toBe(1); // the steps list refreshes on its own poll
     expect((await pollTask(env, id, (t) => t.status === "completed")).result.output).toBe("forecast for Lisbon: sunny");
   });
 
