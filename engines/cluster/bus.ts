@@ -2,8 +2,8 @@
 // desired-state write on one replica is committed to PostgreSQL, then, before the write returns
 // (so before the HTTP answer to a revoke), revoked or deleted API keys are added to the Redis
 // set that the admission script checks for every request on every replica, and a message on the
-// pub/sub channel tells the other replicas to re-read the store (their key caches, policies and
-// routes follow the store's "change" event). A replica that was cut off from Redis re-reads the
+// pub/sub channel tells the other replicas to re-read the store (the store's "change" event
+// reaches the controllers, whose projections update key caches, policies and routes). A replica that was cut off from Redis re-reads the
 // store when it reconnects, and a periodic reload catches anything missed.
 import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
