@@ -7,7 +7,8 @@
 // organization's roll-up (user -> team -> organization) count in one currency.
 import type { StoredObject } from "../prisma/resource-store";
 import type { DesiredObject, ManifestIssue, PlannedChange } from "./types";
-import { missingRateMessage, rollupConflictMessage, rollupCurrencyConflict, unconvertible, type ExchangeRate } from "../schemas/kinds/currency";
+import { missingRateMessage, unconvertible, type ExchangeRate } from "../schemas/kinds/currency";
+import { rollupConflictMessage, rollupCurrencyConflict } from "../schemas/kinds/api-key";
 import { ManifestError } from "./errors";
 
 export function checkCurrencies(existing: StoredObject[], objects: DesiredObject[], changes: PlannedChange[]): void {

@@ -6,7 +6,7 @@ import type { PrismaClient } from "../../prisma/client";
 import type { KeyEntry } from "../gateway/keys";
 import { usageScopeOf } from "../gateway/usage-report";
 import { invalidRequest } from "../errors";
-import type { TaskStatus } from "./task-view";
+import type { TaskStatus, TaskView } from "./task-view";
 
 export const TASK_STATUSES: TaskStatus[] = ["queued", "running", "input_required", "completed", "failed", "cancelled"];
 export const MAX_TASK_PAGE = 200;
@@ -22,21 +22,12 @@ export interface TaskListQuery {
   cursor?: string;
 }
 
-export interface TaskListItem {
-  id: string;
-  object: "task";
-  agent: string;
-  title: string | null;
-  status: TaskStatus;
-  reason: string | null;
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
+/** A task as the list shows it: the task's own fields (task-view.ts) and who dispatched it. */
+export type TaskListItem = Pick<TaskView, "id" | "object" | "agent" | "title" | "status" | "reason" | "created_at" | "updated_at" | "finished_at" | "poll_url"> & {
   /** the key that dispatched it (null: unauthenticated loopback) */
   key_id: string | null;
   key_name: string | null;
-  poll_url: string;
-}
+};
 
 export interface TaskPage {
   object: "list";

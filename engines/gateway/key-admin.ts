@@ -16,10 +16,10 @@
 // nor an export ever holds it in clear. The outbox resolves the reference when signing.
 import { mkdirSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
-import { ApiKeySpec, inferKeyType, missingHierarchyId } from "../../schemas/kinds/api-key";
+import { ApiKeySpec, inferKeyType, missingHierarchyId, rollupConflictMessage, rollupCurrencyConflict } from "../../schemas/kinds/api-key";
 import type { ResourceStore, StoredObject } from "../../prisma/resource-store";
 import { SvcError, invalidRequest, notFound } from "../errors";
-import { unconvertible, missingRateMessage, rollupConflictMessage, rollupCurrencyConflict, type ExchangeRate } from "../../schemas/kinds/currency";
+import { unconvertible, missingRateMessage, type ExchangeRate } from "../../schemas/kinds/currency";
 import { checkRange, generateSecret, hashSecret, keyState, newKeyId, type KeyCache, type KeyEntry } from "./keys";
 import type { PolicyIndex } from "./policy";
 import { minutesInZone } from "./policy";

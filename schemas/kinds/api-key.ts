@@ -143,3 +143,45 @@ export function missingHierarchyId(s: HierarchyIds): { field: string; message: s
   return { field: f, message: `is required for ${a} key (${need.slice().reverse().join(", ")}); a key with none of them is a standalone key` };
 }
 
+type KeyLike = { name: string; spec: unknown };
+interface KeySpecLike {
+  key_type?: string;
+  organization_id?: string;
+  team_id?: string;
+  user_id?: string;
+  budget_limits?: { currency?: string };
+  revoked_at?: string;
+}
+
+/** The currency a key's spend is counted in: its budget's, USD when it names none. */
+const countedIn = (s: KeySpecLike) => s.budget_limits?.currency ?? "USD";
+
+/**
+ * Spend rolls up from user to team to organization keys' counters, one amount for all three, so a
+ * key must count in the currency of every budgeted team or organization key above it, and a
+ * budgeted team or organization key in the currency of every key below it. The first key that
+ * breaks this with `key` (never itself), with its currency; undefined when none does.
+ */
+export function rollupCurrencyConflict(key: KeyLike, others: Iterable<KeyLike>): { key: string; currency: string; above: boolean } | undefined {
+  const s = key.spec as KeySpecLike;
+  const org = s.organization_id;
+  if (!org || s.key_type === "temporary") return undefined;
+  const type = s.key_type ?? inferKeyType(s);
+  const mine = countedIn(s);
+  for (const o of others) {
+    const t = o.spec as KeySpecLike;
+    if (o.name === key.name || t.organization_id !== org || t.revoked_at || t.key_type === "temporary") continue;
+    const tType = t.key_type ?? inferKeyType(t);
+    const above = (tType === "organization" && type !== "organization") || (tType === "team" && type === "user" && t.team_id === s.team_id);
+    const below = (type === "organization" && tType !== "organization") || (type === "team" && tType === "user" && t.team_id === s.team_id);
+    if (above && t.budget_limits && countedIn(t) !== mine) return { key: o.name, currency: countedIn(t), above: true };
+    if (below && s.budget_limits && countedIn(t) !== mine) return { key: o.name, currency: countedIn(t), above: false };
+  }
+  return undefined;
+}
+
+export function rollupConflictMessage(mine: string, c: { key: string; currency: string; above: boolean }): string {
+  return c.above
+    ? `counts spend in ${mine} but key ${c.key} above it budgets in ${c.currency}; spend rolls up to team and organization budgets as one amount, so set budget_limits.currency: ${c.currency}`
+    : `budgets in ${mine} but key ${c.key} below it counts spend in ${c.currency}; spend rolls up to team and organization budgets as one amount, so every key of the organization counts in one currency`;
+}

@@ -6,7 +6,7 @@ import type { Logger } from "../../host";
 import type { MemoryBackend } from "../backend";
 import type { MemorySettings } from "../config";
 import type { ConsolidationReport } from "../consolidate";
-import { memoryPool } from "./db";
+import { memoryPool, tx } from "./db";
 import { PgRecords } from "./records";
 import { PgIndex, PgSearch } from "./search";
 import { pgConsolidate } from "./consolidate";
@@ -39,21 +39,13 @@ export class PgMemory implements MemoryBackend {
     return pgConsolidate(this.pool, agent, s, now, since, idle);
   }
 
-  async purgeRecords(agent: string): Promise<Record<string, number>> {
-    const c = await this.pool.connect();
-    try {
-      await c.query("BEGIN");
+  purgeRecords(agent: string): Promise<Record<string, number>> {
+    return tx(this.pool, async (c) => {
       const out: Record<string, number> = {};
       for (const t of MEMORY_TABLES) out[t.replace("memory", "")] = (await c.query(`DELETE FROM ${t} WHERE agent = $1`, [agent])).rowCount ?? 0;
       await c.query(`DELETE FROM memoryjob WHERE kind = 'distill' AND agent = $1 AND holder IS NULL`, [agent]);
-      await c.query("COMMIT");
       return out;
-    } catch (e) {
-      await c.query("ROLLBACK").catch(() => undefined);
-      throw e;
-    } finally {
-      c.release();
-    }
+    });
   }
 
   async close(): Promise<void> {
