@@ -13,7 +13,8 @@ import { archivedRow, type AuditArchive, type RetentionRepo, type StoreStats } f
 
 type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
 
-const PARTITION_LOCK = 7_310_002; // advisory lock id (engines/store/pg-migrate.ts uses 7_310_001)
+// advisory lock id (pg-migrate.ts takes 7_310_001, the controllers' lease 7_310_002)
+const PARTITION_LOCK = 7_310_100;
 const LOCK_WAIT = "500ms";
 const ARCHIVE_CHUNK = 5_000;
 const DAY_MS = 86_400_000;
@@ -102,11 +103,13 @@ export class PgRetention implements RetentionRepo {
     }
   }
 
-  async addPartitions(from: Date, days: number): Promise<void> {
+  async addPartitions(from: Date, days: number): Promise<boolean> {
     const first = dayStart(from).getTime();
-    await this.exclusive(async (tx) => {
-      for (let i = 0; i < days; i++) await tx.$queryRawUnsafe(`SELECT auditentry_add_partition($1::date)`, new Date(first + i * DAY_MS).toISOString().slice(0, 10));
+    const done = await this.exclusive(async (tx) => {
+      for (let i = 0; i < days; i++) await tx.$queryRawUnsafe(`SELECT auditentry_add_partition($1::date)::text`, new Date(first + i * DAY_MS).toISOString().slice(0, 10));
+      return true;
     });
+    return done === true;
   }
 
   async dropPartitions(cutoff: Date, archive?: AuditArchive): Promise<number> {

@@ -24,8 +24,9 @@ export interface RetentionRepo {
   prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number>;
   stats(): Promise<StoreStats>;
   /** PostgreSQL (auditentry partitioned by UTC day): make sure the partitions of `days` UTC days
-   * from `from` exist (the retention run: today and the next ones, ahead of their rows). */
-  addPartitions?(from: Date, days: number): Promise<void>;
+   * from `from` exist (the retention run: today and the next ones, ahead of their rows); false
+   * when another replica was at it (or a lock stayed busy): nothing done, the next run retries. */
+  addPartitions?(from: Date, days: number): Promise<boolean>;
   /** PostgreSQL: drop the day partitions wholly before `cutoff`, each first archived and added to
    * the roll-ups as `prune` would; how many entries went (`prune` takes the cutoff's own day). */
   dropPartitions?(cutoff: Date, archive?: AuditArchive): Promise<number>;
