@@ -35,11 +35,12 @@ const rollUp = (src: string, before = "") => `WITH ${before}agg AS (
     RETURNING 1)
   SELECT COALESCE(SUM(requests), 0)::int AS n FROM agg`;
 
-// $1 the cutoff, $2 the start of its UTC day, $3 the batch: the oldest rows of the default
-// partition before the cutoff, and of the cutoff's day (the days before it go whole, and a batch
-// touching their rows would hold locks the detach waits for)
-const BATCH_ROWS = `b1 AS (SELECT "timestamp", id FROM auditentry_default WHERE "timestamp" < $1::timestamp ORDER BY "timestamp", id LIMIT $3::int FOR UPDATE SKIP LOCKED),
-  b2 AS (SELECT "timestamp", id FROM auditentry WHERE "timestamp" >= $2::timestamp AND "timestamp" < $1::timestamp ORDER BY "timestamp", id LIMIT $3::int FOR UPDATE SKIP LOCKED),
+// $1 the cutoff, $2 the start of its UTC day, $3 the batch: the oldest rows before the cutoff on
+// its own day and in the default partition (the days before go whole, and a batch touching their
+// rows would hold locks the detach waits for). auditentry comes first: parse analysis locks tables
+// in the order it meets them, and DETACH locks the parent before the default partition.
+const BATCH_ROWS = `b1 AS (SELECT "timestamp", id FROM auditentry WHERE "timestamp" >= $2::timestamp AND "timestamp" < $1::timestamp ORDER BY "timestamp", id LIMIT $3::int FOR UPDATE SKIP LOCKED),
+  b2 AS (SELECT "timestamp", id FROM auditentry_default WHERE "timestamp" < $1::timestamp ORDER BY "timestamp", id LIMIT $3::int FOR UPDATE SKIP LOCKED),
   batch AS (SELECT * FROM b1 UNION SELECT * FROM b2), `;
 const IN_BATCH = `"timestamp" < $1::timestamp AND ("timestamp", id) IN (SELECT "timestamp", id FROM batch)`;
 const PRUNE = rollUp("gone", `${BATCH_ROWS}gone AS (DELETE FROM auditentry WHERE ${IN_BATCH} RETURNING ${GONE}), `);
