@@ -5,15 +5,19 @@
 // default partition's old rows by batch, keeps the rest, puts the partitions of the coming days in
 // place, adds every pruned row to UsageDaily once, leaves the usage report's roll-up equal to the
 // audit rows left, and archives every pruned row first; a run whose archive cannot be written
-// drops nothing.
+// drops nothing. And the migration that partitions the table keeps the entries already stored.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import path from "node:path";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import OpenAI from "openai";
 import pg from "pg";
-import { missingServices } from "../helpers/services";
+import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { missingServices, startPostgres, type Service } from "../helpers/services";
+import { listPgMigrations, migratePg, pgMigrationsDir } from "../../engines/store/pg-migrate";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { eventually, until } from "../helpers/http";
+import { runCli } from "../helpers/cli";
 import { provider, standIn, type StandIn } from "../gateway/fixtures";
 import { startShared, type Shared } from "./cluster";
 import { clusterOf } from "../../engines/cluster";
@@ -197,5 +201,75 @@ describe.skipIf(!!missing)("audit retention on PostgreSQL by day partitions", ()
 
     // a further run finds nothing
     expect(await clusterOf.get(svc)!.retention.run()).toBe(0);
+
+    // svc doctor reads the partitioned table: its size, how many entries, the oldest one's day
+    const rowsLeft = Number((await c.query(`SELECT COUNT(*)::int AS n FROM auditentry`)).rows[0].n);
+    const doc = await runCli(["doctor", "--home", s1.home, "--port", String(s1.port)], shared.env);
+    const line = doc.stdout.split("\n").find((l) => /audit entries, the oldest from/.test(l));
+    expect(line, doc.stdout).toContain(`${rowsLeft.toLocaleString("en-US")} audit entries, the oldest from ${new Date(cutoff + 600_000).toISOString().slice(0, 10)}`);
   }, 120_000);
 });
+
+describe.skipIf(!!missing)("the migration that partitions auditentry", () => {
+  let db: Service;
+  let c: pg.Client;
+  beforeAll(async () => {
+    db = await startPostgres();
+    c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+  }, 60_000);
+  afterAll(async () => {
+    await c?.end();
+    await db?.stop();
+  });
+
+  it("moves the stored entries into day partitions, keeps the indexes, the roll-up and its triggers", async () => {
+    // the store as the migrations before this one left it, with entries over 5 days and one 500 days old
+    const names = listPgMigrations();
+    const mine = names.indexOf("20261125200000_audit_partitions");
+    expect(mine).toBeGreaterThan(0);
+    await c.query(`CREATE TABLE "_prisma_migrations" (id VARCHAR(36) PRIMARY KEY, checksum VARCHAR(64) NOT NULL, finished_at TIMESTAMPTZ, migration_name VARCHAR(255) NOT NULL,
+      logs TEXT, rolled_back_at TIMESTAMPTZ, started_at TIMESTAMPTZ NOT NULL DEFAULT now(), applied_steps_count INTEGER NOT NULL DEFAULT 0)`);
+    for (const n of names.slice(0, mine)) {
+      await c.query(readFileSync(path.join(pgMigrationsDir, n, "migration.sql"), "utf8"));
+      await c.query(`INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name) VALUES ($1, '', now(), $2)`, [randomUUID(), n]);
+    }
+    await c.query(`INSERT INTO auditentry (id, "timestamp", apikeyid, requestid, action, model, status, latencyms, prompttokens, costmicros)
+      SELECT 'a' || i, date_trunc('hour', now() AT TIME ZONE 'UTC') - (i || ' hours')::interval, 'k' || (i % 3), 'r' || i, 'chat.completions', 'm', CASE WHEN i % 5 = 0 THEN 'upstream_error' ELSE 'success' END, i % 300, 3, 10
+      FROM generate_series(0, 119) i`);
+    await c.query(`INSERT INTO auditentry (id, "timestamp", requestid, action, status, latencyms) VALUES ('ancient', (now() AT TIME ZONE 'UTC') - interval '500 days', 'r', 'chat.completions', 'success', 1)`);
+    const entries = `SELECT json_agg(a ORDER BY id)::text AS j FROM auditentry a`;
+    const rollup = `SELECT json_agg(u ORDER BY day, apikeyid, organizationid, model, provider, action, st, lat)::text AS j FROM usagerollup u`;
+    const [was, wasRollup] = [(await c.query(entries)).rows[0].j, (await c.query(rollup)).rows[0].j];
+
+    expect(await migratePg(db.url)).toContain("20261125200000_audit_partitions");
+
+    expect((await c.query(`SELECT relkind::text AS k FROM pg_class WHERE oid = 'auditentry'::regclass`)).rows[0].k).toBe("p");
+    expect((await c.query(entries)).rows[0].j).toBe(was);
+    expect((await c.query(rollup)).rows[0].j).toBe(wasRollup);
+    const pk = await c.query(`SELECT a.attname::text AS col FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'auditentry'::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`);
+    expect(pk.rows.map((r) => r.col)).toEqual(["id", "timestamp"]);
+    const idx = await c.query(`SELECT indexname::text AS n FROM pg_indexes WHERE tablename = 'auditentry' ORDER BY 1`);
+    expect(idx.rows.map((r) => r.n)).toEqual(["auditentry_apikeyid_timestamp_idx", "auditentry_organizationid_timestamp_idx", "auditentry_pkey", "auditentry_timestamp_idx"]);
+    // each entry in its day's partition (today and the next 7 days have one ahead), the old one in the default partition
+    const where = await c.query(`SELECT tableoid::regclass::text AS p, to_char("timestamp", 'YYYYMMDD') AS d FROM auditentry`);
+    for (const r of where.rows) expect(r.p).toBe(r.d < (await dayPart(c, -400)) ? "auditentry_default" : `auditentry_p${r.d}`);
+    expect(where.rows.filter((r) => r.p === "auditentry_default")).toHaveLength(1);
+    const parts = (await c.query(`SELECT c.relname::text AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'auditentry'::regclass`)).rows.map((r) => r.n);
+    for (let d = 0; d <= 7; d++) expect(parts).toContain(`auditentry_p${await dayPart(c, d)}`);
+
+    // the roll-up triggers work on the partitioned table: it answers as the entries do after an insert and a delete
+    const usage = { dialect: "postgresql" as const, all: async (sql: string, params: unknown[]) => (await c.query(sql, params)).rows };
+    const q = { groupBy: ["day", "key", "model"] as Array<"day" | "key" | "model"> };
+    await c.query(`INSERT INTO auditentry (id, "timestamp", apikeyid, requestid, action, model, status, latencyms) VALUES ('b1', now() AT TIME ZONE 'UTC', 'k9', 'r', 'chat.completions', 'm', 'success', 1500)`);
+    await c.query(`DELETE FROM auditentry WHERE id IN ('a1', 'a2', 'ancient')`);
+    const viaRollup = await usageReport(usage, q, "rollup");
+    expect(viaRollup.find((r) => r.key_id === "k9")?.requests).toBe(1);
+    expect(viaRollup).toEqual(await usageReport(usage, q, "audit"));
+  }, 60_000);
+});
+
+/** The UTC day `days` from today as YYYYMMDD (PostgreSQL's clock, as the migration reads it). */
+async function dayPart(c: pg.Client, days: number): Promise<string> {
+  return (await c.query(`SELECT to_char((now() AT TIME ZONE 'UTC')::date + $1::int, 'YYYYMMDD') AS d`, [days])).rows[0].d;
+}
