@@ -96,7 +96,7 @@ export class PgRetention implements RetentionRepo {
           await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '${LOCK_WAIT}'`);
           return fn(tx);
         },
-        { timeout },
+        { timeout, maxWait: 10_000 },
       );
     } catch (e) {
       if (lockBusy(e)) return undefined;
@@ -145,8 +145,12 @@ export class PgRetention implements RetentionRepo {
 
   /** Archive, roll up and drop a detached day partition, in the caller's transaction. */
   private async dropDetached(tx: Tx, name: string, archive?: AuditArchive): Promise<number> {
-    const [still] = await tx.$queryRawUnsafe<Array<{ t: string | null }>>(`SELECT to_regclass($1)::text AS t`, name);
-    if (!still?.t) return 0; // another replica finished it
+    const [still] = await tx.$queryRawUnsafe<Array<{ t: string | null; attached: boolean }>>(
+      `SELECT to_regclass($1)::text AS t, EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass($1)) AS attached`,
+      name,
+    );
+    // another replica finished it, or put it back after a failed archive (the next turn detaches it again)
+    if (!still?.t || still.attached) return 0;
     if (archive) {
       let after: [string, string] | undefined;
       for (;;) {
