@@ -3,8 +3,8 @@
 // per-key/model/day totals to UsageDaily (prisma/repos/retention*.ts), with a turn of the event
 // loop between batches, so requests writing audit rows never wait long. Runs shortly after start
 // and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
-// On PostgreSQL the audit table is partitioned by UTC day: each run first adds the partitions of
-// today and the next AHEAD_DAYS days, then drops the days wholly past the cutoff as partitions
+// On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
+// of the AHEAD_DAYS days from today, then each run drops the days wholly past the cutoff as partitions
 // (rolled up and archived the same way), leaving the cutoff's own day and the default partition
 // to the batches.
 import type { OpenedDb } from "../../prisma/client";
@@ -35,7 +35,10 @@ export class Retention {
 
   start(): void {
     // the partitions of the coming days exist before their rows arrive (else they wait in the default partition)
-    void this.d.db.repos.retention.addPartitions?.(new Date(), AHEAD_DAYS).catch((e) => this.d.warn("audit partitions not added; retried at the next retention run", { err: String(e?.message ?? e) }));
+    this.adding = this.d.db.repos.retention.addPartitions?.(new Date(), AHEAD_DAYS).catch((e) => {
+      if (!this.closed) this.d.warn("audit partitions not added; retried at the next retention run", { err: String(e?.message ?? e) });
+      return false;
+    });
     const tick = () => void this.run().catch((e) => this.d.warn("audit retention failed; retried later", { err: String(e?.message ?? e) }));
     const first = setTimeout(tick, FIRST_MS);
     first.unref();
@@ -44,6 +47,7 @@ export class Retention {
     this.first = first;
   }
   private first?: NodeJS.Timeout;
+  private adding?: Promise<boolean>;
 
   /** Prune everything past the retention now (one run at a time); how many entries went. */
   run(now = Date.now()): Promise<number> {
@@ -74,6 +78,7 @@ export class Retention {
     this.closed = true;
     if (this.first) clearTimeout(this.first);
     if (this.timer) clearInterval(this.timer);
+    await this.adding;
     await this.running?.catch(() => undefined);
   }
 }
