@@ -5,7 +5,8 @@
 // default partition's old rows by batch, keeps the rest, puts the partitions of the coming days in
 // place, adds every pruned row to UsageDaily once, leaves the usage report's roll-up equal to the
 // audit rows left, and archives every pruned row first; a run whose archive cannot be written
-// drops nothing. And the migration that partitions the table keeps the entries already stored.
+// drops nothing; a day whose detach would wait behind a reader is left to the next run. And the
+// migration that partitions the table keeps the entries already stored.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import path from "node:path";
 import { readdir, readFile, writeFile } from "node:fs/promises";
@@ -208,6 +209,30 @@ describe.skipIf(!!missing)("audit retention on PostgreSQL by day partitions", ()
     const line = doc.stdout.split("\n").find((l) => /audit entries, the oldest from/.test(l));
     expect(line, doc.stdout).toContain(`${rowsLeft.toLocaleString("en-US")} audit entries, the oldest from ${new Date(cutoff + 600_000).toISOString().slice(0, 10)}`);
   }, 120_000);
+
+  it("leaves a day to the next run when its detach would wait behind a reader, instead of queueing requests", async () => {
+    const svc = s1.svc;
+    const repo = svc.db.repos.retention as RetentionRepo;
+    const d = dayOf(now - 6 * DAY);
+    await eventually(() => repo.addPartitions!(new Date(d), 1));
+    const late = Array.from({ length: 20 }, (_, i) => row(`late_${i}`, d + i * 1000, i));
+    await svc.db.repos.audit.insert(late);
+    const reader = new pg.Client({ connectionString: shared.pg.url });
+    await reader.connect();
+    try {
+      await reader.query("BEGIN");
+      await reader.query("SELECT COUNT(*) FROM auditentry"); // holds ACCESS SHARE on the table until COMMIT
+      await clusterOf.get(svc)!.retention.run(); // settles: the detach gives up after its lock wait
+      expect(await attached()).toContain(part(d));
+      expect(await count("late_")).toBe(late.length);
+    } finally {
+      await reader.query("COMMIT").catch(() => undefined);
+      await reader.end();
+    }
+    await clusterOf.get(svc)!.retention.run();
+    expect(await tables()).not.toContain(part(d));
+    expect(await count("late_")).toBe(0);
+  }, 60_000);
 });
 
 describe.skipIf(!!missing)("the migration that partitions auditentry", () => {
