@@ -20,7 +20,9 @@ export type ArchivedAuditRow = Record<(typeof AUDIT_FIELDS)[number], string | nu
 export type AuditArchive = (rows: ArchivedAuditRow[]) => Promise<void>;
 
 export interface RetentionRepo {
-  /** Prune up to `batch` of the oldest audit entries older than `cutoff`; how many went. */
+  /** Prune up to `batch` of the oldest audit entries older than `cutoff`; how many went
+   * (PostgreSQL: those on the cutoff's own day and in the default partition; `dropPartitions`
+   * takes the days before). */
   prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number>;
   stats(): Promise<StoreStats>;
   /** PostgreSQL (auditentry partitioned by UTC day): make sure the partitions of `days` UTC days
