@@ -40,7 +40,7 @@ export interface Held {
   until: number;
 }
 
-const MAX_ENTRIES = 1_000_000;
+const MAX_ENTRIES = 200_000;
 
 export class UsageLedger {
   entries: Entry[] = [];
