@@ -22,6 +22,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
 const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua" };
 const APPLY_BATCH = 500;
+/** how long a copy to the database may take before another may start */
+const COPY_TURN_MS = 30_000;
 
 type WithScripts = Redis & {
   svcAdmit(arg: string): Promise<unknown[]>;
@@ -183,22 +185,24 @@ export class RedisLimits implements SharedLimitStore {
   /** The counters of `ents` now; with `copy` also every entity changed since the last copy to the
    * database (dirty), and the mark of this instant (the USAGE_MARK row). */
   async read(ents: string[], periods: string[], copy = false): Promise<SharedUsage[]> {
-    let v = await this.r.svcSnap(JSON.stringify({ p: this.p, ents, periods, copy }));
+    const arg = JSON.stringify({ p: this.p, ents, periods, copy, token: this.tag, ttl: COPY_TURN_MS });
+    let v = await this.r.svcSnap(arg);
     if (v[0] === "unseeded") {
       await this.sync();
-      v = await this.r.svcSnap(JSON.stringify({ p: this.p, ents, periods, copy }));
+      v = await this.r.svcSnap(arg);
       if (v[0] === "unseeded") throw new Error("the shared limits store lost its counters again while they were being rebuilt");
     }
     const rows = JSON.parse(String(v[2])) as Array<[string, string, number, number, number, boolean]>;
     const out: SharedUsage[] = (Array.isArray(rows) ? rows : []).map(([e, period, s, t, r, dirty]) => ({ e, period, s, t, r, ...(dirty ? { dirty } : {}) }));
-    if (copy) out.push({ e: USAGE_MARK, period: String(v[0]), s: Number(v[1]), t: 0, r: 0 });
+    // this replica's turn to copy (none while another copies or replicas add back their changes)
+    if (Number(v[3]) === 1) out.push({ e: USAGE_MARK, period: String(v[0]), s: Number(v[1]), t: 0, r: 0 });
     return out;
   }
 
-  /** The copy marked `mark` (read's USAGE_MARK row) is in the database; false: Redis lost its
-   * data meanwhile, and the copy must be made again from the rebuilt counters. */
-  async copied(mark: SharedUsage): Promise<boolean> {
-    return (await this.r.svcCopied(JSON.stringify({ p: this.p, inc: mark.period, seq: mark.s }))) === 1;
+  /** The copy marked `mark` (read's USAGE_MARK row) is in the database (`ok`), or failed; false:
+   * Redis lost its data meanwhile, and the copy must be made again from the rebuilt counters. */
+  async copied(mark: SharedUsage, ok: boolean): Promise<boolean> {
+    return (await this.r.svcCopied(JSON.stringify({ p: this.p, inc: mark.period, seq: mark.s, token: this.tag, ...(ok ? {} : { failed: true }) }))) === 1;
   }
 
   settle(req: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void {

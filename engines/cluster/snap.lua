@@ -1,12 +1,17 @@
 -- The counters of some entities at one instant (engines/cluster/shared-limits.ts read): for the
 -- lease holder's copy to PostgreSQL also every entity changed since the last copy (`touched`),
--- marked dirty. ARGV[1]: JSON {p, ents, periods, copy}.
--- Returns {'unseeded'} or {incarnation, seq, JSON [[e, period, s, t, r, dirty]]}.
+-- marked dirty. One copy at a time (`copying`, the copier's token, until copied.lua or its
+-- expiry), and none while the replicas add back their changes after a rebuild (`hold`): the copy
+-- then holds them all. ARGV[1]: JSON {p, ents, periods, copy, token, ttl}.
+-- Returns {'unseeded'} or {incarnation, seq, JSON [[e, period, s, t, r, dirty]], copying}.
 local a = cjson.decode(ARGV[1])
 local P = a.p
 local inc = redis.call('GET', P .. 'seeded')
 if not inc then return {'unseeded'} end
 local seq = tonumber(redis.call('GET', P .. 'seq') or '0')
+if a.copy and (redis.call('EXISTS', P .. 'hold') == 1 or not redis.call('SET', P .. 'copying', a.token, 'NX', 'PX', a.ttl)) then
+  a.copy = false
+end
 local dirty = {}
 local list = {}
 for _, e in ipairs(a.ents) do list[#list + 1] = e end
@@ -29,4 +34,6 @@ for _, e in ipairs(list) do
     end
   end
 end
-return {inc, seq, cjson.encode(out)}
+local copying = 0
+if a.copy then copying = 1 end
+return {inc, seq, cjson.encode(out), copying}

@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { missingServices } from "../helpers/services";
 import { eventually } from "../helpers/http";
 import { startCluster, clusterKey, type Shared, type Replica } from "./cluster";
+import type { StandIn } from "../gateway/fixtures";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -14,13 +15,14 @@ const msg = [{ role: "user" as const, content: "hi" }];
 
 describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to PostgreSQL (3 replicas)", () => {
   let shared: Shared;
+  let up: StandIn;
   let rs: Replica[] = [];
   let stop: (() => Promise<void>) | undefined;
   const before = process.env.SVC_USAGE_COPY_MS;
 
   beforeAll(async () => {
     process.env.SVC_USAGE_COPY_MS = String(3_600_000);
-    ({ shared, rs, stop } = await startCluster(3));
+    ({ shared, up, rs, stop } = await startCluster(3));
   }, 120_000);
   afterAll(async () => {
     await stop?.();
@@ -87,5 +89,29 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
     } finally {
       await redis.quit();
     }
+  });
+
+  it("requests in flight when Redis loses its data keep their reservations", async () => {
+    // "dollar" reserves $13 or so: against $30, three requests fit in flight and the fourth does not
+    const k = await clusterKey(rs, { name: "gap-flight", budget_limits: { total: 30 } });
+    const call = (i: number) => rs[i % 3].client(k.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 });
+    const refusal = (i: number) => call(i).then(() => "ok", (e) => `${e.status} ${e.code}`);
+    up.setMode("hang");
+    const flying = [0, 1, 2].map((i) => call(i).catch(() => undefined)); // they end when the stand-in closes
+    await eventually(async () => up.hanging === 3);
+    expect(await refusal(0)).toBe("402 budget_exceeded");
+
+    const redis = new Redis(shared.redis.url);
+    try {
+      const reserved = await redis.hgetall(`svc:r:${k.id}`);
+      expect(Number(reserved.s)).toBeGreaterThan(30e6);
+      await redis.flushall();
+      for (let i = 0; i < 3; i++) expect(await refusal(i)).toBe("402 budget_exceeded");
+      expect(await redis.hgetall(`svc:r:${k.id}`)).toEqual(reserved);
+      expect(up.hanging).toBe(3);
+    } finally {
+      await redis.quit();
+    }
+    void flying;
   });
 });

@@ -175,13 +175,20 @@ async function syncOnce(store: SharedLimitStore, view: SharedView, write?: (c: P
     if (changed.length) await write(changed);
     return true;
   }
-  if (!mark || changed.length === 0) return true;
-  // the mark goes in the same write (one transaction) as the counters it describes
-  const m = new PeriodCounter(USAGE_MARK, "mark");
-  m.spend = mark.s;
-  m.tokens = Number(mark.period);
-  await write([...changed, m]);
-  return store.copied!(mark);
+  if (!mark) return true; // not this replica's turn to copy
+  if (changed.length) {
+    // the mark goes in the same write (one transaction) as the counters it describes
+    const m = new PeriodCounter(USAGE_MARK, "mark");
+    m.spend = mark.s;
+    m.tokens = Number(mark.period);
+    try {
+      await write([...changed, m]);
+    } catch (e) {
+      await store.copied!(mark, false).catch(() => undefined);
+      throw e;
+    }
+  }
+  return store.copied!(mark, true);
 }
 
 /** Replace admit/settle/rate on this Limits instance with the shared-store versions. */

@@ -112,8 +112,8 @@ export interface SharedLimitStore {
    * (the lease holder's copy to the database) also every entity changed since the last copy,
    * marked dirty, and the mark of the read (a row of entity USAGE_MARK, limits/shared.ts) */
   read(ents: string[], periods: string[], copy?: boolean): Promise<SharedUsage[]>;
-  /** the copy of that read is in the database; false: it is stale, copy again */
-  copied?(mark: SharedUsage): Promise<boolean>;
+  /** the copy of that read is in the database (or failed: `ok` false); false: it is stale, copy again */
+  copied?(mark: SharedUsage, ok: boolean): Promise<boolean>;
   /** resolves with the verdict; rejects when the store cannot be reached */
   admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
   /** release the reservation and count the actual usage (retried in the background) */
