@@ -91,7 +91,8 @@ export class RedisLimits implements SharedLimitStore {
         else await Promise.all([this.sync(), sleep(Math.min(Number(v[1]) || 50, 100))]);
         continue;
       }
-      if (v[0] !== "ok") return v as SharedVerdict;
+      // a key without limits is admitted at once: no counter changed ({'ok'})
+      if (v[0] !== "ok" || v.length < 3) return v as SharedVerdict;
       const [, inc, seq, rate] = v as [string, string, number, [number, number, number] | undefined];
       this.ledger.add({ inc, seq: Number(seq), d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
       if (req.s > 0 || req.t > 0) this.ledger.held.set(id, { ents: req.ents, s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });

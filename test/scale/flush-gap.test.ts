@@ -8,6 +8,7 @@ import { missingServices } from "../helpers/services";
 import { eventually } from "../helpers/http";
 import { startCluster, clusterKey, type Shared, type Replica } from "./cluster";
 import type { StandIn } from "../gateway/fixtures";
+import { clusterOf } from "../../engines/cluster";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -89,6 +90,14 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
     } finally {
       await redis.quit();
     }
+  });
+
+  it("requests of a key without limits leave nothing for a replica to keep", async () => {
+    const k = await clusterKey(rs, { name: "gap-free" });
+    const limits = rs.map((r) => clusterOf.get(r.svc.svc)!.limits!);
+    const kept = limits.map((l) => l.uncopied);
+    for (let i = 0; i < 6; i++) await rs[i % 3].client(k.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 });
+    expect(limits.map((l) => l.uncopied)).toEqual(kept);
   });
 
   it("requests in flight when Redis loses its data keep their reservations", async () => {
