@@ -16,6 +16,8 @@ for _, x in ipairs(a.rows) do
   if x.r ~= 0 then redis.call('HINCRBY', h, 'r', x.r) end
 end
 redis.call('SET', P .. 'seeded', a.inc)
+-- the process these counters live in (run.lua)
+redis.call('SET', P .. 'run', string.match(redis.call('INFO', 'server'), 'run_id:(%w+)'))
 redis.call('SET', P .. 'base', a.base)
 redis.call('DEL', P .. 'durable')
 if a.hold > 0 then redis.call('SET', P .. 'hold', '1', 'PX', a.hold) end

@@ -20,7 +20,7 @@ import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
-const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua" };
+const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
 const APPLY_BATCH = 500;
 /** how long a copy to the database may take before another may start */
 const COPY_TURN_MS = 30_000;
@@ -32,6 +32,7 @@ type WithScripts = Redis & {
   svcApply(arg: string): Promise<unknown[]>;
   svcSnap(arg: string): Promise<unknown[]>;
   svcCopied(arg: string): Promise<number>;
+  svcRun(arg: string): Promise<number>;
 };
 
 /** Counters saved in the database and the mark of the copy they come from ("incarnation:seq"). */
@@ -51,6 +52,8 @@ export class RedisLimits implements SharedLimitStore {
   private syncing?: Promise<void>;
   private again = false;
   private offline = false;
+  /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
+  private checked?: Promise<void>;
 
   constructor(
     redis: Redis,
@@ -68,6 +71,7 @@ export class RedisLimits implements SharedLimitStore {
   ) {
     for (const [name, file] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: lua(file) });
     this.r = redis as WithScripts;
+    redis.on("ready", () => (this.checked = undefined));
     this.ledger = new UsageLedger(opts.log);
     this.timer = setInterval(() => void this.sync().catch(() => undefined), opts.pollMs ?? 250);
     this.timer.unref();
@@ -77,6 +81,21 @@ export class RedisLimits implements SharedLimitStore {
     return this.opts.prefix;
   }
 
+  /** Before any counter is read or changed on a new connection: a Redis restarted with old data
+   * is emptied so it is rebuilt (run.lua). */
+  private check(): Promise<void> {
+    this.checked ??= this.r.svcRun(JSON.stringify({ p: this.p })).then(
+      (n) => {
+        if (n === 1) this.opts.log("shared limits: Redis restarted with older data; its counters are rebuilt from the database");
+      },
+      (e) => {
+        this.checked = undefined;
+        throw e;
+      },
+    );
+    return this.checked;
+  }
+
   newId(): string {
     return `${this.tag}-${(++this.seq).toString(36)}`;
   }
@@ -84,6 +103,7 @@ export class RedisLimits implements SharedLimitStore {
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
     const arg = JSON.stringify({ ...req, p: this.p, id, ttl: this.opts.reservationTtlMs });
     for (let tries = 0; ; tries++) {
+      await this.check();
       const v = await this.r.svcAdmit(arg);
       if (v[0] === "unseeded" || v[0] === "wait") {
         if (tries > 200) throw new Error("the shared limits store lost its counters again while they were being rebuilt");
@@ -127,6 +147,7 @@ export class RedisLimits implements SharedLimitStore {
 
   private async syncOnce(): Promise<void> {
     if (this.r.status !== "ready") return;
+    await this.check();
     for (const e of this.ledger.unsent()) await this.sendSettle(e);
     for (let round = 0; round < 20; round++) {
       const [inc, base, durable] = await this.r.mget(`${this.p}seeded`, `${this.p}base`, `${this.p}durable`);
@@ -151,6 +172,7 @@ export class RedisLimits implements SharedLimitStore {
       const part = missing.slice(i, i + APPLY_BATCH);
       const res = i === 0 ? held.map(([id, h]) => ({ id, ents: h.ents, s: h.s, t: h.t })) : [];
       if (part.length === 0 && res.length === 0) break;
+      await this.check();
       const v = await this.r.svcApply(JSON.stringify({ p: this.p, inc, ttl, items: part.map((e) => e.d), res }));
       if (v[0] !== "ok") return false;
       part.forEach((e, j) => {
@@ -166,6 +188,7 @@ export class RedisLimits implements SharedLimitStore {
   private async sendSettle(e: Entry): Promise<void> {
     e.inc = undefined;
     try {
+      await this.check();
       const v = await this.r.svcSettle(e.settle!);
       if (v[0] === "unseeded") {
         e.inc = "";
@@ -187,6 +210,7 @@ export class RedisLimits implements SharedLimitStore {
    * database (dirty), and the mark of this instant (the USAGE_MARK row). */
   async read(ents: string[], periods: string[], copy = false): Promise<SharedUsage[]> {
     const arg = JSON.stringify({ p: this.p, ents, periods, copy, token: this.tag, ttl: COPY_TURN_MS });
+    await this.check();
     let v = await this.r.svcSnap(arg);
     if (v[0] === "unseeded") {
       await this.sync();

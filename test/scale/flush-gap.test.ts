@@ -100,6 +100,33 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
     expect(limits.map((l) => l.uncopied)).toEqual(kept);
   });
 
+  it("a Redis restarted from an older snapshot is rebuilt: spend settled after the snapshot stays counted", async () => {
+    const k = await clusterKey(rs, { name: "gap-snapshot", budget_limits: { total: 50 } });
+    const refusal = (i: number) => rs[i % 3].client(k.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 }).then(() => "ok", (e) => `${e.status} ${e.code}`);
+    const redis = new Redis(shared.redis.url);
+    try {
+      const spent = () => redis.hget(`svc:u:${k.id}:total`, "s");
+      for (let i = 0; i < 3; i++) expect(await refusal(i)).toBe("ok");
+      await eventually(async () => (await spent()) === String(21e6));
+      await redis.save(); // the snapshot a restart loads: $21 spent
+      for (let i = 3; i < 8; i++) expect(await refusal(i)).toBe("ok");
+      expect(await refusal(8)).toBe("402 budget_exceeded");
+      await eventually(async () => (await spent()) === String(56e6));
+
+      await shared.redis.restart();
+      await eventually(async () => (await redis.ping().catch(() => "")) === "PONG");
+      // each replica answers 503 until it has reconnected (within a second)
+      for (let i = 0; i < 3; i++) {
+        let r = "";
+        await eventually(async () => !(r = await refusal(i)).startsWith("503 "), 10_000, 100);
+        expect(r).toBe("402 budget_exceeded");
+      }
+      expect(await redis.hgetall(`svc:u:${k.id}:total`)).toEqual({ s: String(56e6), t: "56", r: "8" });
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it("requests in flight when Redis loses its data keep their reservations", async () => {
     // "dollar" reserves $13 or so: against $30, three requests fit in flight and the fourth does not
     const k = await clusterKey(rs, { name: "gap-flight", budget_limits: { total: 30 } });
