@@ -1,7 +1,8 @@
 // Redis loses its data before the lease holder copied the latest usage to PostgreSQL
 // (SVC_USAGE_COPY_MS holds the copy back for the whole test): the rebuilt counters still hold
 // every settled request, whichever replica settled it (spend, tokens, requests of each key and of
-// its team and organization), so a key at its total budget or max_requests stays refused.
+// its team and organization), so a key at its total budget or max_requests stays refused. The
+// same after a restart from an older snapshot; requests in flight keep their reservations.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { Redis } from "ioredis";
 import { missingServices } from "../helpers/services";
