@@ -389,7 +389,7 @@ export class TaskManager {
   /** Shutdown: unfinished tasks end as failed/interrupted (their caller's key is not kept). */
   async close(): Promise<void> {
     this.closed = true;
-    this.lease?.stop();
+    await this.lease?.stop();
     if (this.pruneTimer) clearInterval(this.pruneTimer);
     const all = [...this.active.values()];
     for (const t of all) {
