@@ -63,7 +63,9 @@ describe.skipIf(!!missing)("tasks across 3 replicas", () => {
   }, 120_000);
 
   // tearing down three replicas (each drains its listener and ends its task leases), PostgreSQL
-  // and Redis: once seen to take over a minute on a loaded machine (see the issue 26 note)
+  // and Redis: once seen to take over a minute on a loaded machine. One cause found and fixed: the
+  // replicas share this process's upstream pools, and the first replica's shutdown waited for the
+  // others' model calls until their provider timeout (engines/providers/http.ts closePools)
   afterAll(async () => {
     await stop?.();
     await up?.close();
