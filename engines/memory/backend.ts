@@ -1,10 +1,8 @@
 // The memory engine's storage behind one interface, so engine.ts has one skeleton for both stores:
-// the embedded SQLite file (store.ts, index-store.ts, search.ts, consolidate.ts: synchronous
-// better-sqlite3 calls, unchanged) and PostgreSQL when replicas share a store (pg/*.ts:
+// the embedded SQLite file (store.ts, index-store.ts, search.ts, sqlite-backend.ts: synchronous
+// better-sqlite3 calls) and PostgreSQL when replicas share a store (pg/*.ts:
 // asynchronous). Methods may answer a value or a promise (`Maybe`); the engine awaits both, and
 // the SQLite side keeps answering synchronously (its callers and tests read it so).
-import type { MemorySettings } from "./config";
-import type { ConsolidationReport } from "./consolidate";
 import type { SavedExtraction, TurnInput } from "./store";
 import type { DeadLetter, Extraction, Hit, MemoryKind, RunRecord, SignalRow, TurnSource } from "./types";
 
@@ -61,16 +59,75 @@ export interface MemorySearcher {
   search(agent: string, kinds: readonly MemoryKind[], q: string, limit: number, queryVec?: Float32Array | null): Maybe<Hit[]>;
 }
 
-/** What the engine asks of a store besides records, index and search. */
-export interface MemoryBackend {
+// Consolidation's storage calls: its steps (consolidate.ts) read one snapshot and write once, in
+// one transaction of the store.
+
+/** An episode as merging reads it (topics, decisions, actionItems: JSON arrays). */
+export interface EpisodeRow {
+  id: number;
+  summary: string;
+  topics: string;
+  decisions: string;
+  actionItems: string;
+  salience: number;
+  mergedCount: number;
+  createdAt: number;
+}
+
+/** What consolidation reads of an agent, at the start of its transaction. */
+export interface ConsolidationSnapshot {
+  /** every episode of the agent */
+  episodes: Array<{ id: number; salience: number; createdAt: number }>;
+  /** the agent's MERGE_WINDOW most recent episodes, whole */
+  recent: EpisodeRow[];
+  /** the agent's candidate facts */
+  candidates: Array<{ id: number; salience: number; createdAt: number; support: number }>;
+  /** ids of the agent's transcript turns created before the retention limit */
+  oldTranscript: number[];
+}
+
+/** What consolidation writes, applied in this order by the store. */
+export interface ConsolidationWrites {
+  now: number;
+  /** decayed salience by id */
+  salience: { episode: Array<[number, number]>; fact: Array<[number, number]> };
+  /** episodes other episodes merged into: their new lists, salience and count (updatedAt = now),
+   * and their new index text */
+  merged: Array<Omit<EpisodeRow, "summary" | "createdAt"> & { text: string }>;
+  /** candidate facts that become pinned (updatedAt = now) */
+  pin: number[];
+  /** records deleted, with their index rows and vectors */
+  remove: { episode: number[]; fact: number[]; transcript: number[] };
+  /** distilled signals created before this are deleted */
+  signalsBefore: number;
+}
+
+/** A store's side of consolidation: one snapshot read and one write, in the same transaction. */
+export interface ConsolidationTx {
+  snapshot(agent: string, window: number, before: number): Maybe<ConsolidationSnapshot>;
+  /** answers how many distilled signals it deleted */
+  write(agent: string, w: ConsolidationWrites): Maybe<number>;
+}
+
+/** The store runs fn in one transaction (synchronously on SQLite: fn's calls answer values). */
+export interface ConsolidationStore {
+  consolidation<T>(fn: (t: ConsolidationTx) => Maybe<T>): Maybe<T>;
+}
+
+/** What the engine asks of a store besides records, index and search; consolidation's steps
+ * (consolidate.ts) run over its snapshot and write calls (ConsolidationStore). */
+export interface MemoryBackend extends ConsolidationStore {
   readonly dialect: "sqlite" | "postgresql";
   readonly store: MemoryRecords;
   readonly index: MemoryIndex;
   readonly searcher: MemorySearcher;
   /** when the agent's latest turn was buffered (epoch ms), null without any */
   lastTurnAt(agent: string): Maybe<number | null>;
+  /** a direct-chat turn (not delegated work) of `conversationId`: it becomes the agent's current
+   * conversation (for the cluster, when shared); answers the one it replaces, null without any */
+  switchChat(agent: string, conversationId: string): Maybe<string | null>;
   agentsWithMemory(): Maybe<string[]>;
-  consolidateAgent(agent: string, s: MemorySettings, now: number, since: number | null, idle: boolean): Maybe<ConsolidationReport>;
+  /** every record of the agent, and its current conversation */
   purgeRecords(agent: string): Maybe<Record<string, number>>;
   close(): Promise<void>;
 }

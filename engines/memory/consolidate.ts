@@ -1,4 +1,6 @@
-// Consolidation of one agent's memory, in five recorded steps:
+// Consolidation of one agent's memory, in five recorded steps, decided here once for both stores
+// (each store only reads a snapshot and writes the outcome, in one transaction: ConsolidationTx
+// in backend.ts; sqlite-backend.ts and pg/consolidate.ts implement it):
 //   decay    salience of episodes and candidate facts halves every 30 days (since the previous
 //            consolidation, or the record's creation); pinned facts do not decay
 //   merge    near-duplicate episodes (word Jaccard >= 0.8 over summary and topics) fold into the
@@ -8,9 +10,8 @@
 //            episodes and candidate facts below salienceFloor are deleted; pinned facts stay
 //   prune    episodes and transcript turns older than episodeRetentionDays are deleted (and
 //            distilled signals with them)
-import type Database from "better-sqlite3";
-import type { IndexStore } from "./index-store";
 import type { MemorySettings } from "./config";
+import { after, type ConsolidationSnapshot, type ConsolidationStore, type ConsolidationWrites, type EpisodeRow, type Maybe } from "./backend";
 import { episodeText } from "./store";
 import { jaccard } from "./text";
 
@@ -19,7 +20,7 @@ export const MERGE_SIMILARITY = 0.8;
 export const PROMOTE_SUPPORT = 2;
 const DAY = 86_400_000;
 /** merging compares pairs: only the most recent episodes of an agent take part */
-const MERGE_WINDOW = 2000;
+export const MERGE_WINDOW = 2000;
 
 export interface ConsolidationReport {
   decay: { episodes: number; facts: number; since: number };
@@ -29,106 +30,81 @@ export interface ConsolidationReport {
   prune: { episodes: number; transcript: number; signals: number; before: number };
 }
 
-interface Ep {
-  id: number;
-  summary: string;
-  topics: string;
-  decisions: string;
-  actionItems: string;
-  salience: number;
-  mergedCount: number;
-  createdAt: number;
+export function consolidateAgent(store: ConsolidationStore, agent: string, s: MemorySettings, now: number, since: number | null, idle: boolean): Maybe<ConsolidationReport> {
+  const before = now - s.episodeRetentionDays * DAY;
+  return store.consolidation((t) =>
+    after(t.snapshot(agent, MERGE_WINDOW, before), (snap) => {
+      const { report, writes } = plan(snap, s, now, since, idle, before);
+      return after(t.write(agent, writes), (signals) => ((report.prune.signals = signals), report));
+    }),
+  );
 }
 
-export function consolidateAgent(db: Database.Database, index: IndexStore, agent: string, s: MemorySettings, now: number, since: number | null, idle: boolean): ConsolidationReport {
-  return db.transaction(() => {
-    const rep: ConsolidationReport = { decay: { episodes: 0, facts: 0, since: since ?? 0 }, merge: [], promote: [], evict: { idle, episodes: [], facts: [] }, prune: { episodes: 0, transcript: 0, signals: 0, before: now - s.episodeRetentionDays * DAY } };
-    // decay
-    const factor = (created: number) => Math.pow(0.5, Math.max(0, now - Math.max(Number(created), since ?? 0)) / (HALF_LIFE_DAYS * DAY));
-    const updE = db.prepare(`UPDATE MemoryEpisode SET salience = ? WHERE id = ?`);
-    for (const r of db.prepare(`SELECT id, salience, createdAt FROM MemoryEpisode WHERE agent = ?`).all(agent) as any[]) {
-      const f = factor(r.createdAt);
-      if (f < 1) (updE.run(r.salience * f, r.id), rep.decay.episodes++);
+/** The five steps over a snapshot: what the run reports and what the store writes. */
+export function plan(snap: ConsolidationSnapshot, s: MemorySettings, now: number, since: number | null, idle: boolean, before: number): { report: ConsolidationReport; writes: ConsolidationWrites } {
+  const report: ConsolidationReport = { decay: { episodes: 0, facts: 0, since: since ?? 0 }, merge: [], promote: [], evict: { idle, episodes: [], facts: [] }, prune: { episodes: 0, transcript: 0, signals: 0, before } };
+  const writes: ConsolidationWrites = { now, salience: { episode: [], fact: [] }, merged: [], pin: [], remove: { episode: [], fact: [], transcript: [] }, signalsBefore: before };
+  const byId = (a: number, b: number) => a - b;
+  // decay
+  const factor = (created: number) => Math.pow(0.5, Math.max(0, now - Math.max(Number(created), since ?? 0)) / (HALF_LIFE_DAYS * DAY));
+  const epSalience = new Map<number, number>();
+  for (const e of snap.episodes) {
+    const f = factor(e.createdAt);
+    epSalience.set(e.id, f < 1 ? e.salience * f : e.salience);
+    if (f < 1) writes.salience.episode.push([e.id, e.salience * f]);
+  }
+  const factSalience = new Map<number, number>();
+  for (const c of snap.candidates) {
+    const f = factor(c.createdAt);
+    factSalience.set(c.id, f < 1 ? c.salience * f : c.salience);
+    if (f < 1) writes.salience.fact.push([c.id, c.salience * f]);
+  }
+  report.decay.episodes = writes.salience.episode.length;
+  report.decay.facts = writes.salience.fact.length;
+  // merge: oldest first, so later near-duplicates fold into earlier ones
+  const eps = snap.recent.map((e) => ({ ...e, salience: epSalience.get(e.id) ?? e.salience })).sort((a, b) => a.createdAt - b.createdAt || a.id - b.id);
+  const gone = new Set<number>();
+  const changed = new Set<EpisodeRow>();
+  const keyText = (e: EpisodeRow) => `${e.summary} ${JSON.parse(e.topics).join(" ")}`;
+  const unite = (x: string, y: string) => JSON.stringify([...new Set([...JSON.parse(x), ...JSON.parse(y)])]);
+  for (let i = 0; i < eps.length; i++) {
+    const a = eps[i];
+    if (gone.has(a.id)) continue;
+    for (let j = i + 1; j < eps.length; j++) {
+      const b = eps[j];
+      if (gone.has(b.id)) continue;
+      const sim = jaccard(keyText(a), keyText(b));
+      if (sim < MERGE_SIMILARITY) continue;
+      a.topics = unite(a.topics, b.topics);
+      a.decisions = unite(a.decisions, b.decisions);
+      a.actionItems = unite(a.actionItems, b.actionItems);
+      a.salience = Math.max(a.salience, b.salience);
+      a.mergedCount += b.mergedCount;
+      changed.add(a);
+      gone.add(b.id);
+      report.merge.push({ into: a.id, merged: b.id, similarity: Math.round(sim * 1000) / 1000 });
     }
-    const updF = db.prepare(`UPDATE MemoryFact SET salience = ? WHERE id = ?`);
-    for (const r of db.prepare(`SELECT id, salience, createdAt FROM MemoryFact WHERE agent = ? AND status = 'candidate'`).all(agent) as any[]) {
-      const f = factor(r.createdAt);
-      if (f < 1) (updF.run(r.salience * f, r.id), rep.decay.facts++);
-    }
-    // merge
-    const eps = db.prepare(`SELECT id, summary, topics, decisions, actionItems, salience, mergedCount, createdAt FROM MemoryEpisode WHERE agent = ? ORDER BY createdAt DESC, id DESC LIMIT ?`).all(agent, MERGE_WINDOW) as Ep[];
-    eps.reverse(); // oldest first: later duplicates fold into earlier ones
-    const gone = new Set<number>();
-    const keyText = (e: Ep) => `${e.summary} ${JSON.parse(e.topics).join(" ")}`;
-    for (let i = 0; i < eps.length; i++) {
-      const a = eps[i];
-      if (gone.has(a.id)) continue;
-      for (let j = i + 1; j < eps.length; j++) {
-        const b = eps[j];
-        if (gone.has(b.id)) continue;
-        const sim = jaccard(keyText(a), keyText(b));
-        if (sim < MERGE_SIMILARITY) continue;
-        const u = (x: string, y: string) => JSON.stringify([...new Set([...JSON.parse(x), ...JSON.parse(y)])]);
-        a.topics = u(a.topics, b.topics);
-        a.decisions = u(a.decisions, b.decisions);
-        a.actionItems = u(a.actionItems, b.actionItems);
-        a.salience = Math.max(a.salience, b.salience);
-        a.mergedCount += b.mergedCount;
-        db.prepare(`UPDATE MemoryEpisode SET topics = ?, decisions = ?, actionItems = ?, salience = ?, mergedCount = ?, updatedAt = ? WHERE id = ?`).run(a.topics, a.decisions, a.actionItems, a.salience, a.mergedCount, now, a.id);
-        db.prepare(`DELETE FROM MemoryEpisode WHERE id = ?`).run(b.id);
-        index.drop(agent, "episode", b.id);
-        index.put(agent, "episode", a.id, episodeText({ summary: a.summary, topics: JSON.parse(a.topics), decisions: JSON.parse(a.decisions), action_items: JSON.parse(a.actionItems) }));
-        gone.add(b.id);
-        rep.merge.push({ into: a.id, merged: b.id, similarity: Math.round(sim * 1000) / 1000 });
-      }
-    }
-    // promote
-    for (const r of db.prepare(`SELECT id FROM MemoryFact WHERE agent = ? AND status = 'candidate' AND support >= ?`).all(agent, PROMOTE_SUPPORT) as any[]) {
-      db.prepare(`UPDATE MemoryFact SET status = 'pinned', updatedAt = ? WHERE id = ?`).run(now, r.id);
-      rep.promote.push(r.id);
-    }
-    // evict (idle only)
-    if (idle) {
-      for (const r of db.prepare(`SELECT id FROM MemoryEpisode WHERE agent = ? AND salience < ?`).all(agent, s.salienceFloor) as any[]) {
-        db.prepare(`DELETE FROM MemoryEpisode WHERE id = ?`).run(r.id);
-        index.drop(agent, "episode", r.id);
-        rep.evict.episodes.push(r.id);
-      }
-      for (const r of db.prepare(`SELECT id FROM MemoryFact WHERE agent = ? AND status = 'candidate' AND salience < ?`).all(agent, s.salienceFloor) as any[]) {
-        db.prepare(`DELETE FROM MemoryFact WHERE id = ?`).run(r.id);
-        index.drop(agent, "fact", r.id);
-        rep.evict.facts.push(r.id);
-      }
-    }
-    // prune by retention
-    const before = rep.prune.before;
-    for (const r of db.prepare(`SELECT id FROM MemoryEpisode WHERE agent = ? AND createdAt < ?`).all(agent, before) as any[]) {
-      db.prepare(`DELETE FROM MemoryEpisode WHERE id = ?`).run(r.id);
-      index.drop(agent, "episode", r.id);
-      rep.prune.episodes++;
-    }
-    for (const r of db.prepare(`SELECT id FROM MemoryTranscript WHERE agent = ? AND createdAt < ?`).all(agent, before) as any[]) {
-      db.prepare(`DELETE FROM MemoryTranscript WHERE id = ?`).run(r.id);
-      index.drop(agent, "transcript", r.id);
-      rep.prune.transcript++;
-    }
-    rep.prune.signals = db.prepare(`DELETE FROM MemorySignal WHERE agent = ? AND status = 'distilled' AND createdAt < ?`).run(agent, before).changes;
-    return rep;
-  })();
-}
-
-/** Agents that have any memory material. */
-export function agentsWithMemory(db: Database.Database): string[] {
-  return (db.prepare(`SELECT agent FROM MemoryEpisode UNION SELECT agent FROM MemoryFact UNION SELECT agent FROM MemoryTranscript UNION SELECT agent FROM MemorySignal`).all() as any[]).map((r) => r.agent);
-}
-
-/** Delete every record of an agent (the index goes with it: IndexStore.remove). */
-export function purgeRecords(db: Database.Database, agent: string): Record<string, number> {
-  return db.transaction(() => {
-    const out: Record<string, number> = {};
-    for (const t of ["MemorySignal", "MemoryTranscript", "MemoryEpisode", "MemoryFact", "MemoryEntity", "MemoryIdentity", "MemoryDeadLetter"]) {
-      out[t.replace("Memory", "").toLowerCase()] = db.prepare(`DELETE FROM ${t} WHERE agent = ?`).run(agent).changes;
-    }
-    return out;
-  })();
+  }
+  for (const a of changed) {
+    epSalience.set(a.id, a.salience);
+    const text = episodeText({ summary: a.summary, topics: JSON.parse(a.topics), decisions: JSON.parse(a.decisions), action_items: JSON.parse(a.actionItems) });
+    writes.merged.push({ id: a.id, topics: a.topics, decisions: a.decisions, actionItems: a.actionItems, salience: a.salience, mergedCount: a.mergedCount, text });
+  }
+  // promote
+  report.promote = snap.candidates.filter((c) => c.support >= PROMOTE_SUPPORT).map((c) => c.id).sort(byId);
+  writes.pin = report.promote;
+  const pinned = new Set(report.promote);
+  // evict (idle only)
+  const left = snap.episodes.filter((e) => !gone.has(e.id)).sort((a, b) => a.id - b.id);
+  if (idle) {
+    report.evict.episodes = left.filter((e) => epSalience.get(e.id)! < s.salienceFloor).map((e) => e.id);
+    report.evict.facts = snap.candidates.filter((c) => !pinned.has(c.id) && factSalience.get(c.id)! < s.salienceFloor).map((c) => c.id).sort(byId);
+  }
+  const evicted = new Set(report.evict.episodes);
+  // prune by retention
+  const old = left.filter((e) => !evicted.has(e.id) && Number(e.createdAt) < before).map((e) => e.id);
+  report.prune.episodes = old.length;
+  report.prune.transcript = snap.oldTranscript.length;
+  writes.remove = { episode: [...gone, ...report.evict.episodes, ...old], fact: report.evict.facts, transcript: snap.oldTranscript };
+  return { report, writes };
 }

@@ -12,7 +12,7 @@ import { currentSettings, type MemorySettings } from "./config";
 import { GatewayCalls } from "./gateway-calls";
 import { Distiller } from "./distiller";
 import { buildRecall, type RecallResult } from "./recall";
-import type { ConsolidationReport } from "./consolidate";
+import { consolidateAgent, type ConsolidationReport } from "./consolidate";
 import { after, type Maybe, type MemoryBackend, type MemoryScheduler } from "./backend";
 import { SqliteMemory } from "./sqlite-backend";
 import { LocalScheduler } from "./scheduler";
@@ -50,8 +50,6 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
   readonly searcher: B["searcher"];
   readonly calls: GatewayCalls;
   private readonly distiller: Distiller;
-  /** each agent's current direct-chat conversation (delegated work never changes it) */
-  private readonly activeChat = new Map<string, string>();
   private readonly work = new Set<Promise<unknown>>();
   private closed = false;
 
@@ -132,10 +130,11 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
     if (!saved) return "skipped:duplicate";
     this.embedLater(t.agent, [{ kind: "transcript", ref: saved.transcriptId, text: `${t.user}\n${t.assistant}` }]);
     if (t.skipExtraction) return "skipped:skip_extraction";
+    // the agent's current direct-chat conversation (delegated work never changes it): the
+    // backend keeps it, for the cluster when shared, so a switch seen by any replica flushes
     if (t.source !== "delegated") {
-      const prev = this.activeChat.get(t.agent);
-      this.activeChat.set(t.agent, t.conversationId);
-      if (prev !== undefined && prev !== t.conversationId) this.track(this.flush(t.agent, prev, "conversation_switch"));
+      const prev = await this.backend.switchChat(t.agent, t.conversationId);
+      if (prev != null && prev !== t.conversationId) this.track(this.flush(t.agent, prev, "conversation_switch"));
     }
     await this.debounce(t.agent, t.conversationId);
     return "buffered";
@@ -246,7 +245,7 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
       return after(this.store.runs(a, "consolidation", 1), (runs) => after(this.backend.lastTurnAt(a), (lastTurn) => after(this.store.pendingCount(a), (pending) => {
         const prev = runs[0];
         const idle = pending === 0 && (lastTurn == null || started - lastTurn >= s.summaryDebounceSeconds * 1000);
-        return after(this.backend.consolidateAgent(a, s, started, prev ? prev.startedAt : null, idle), (rep: ConsolidationReport) => {
+        return after(consolidateAgent(this.backend, a, s, started, prev ? prev.startedAt : null, idle), (rep: ConsolidationReport) => {
           const run: RunRecord = { id: newId("mrun"), agent: a, type: "consolidation", trigger, startedAt: started, finishedAt: this.clock.now(), result: rep as unknown as Record<string, unknown> };
           return after(this.store.addRun(run), () => run);
         });
@@ -261,7 +260,6 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
 
   async purge(agent: string): Promise<RunRecord> {
     await this.sched.disarmAgent(agent);
-    this.activeChat.delete(agent);
     return this.indexRun(agent, "purge", async () => ({ index: await this.index.remove(agent), records: await this.backend.purgeRecords(agent) }));
   }
 

@@ -1,7 +1,8 @@
 // Memory over 3 replicas on one PostgreSQL and Redis: what is ingested through one replica is
 // searched and recalled (within the budget) through another; a session's distillation happens
 // once across replicas, whether three replicas flush it at the same moment or its debounce falls
-// due on all of them at once (a ManualClock shared by the three engines drives the debounce).
+// due on all of them at once (a ManualClock shared by the three engines drives the debounce), or
+// the agent's direct chat moves to another conversation on another replica.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { missingServices } from "../helpers/services";
 import { scriptedProvider, type ScriptedProvider } from "../agents/scripted";
@@ -119,6 +120,32 @@ describe.skipIf(!!missing)("memory across 3 replicas", () => {
     expect(runs).toMatchObject([{ trigger: "debounce", result: { outcome: "distilled", signals: 3 } }]);
     const hits = await rs[1].api("GET", "/memory/search?agent_id=keeper&kind=facts&q=tide%20table");
     expect(hits.json.data).toHaveLength(3);
+  });
+
+  it("a direct chat moving to another conversation on another replica distills the previous one at once, once", async () => {
+    const chat = async (r: Replica, conv: string, prompt: string) => {
+      const run = await r.api("POST", "/agents/keeper/run", { prompt, conversation_id: conv });
+      expect(run.status).toBe(200);
+      await idle(); // its turn is buffered once the run answered
+    };
+    await chat(rs[0], "switch-a", "remember that the pier lamp is green [switchA]");
+    await chat(rs[0], "switch-a", "remember that the pier bench is oak [switchA]");
+    expect(extractions("[switchA]")).toHaveLength(0); // waiting on its debounce (60 s)
+    await chat(rs[1], "switch-b", "what about the pier? [switchB]");
+    // no clock advance: replica 2 saw the conversation change and distilled A
+    const runs = await distillations(rs[2], "switch-a");
+    expect(runs).toMatchObject([{ trigger: "conversation_switch", result: { outcome: "distilled", signals: 2 } }]);
+    expect(extractions("[switchA]")).toHaveLength(1);
+    expect(extractions("[switchB]")).toHaveLength(0); // B is the current conversation: it waits
+    const hits = await rs[2].api("GET", "/memory/search?agent_id=keeper&kind=facts&q=pier");
+    expect(hits.json.data.map((h: any) => h.text).sort()).toEqual(["The pier bench is oak [switchA].", "The pier lamp is green [switchA]."]);
+    // A's debounce was dropped with it: when B's falls due, A is not distilled again
+    clock.advance(61_000);
+    await eventually(async () => (await distillations(rs[0], "switch-b")).length > 0, 15_000);
+    await idle();
+    expect(extractions("[switchA]")).toHaveLength(1);
+    expect(extractions("[switchB]")).toHaveLength(1);
+    expect(await distillations(rs[1], "switch-a")).toHaveLength(1);
   });
 
   it("index operations through one replica are seen by the others", async () => {

@@ -45,7 +45,8 @@ export class PgScheduler implements MemoryScheduler {
   private host?: SchedulerHost;
   private poll?: NodeJS.Timeout;
   private beat?: NodeJS.Timeout;
-  private polling = false;
+  /** the poll in flight: a tick meanwhile waits for it instead of starting another */
+  private polling: Promise<void> | null = null;
   private closed = false;
   private readonly armedHere = new Set<string>();
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -136,23 +137,26 @@ export class PgScheduler implements MemoryScheduler {
     if (!gone.rowCount) await this.pool.query(`UPDATE memoryjob SET holder = NULL, leaseuntil = NULL WHERE kind = $1 AND agent = $2 AND conversationid = $3 AND holder = $4`, args);
   }
 
-  /** Take what fell due (one replica gets each row) and hand it to the engine. */
-  async tick(): Promise<void> {
-    if (this.polling || this.closed || !this.host) return;
-    this.polling = true;
+  /** Take what fell due (one replica gets each row) and hand it to the engine; resolves once
+   * what it took is handed over (a tick during the timer's poll resolves with that poll). */
+  tick(): Promise<void> {
+    if (this.closed || !this.host) return Promise.resolve();
+    this.polling ??= this.take(this.host).finally(() => (this.polling = null));
+    return this.polling;
+  }
+
+  private async take(host: SchedulerHost): Promise<void> {
     try {
       const rows = (await this.pool.query(TAKE, [this.clock().now()])).rows as Array<{ kind: string; agent: string; conv: string; trigger: string }>;
       for (const r of rows) {
-        if (r.kind === "consolidate") this.host.consolidationDue();
+        if (r.kind === "consolidate") host.consolidationDue();
         else {
           this.armedHere.delete(sessionKey(r.agent, r.conv));
-          this.host.due(r.agent, r.conv, r.trigger);
+          host.due(r.agent, r.conv, r.trigger);
         }
       }
     } catch (e: any) {
-      if (!this.closed) this.host.warn("memory job poll failed", { err: String(e?.message ?? e) });
-    } finally {
-      this.polling = false;
+      if (!this.closed) host.warn("memory job poll failed", { err: String(e?.message ?? e) });
     }
   }
 
@@ -170,6 +174,6 @@ export class PgScheduler implements MemoryScheduler {
     this.closed = true;
     if (this.poll) clearInterval(this.poll);
     if (this.beat) clearInterval(this.beat);
-    while (this.polling) await sleep(10);
+    await this.polling;
   }
 }

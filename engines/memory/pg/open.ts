@@ -3,17 +3,19 @@
 // migrations (prisma/postgres/migrations), applied before the engines start.
 import type pg from "pg";
 import type { Logger } from "../../host";
-import type { MemoryBackend } from "../backend";
-import type { MemorySettings } from "../config";
-import type { ConsolidationReport } from "../consolidate";
+import type { ConsolidationTx, Maybe, MemoryBackend } from "../backend";
 import { memoryPool, tx } from "./db";
 import { PgRecords } from "./records";
 import { PgIndex, PgSearch } from "./search";
-import { pgConsolidate } from "./consolidate";
+import { pgConsolidationTx } from "./consolidate";
 import { PgScheduler } from "./jobs";
 import type { Clock } from "../clock";
 
 const MEMORY_TABLES = ["memorysignal", "memorytranscript", "memoryepisode", "memoryfact", "memoryentity", "memoryidentity", "memorydeadletter"];
+// the agent's conversation becomes $2; answers the one it replaces (its row locked meanwhile, so
+// two replicas switching at once each see the other's)
+const SWITCH_CHAT = `UPDATE memorychat AS n SET conversationid = $2
+  FROM (SELECT agent, conversationid FROM memorychat WHERE agent = $1 FOR UPDATE) AS o WHERE n.agent = o.agent RETURNING o.conversationid AS prev`;
 
 export class PgMemory implements MemoryBackend {
   readonly dialect = "postgresql" as const;
@@ -35,8 +37,17 @@ export class PgMemory implements MemoryBackend {
     return (await this.pool.query(`SELECT agent FROM memoryepisode UNION SELECT agent FROM memoryfact UNION SELECT agent FROM memorytranscript UNION SELECT agent FROM memorysignal`)).rows.map((r) => r.agent);
   }
 
-  consolidateAgent(agent: string, s: MemorySettings, now: number, since: number | null, idle: boolean): Promise<ConsolidationReport> {
-    return pgConsolidate(this.pool, agent, s, now, since, idle);
+  async switchChat(agent: string, conversationId: string): Promise<string | null> {
+    for (;;) {
+      const up = await this.pool.query(SWITCH_CHAT, [agent, conversationId]);
+      if (up.rowCount) return up.rows[0].prev;
+      const ins = await this.pool.query(`INSERT INTO memorychat (agent, conversationid) VALUES ($1, $2) ON CONFLICT (agent) DO NOTHING`, [agent, conversationId]);
+      if (ins.rowCount) return null; // the agent's first; else another replica inserted it meanwhile
+    }
+  }
+
+  consolidation<T>(fn: (t: ConsolidationTx) => Maybe<T>): Promise<T> {
+    return tx(this.pool, async (c) => fn(pgConsolidationTx(c)));
   }
 
   purgeRecords(agent: string): Promise<Record<string, number>> {
@@ -44,6 +55,7 @@ export class PgMemory implements MemoryBackend {
       const out: Record<string, number> = {};
       for (const t of MEMORY_TABLES) out[t.replace("memory", "")] = (await c.query(`DELETE FROM ${t} WHERE agent = $1`, [agent])).rowCount ?? 0;
       await c.query(`DELETE FROM memoryjob WHERE kind = 'distill' AND agent = $1 AND holder IS NULL`, [agent]);
+      await c.query(`DELETE FROM memorychat WHERE agent = $1`, [agent]);
       return out;
     });
   }
