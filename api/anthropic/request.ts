@@ -31,6 +31,24 @@ function imageBlock(src: unknown, param: string): ImageSource {
   throw bad(`'${param}.type' must be "base64" or "url"`, `${param}.type`);
 }
 
+/** A tool_result block: its content a string, or text and image blocks. */
+function toolResult(b: Record<string, any>, q: string): ChatMessage {
+  const c = b.content;
+  if (c !== undefined && typeof c !== "string" && !Array.isArray(c)) throw bad(`'${q}.content' must be a string or an array of text and image blocks`, `${q}.content`);
+  const parts: ContentPart[] = typeof c === "string" ? [{ type: "text", text: c }] : (c ?? []).map((x: unknown, k: number): ContentPart => {
+    const r = `${q}.content[${k}]`;
+    if (isObj(x) && x.type === "image") return { type: "image", image: imageBlock(x.source, `${r}.source`) };
+    if (!isObj(x) || x.type !== "text" || typeof x.text !== "string") throw bad(`'${r}' must be a text block {type: "text", text} or an image block`, r);
+    return { type: "text", text: x.text };
+  });
+  if (b.is_error === true) {
+    const i = parts.findIndex((p) => p.type === "text");
+    if (i >= 0) parts[i] = { type: "text", text: `Error: ${(parts[i] as { text: string }).text}` };
+    else parts.unshift({ type: "text", text: "Error: " });
+  }
+  return messageOfParts("tool", parts, { toolCallId: reqString(b.tool_use_id, `${q}.tool_use_id`) });
+}
+
 function parseMessage(m: unknown, i: number): ChatMessage[] {
   const p = `messages[${i}]`;
   if (!isObj(m)) throw bad(`'${p}' must be an object with role and content`, p);
@@ -61,8 +79,7 @@ function parseMessage(m: unknown, i: number): ChatMessage[] {
         break;
       case "tool_result": {
         if (m.role !== "user") throw bad(`'${q}': tool_result blocks belong to user messages`, q);
-        const content = b.content === undefined ? "" : blocksText(b.content, `${q}.content`);
-        results.push({ role: "tool", toolCallId: reqString(b.tool_use_id, `${q}.tool_use_id`), content: b.is_error === true ? `Error: ${content}` : content });
+        results.push(toolResult(b, q));
         break;
       }
       case "thinking":

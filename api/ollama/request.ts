@@ -59,7 +59,7 @@ function parseMessages(v: unknown): ChatMessage[] {
     if (m.content !== undefined && m.content !== null && typeof m.content !== "string") throw bad(`'${p}.content' must be a string`, `${p}.content`);
     const content = (m.content as string | undefined) ?? "";
     const images = ollamaImages(m.images, `${p}.images`);
-    if (images.length && m.role !== "user") throw bad(`'${p}.images': images belong to user messages`, `${p}.images`);
+    if (images.length && m.role !== "user" && m.role !== "tool") throw bad(`'${p}.images': images belong to user and tool messages`, `${p}.images`);
     if (m.role === "assistant") {
       const calls: ToolCall[] = [];
       if (m.tool_calls !== undefined && m.tool_calls !== null) {
@@ -80,7 +80,9 @@ function parseMessages(v: unknown): ChatMessage[] {
       const name = optString(m.tool_name, `${p}.tool_name`) ?? optString(m.name, `${p}.name`);
       const at = name ? pending.findIndex((c) => c.name === name) : 0;
       const call = at >= 0 ? pending.splice(at, 1)[0] : undefined;
-      out.push({ role: "tool", content, toolCallId: call?.id ?? (typeof m.tool_call_id === "string" ? m.tool_call_id : `call_${n++}`), ...(name ? { name } : {}) });
+      const extra = { toolCallId: call?.id ?? (typeof m.tool_call_id === "string" ? m.tool_call_id : `call_${n++}`), ...(name ? { name } : {}) };
+      // a tool result's images (a screenshot tool, say) travel with it
+      out.push(images.length ? messageOfParts("tool", [...(content ? [{ type: "text" as const, text: content }] : []), ...images], extra) : { role: "tool", content, ...extra });
     } else {
       out.push(images.length ? messageOfParts("user", [...(content ? [{ type: "text" as const, text: content }] : []), ...images]) : { role: m.role as "system" | "user", content });
     }

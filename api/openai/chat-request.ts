@@ -12,7 +12,7 @@ export interface OpenAIChatParsed {
 }
 
 /** Text of a content field: a string, or an array of text parts (joined). Images are taken only
- * in user messages (content.ts); audio is refused. */
+ * in user and tool messages (content.ts); audio is refused. */
 export function textContent(v: unknown, param: string, allowNull = false): string {
   if (typeof v === "string") return v;
   if ((v === null || v === undefined) && allowNull) return "";
@@ -69,7 +69,8 @@ export function parseMessages(v: unknown): ChatMessage[] {
       }
       default: {
         const id = reqString(m.tool_call_id, `${p}.tool_call_id`);
-        return { role: "tool", content: textContent(m.content, `${p}.content`), toolCallId: id };
+        // text, or text and image parts (each provider puts the images where its vendor takes them)
+        return messageWithImages("tool", m.content, `${p}.content`, { toolCallId: id });
       }
     }
   });

@@ -1,6 +1,7 @@
 // Content with images, OpenAI side: a user message's content parts (Chat Completions text and
 // image_url parts; Responses input_text and input_image) -> the internal ordered parts
-// (engines/chat/images.ts). Other roles stay text-only (chat-request.ts textContent).
+// (engines/chat/images.ts); tool results' parts too (a tool message's content, a Responses
+// function_call_output's output). Other roles stay text-only (chat-request.ts textContent).
 import type { ChatMessage, ContentPart, ImageDetail, Role } from "../../engines/chat/types";
 import { imageFromUrl, messageOfParts } from "../../engines/chat/images";
 import { bad, isObj } from "./validate";
@@ -41,7 +42,7 @@ export function partsContent(v: unknown, param: string): ContentPart[] {
   });
 }
 
-/** A user (or Responses input) message whose content may hold images. */
+/** A user or tool message (or Responses input item) whose content may hold images. */
 export function messageWithImages(role: Role, v: unknown, param: string, extra: Partial<ChatMessage> = {}): ChatMessage {
   if (typeof v === "string") return { role, content: v, ...extra }; // the common case: plain text, no parts
   return messageOfParts(role, partsContent(v, param), extra);

@@ -52,8 +52,8 @@ function parseInput(v: unknown, instructions: string | undefined): ChatMessage[]
       if (last?.role === "assistant") (last.toolCalls ??= []).push(call);
       else out.push({ role: "assistant", content: "", toolCalls: [call] });
     } else if (type === "function_call_output") {
-      const output = typeof it.output === "string" ? it.output : textContent(it.output, `${p}.output`);
-      out.push({ role: "tool", content: output, toolCallId: reqString(it.call_id, `${p}.call_id`) });
+      // a string, or input_text and input_image parts
+      out.push(messageWithImages("tool", it.output, `${p}.output`, { toolCallId: reqString(it.call_id, `${p}.call_id`) }));
     } else if (type === "reasoning") {
       // reasoning items from another model's earlier turn carry nothing the local model can use
     } else {

@@ -3,7 +3,7 @@
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { Cancellation } from "../chat/cancel";
-import type { TaskRow } from "../../prisma/repos/tasks";
+import type { StepRow, TaskRow } from "../../prisma/repos/tasks";
 import type { LoopState, Pending } from "./types";
 import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
 
@@ -36,6 +36,8 @@ export interface Active {
   admittedAt?: number;
   /** the row's writes in order (a shared store writes asynchronously) */
   writes?: Promise<void>;
+  /** a shared store's next write, not started yet: what the task wrote meanwhile (task-writes.ts) */
+  queued?: { row: TaskRow | null; steps: StepRow[] };
   /** recalled memory, fixed at the task's first start (undefined: not recalled yet) */
   memory?: string | null;
 }

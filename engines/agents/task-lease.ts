@@ -23,6 +23,9 @@ export class TaskLease {
   private timer?: NodeJS.Timeout;
   private lastRenew = Date.now();
   private busy = false;
+  private stopped = false;
+  /** the heartbeat in flight, if any */
+  private running?: Promise<void>;
 
   constructor(private readonly repo: TaskRepo, private readonly runner: string, private readonly h: LeaseHooks, private readonly leaseMs = LEASE_MS) {}
 
@@ -31,30 +34,42 @@ export class TaskLease {
     this.timer.unref();
   }
 
-  stop(): void {
+  /** No heartbeat after this; resolves once the one in flight is done, so none acts on tasks (or
+   * queries the store) after the manager has closed them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    await this.running;
   }
 
-  async tick(): Promise<void> {
-    if (this.busy) return;
+  tick(): Promise<void> {
+    if (this.busy || this.stopped) return Promise.resolve();
     this.busy = true;
+    this.running = this.beat().finally(() => {
+      this.busy = false;
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async beat(): Promise<void> {
     const began = Date.now();
     try {
       const s = await this.repo.heartbeat(this.runner, this.leaseMs);
       this.lastRenew = began;
+      if (this.stopped) return; // the manager is closing its tasks itself
       for (const t of this.h.local()) if (t.admittedAt !== undefined && t.admittedAt < began && !s.owned.has(t.id)) this.h.lost(t.id);
       for (const r of s.requests) {
         if (r.cancel) this.h.cancel(r.id);
         else if (r.answer !== null) this.h.answer(r.id, r.answer);
       }
+      if (this.stopped) return;
       const gone = await this.repo.interruptOrphans("the replica running the task stopped (its lease ran out)");
       if (gone.length) this.h.warn("agent tasks of a stopped replica marked failed/interrupted", { count: gone.length });
     } catch (e: any) {
       this.h.warn("task heartbeat failed", { err: String(e?.message ?? e) });
       // past the lease another replica may already have ended these tasks: stop them here
-      if (Date.now() - this.lastRenew > this.leaseMs) for (const t of this.h.local()) this.h.lost(t.id);
-    } finally {
-      this.busy = false;
+      if (!this.stopped && Date.now() - this.lastRenew > this.leaseMs) for (const t of this.h.local()) this.h.lost(t.id);
     }
   }
 }

@@ -8,11 +8,16 @@ import { publicPending, pollUrl, type TaskStatus, type TaskView } from "./task-v
 const RECENT = 10;
 
 export async function storedView(prisma: PrismaClient, store: ResourceStore, id: string): Promise<TaskView | undefined> {
+  return (await storedTask(prisma, store, id))?.view;
+}
+
+/** The stored task and the key that owns it, in two reads (the row, its latest steps). */
+export async function storedTask(prisma: PrismaClient, store: ResourceStore, id: string): Promise<{ view: TaskView; ownerKeyId: string | null } | undefined> {
   const row = await prisma.agentTask.findUnique({ where: { id } });
   if (!row) return undefined;
   const steps = await prisma.agentTaskStep.findMany({ where: { taskId: id }, orderBy: { seq: "desc" }, take: RECENT });
   const spec = store.get("Agent", row.agent)?.spec as AgentSpec | undefined;
-  return {
+  const view: TaskView = {
     id: row.id,
     object: "task",
     agent: row.agent,
@@ -30,6 +35,7 @@ export async function storedView(prisma: PrismaClient, store: ResourceStore, id:
     result: row.result ? JSON.parse(row.result) : null,
     poll_url: pollUrl(row.id),
   };
+  return { view, ownerKeyId: row.ownerKeyId };
 }
 
 /** Delete finished tasks (and their steps) that finished more than `hours` before `now`. */

@@ -31,7 +31,8 @@ import { newState, type LoopEvent, type Pending } from "./types";
 import type { StepView, TaskStatus, TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
 import type { TaskRepo } from "../../prisma/repos/tasks";
-import { pruneFinished, storedView } from "./task-records";
+import { pruneFinished, storedTask, storedView } from "./task-records";
+import { TaskWriter } from "./task-writes";
 import { LEASE_MS, TaskLease } from "./task-lease";
 import { rowOf, viewOf, type Active } from "./task-active";
 import { clusterOf } from "../cluster";
@@ -64,18 +65,22 @@ export interface TaskDeps {
 
 export class TaskManager {
   private readonly active = new Map<string, Active>();
+  /** finished tasks whose last writes have not reached a shared store yet: polls are answered
+   * from here meanwhile, so no replica reads the row before it says the task ended */
+  private readonly settling = new Map<string, Active>();
   private readonly idem = new Map<string, Promise<{ view: TaskView; created: boolean }>>();
   private readonly prisma: PrismaClient;
   private readonly rows: TaskRepo;
   private readonly runnerId: string | null;
   private readonly lease?: TaskLease;
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writes: TaskWriter;
   private pruneTimer?: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly d: TaskDeps) {
     this.prisma = d.svc.db.prisma;
     this.rows = d.svc.db.repos.tasks;
+    this.writes = new TaskWriter(this.rows, (msg, extra) => d.svc.log.warn(msg, extra));
     this.runnerId = this.rows.shared ? (clusterOf.get(d.svc)?.replicaId ?? "replica-" + randomBytes(6).toString("hex")) : null;
     if (this.runnerId) {
       this.lease = new TaskLease(this.rows, this.runnerId, {
@@ -188,16 +193,21 @@ export class TaskManager {
 
   /** The task and who owns it, or undefined. */
   async get(id: string): Promise<{ view: TaskView; ownerKeyId: string | null } | undefined> {
-    const t = this.active.get(id);
-    if (t) return { view: viewOf(t), ownerKeyId: t.keyId };
-    const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { ownerKeyId: true } });
-    if (!row) return undefined;
-    return { view: (await this.storedView(id))!, ownerKeyId: row.ownerKeyId };
+    const t = this.active.get(id) ?? this.settling.get(id);
+    if (t) {
+      const view = viewOf(t);
+      // shared store: answer once the row says as much, so a poll through another replica agrees
+      if (t.writes) await t.writes;
+      return { view, ownerKeyId: t.keyId };
+    }
+    return storedTask(this.prisma, this.d.svc.store, id);
   }
 
   /** Request cancellation (idempotent): the loop stops at its next safe point. */
   async cancel(id: string): Promise<TaskView | undefined> {
     const t = this.active.get(id);
+    const ended = this.settling.get(id);
+    if (ended) return viewOf(ended); // finished: nothing to cancel
     if (!t) {
       // run by another replica: its heartbeat picks the request up from the row
       if (this.rows.shared) await this.rows.requestCancel(id);
@@ -216,7 +226,7 @@ export class TaskManager {
 
   /** Answer a pending clarification or approval; 409 unless the task is input_required. */
   async clarify(id: string, response: { text?: string; approve?: boolean }): Promise<TaskView> {
-    const t = this.active.get(id);
+    const t = this.active.get(id) ?? this.settling.get(id);
     if (!t && this.rows.shared) return this.clarifyElsewhere(id, response);
     if (!t || t.status !== "input_required" || !t.pending) {
       const status = t?.status ?? "finished";
@@ -332,7 +342,15 @@ export class TaskManager {
     t.currentStep = null;
     this.log(t, { type: "status", status, ...(reason ? { reason } : {}) });
     this.persist(t);
-    this.active.delete(t.id); // the final row is written: polls read it from the store now
+    this.active.delete(t.id);
+    const w = t.writes;
+    if (w) {
+      // polls read the store once the final row is there
+      this.settling.set(t.id, t);
+      void w.finally(() => {
+        if (this.settling.get(t.id) === t) this.settling.delete(t.id);
+      });
+    }
     if (t.idem) this.idem.delete(t.idem);
   }
 
@@ -340,8 +358,7 @@ export class TaskManager {
   /** Write the task row (status, checkpoint, result). */
   private persist(t: Active) {
     t.updatedAt = new Date();
-    const row = rowOf(t, this.runnerId);
-    this.guard(t, () => this.rows.update(row));
+    this.writes.row(t, rowOf(t, this.runnerId));
   }
 
   /** Append to the step log (memory and store). */
@@ -351,35 +368,11 @@ export class TaskManager {
     t.recent.push(s);
     if (t.recent.length > RECENT) t.recent.shift();
     const { seq, type, at: _at, ...data } = s;
-    this.guard(t, () => this.rows.appendStep(t.id, seq, type, JSON.stringify(data), at));
-  }
-
-  /** Run a write of the task's row: at once when the store writes synchronously (SQLite), else
-   * after the task's earlier writes, in order. A failed write is logged, never thrown. */
-  private guard(t: Active, write: () => void | Promise<void>) {
-    const warn = (e: any) => this.d.svc.log.warn("task store write failed", { task: t.id, err: String(e?.message ?? e) });
-    if (t.writes) {
-      t.writes = t.writes.then(write).catch(warn);
-    } else {
-      try {
-        const p = write();
-        if (p) t.writes = p.catch(warn);
-      } catch (e) {
-        warn(e);
-      }
-    }
-    const w = t.writes;
-    if (w && !this.writing.has(w)) {
-      this.writing.add(w);
-      void w.finally(() => {
-        this.writing.delete(w);
-        if (t.writes === w) t.writes = undefined;
-      });
-    }
+    this.writes.step(t, { seq, type, data: JSON.stringify(data), at });
   }
 
   private viewOfId(id: string): TaskView | undefined {
-    const t = this.active.get(id);
+    const t = this.active.get(id) ?? this.settling.get(id);
     return t && viewOf(t);
   }
 
@@ -396,7 +389,7 @@ export class TaskManager {
   /** Shutdown: unfinished tasks end as failed/interrupted (their caller's key is not kept). */
   async close(): Promise<void> {
     this.closed = true;
-    this.lease?.stop();
+    await this.lease?.stop();
     if (this.pruneTimer) clearInterval(this.pruneTimer);
     const all = [...this.active.values()];
     for (const t of all) {
@@ -405,6 +398,6 @@ export class TaskManager {
       else this.finish(t, "failed", "interrupted", { message: "svc stopped while the task was unfinished" });
     }
     await Promise.all(all.map((t) => t.runner));
-    await Promise.all([...this.writing]);
+    await this.writes.settled();
   }
 }

@@ -3,7 +3,9 @@
 // (base64 and a media type) or an http(s) URL; svc never fetches a URL itself, so a URL reaches
 // only vendors that fetch URLs (OpenAI, Azure OpenAI, Anthropic, Gemini/Vertex as file_data).
 // A provider that cannot take an image refuses the request (400 naming the model); nothing is
-// dropped silently. Size is bounded by the server's body limit (Server spec.limits.maxBodyBytes).
+// dropped silently. Tool results may hold images too (a tool message with parts): each provider
+// puts them where its vendor takes them (docs/providers.md "Images in tool results").
+// Size is bounded by the server's body limit (Server spec.limits.maxBodyBytes).
 import { SvcError } from "../errors";
 import type { ChatMessage, ChatRequest, ContentPart, ImageSource, Role } from "./types";
 
@@ -89,6 +91,42 @@ export function refuseImageUrls(req: ChatRequest, model: string, vendor: string)
       throw bad(`model ${JSON.stringify(model)} (${vendor}) takes images as bytes only, not URLs; send the image as base64 (a data:image/…;base64 URL)`, "messages");
     }
   }
+}
+
+/** A tool result's images (a tool message with parts), none for a text-only one. */
+export function toolImages(m: ChatMessage): ContentPart[] {
+  return m.role === "tool" && m.parts ? m.parts.filter((p) => p.type === "image") : [];
+}
+
+/** The text part that names the tool call whose images follow it, where a vendor needs the
+ * images outside the tool result (OpenAI chat, Gemini). */
+export const toolImagesLabel = (m: ChatMessage): ContentPart => ({ type: "text", text: `Images returned by tool call ${m.toolCallId ?? m.name ?? "?"}:` });
+
+/** For vendors whose tool messages hold text only: each tool message keeps its text, and the
+ * images of a run of consecutive tool messages follow it in one user message (a user message
+ * between two tool messages would break the run that answers one assistant turn), each tool's
+ * images after a text part naming its call. */
+export function toolImagesAsUserTurn(msgs: ChatMessage[]): ChatMessage[] {
+  if (!msgs.some((m) => toolImages(m).length)) return msgs;
+  const out: ChatMessage[] = [];
+  let held: ContentPart[] = [];
+  const flush = () => {
+    if (held.length) out.push({ role: "user", content: held.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n"), parts: held });
+    held = [];
+  };
+  for (const m of msgs) {
+    if (m.role !== "tool") flush();
+    const images = toolImages(m);
+    if (!images.length) {
+      out.push(m);
+      continue;
+    }
+    const { parts: _parts, ...text } = m;
+    out.push(text);
+    held.push(toolImagesLabel(m), ...images);
+  }
+  flush();
+  return out;
 }
 
 export const dataUrl = (s: Extract<ImageSource, { type: "base64" }>) => `data:${s.mediaType};base64,${s.data}`;

@@ -20,6 +20,7 @@ import type { ResourceStore } from "../../prisma/resource-store";
 import type { StoreDb } from "../store/open";
 import { connectRedis, waitReady } from "./redis";
 import { RedisLimits } from "./shared-limits";
+import { USAGE_MARK } from "../gateway/limits/shared";
 import { redisAlerts } from "./shared-alerts";
 import { ClusterBus } from "./bus";
 import { Lease } from "./lease";
@@ -104,15 +105,29 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
     const gw = svc.engines.gateway;
     if (gw) {
       // counters saved in the database go back into a Redis that has none (new, or it lost its
-      // data): now, and whenever Redis is found without them
+      // data): now, and whenever Redis is found without them. One statement reads the counters
+      // and the mark of the copy they come from, so they agree.
       const saved = async () => {
         const [day, month] = gw.limits.periodNames();
-        const rows = await svc.db.prisma.usageCounter.findMany({ where: { period: { in: [day, month, "total"] } } });
-        return rows.map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) }));
+        const rows = await svc.db.prisma.usageCounter.findMany({ where: { OR: [{ period: { in: [day, month, "total"] } }, { keyId: USAGE_MARK, period: "mark" }] } });
+        const m = rows.find((c) => c.keyId === USAGE_MARK);
+        return {
+          rows: rows.filter((c) => c !== m).map((c) => ({ e: c.keyId, period: c.period, s: Number(c.spendMicros), t: Number(c.tokens), r: Number(c.requests) })),
+          ...(m ? { mark: `${m.tokens}:${m.spendMicros}` } : {}),
+        };
       };
       cluster.limits = new RedisLimits(cmd, { prefix, reservationTtlMs: Number(env.SVC_RESERVATION_TTL_MS) || 15 * 60_000, log, saved });
       await cluster.limits.reseed();
-      gw.limits.useShared(cluster.limits, () => !pgUrl || !!cluster.lease?.held);
+      // the lease holder copies the counters to the database at each limits flush (each second),
+      // or at most every SVC_USAGE_COPY_MS
+      const copyMs = Number(env.SVC_USAGE_COPY_MS) || 0;
+      let copiedAt = Date.now();
+      gw.limits.useShared(cluster.limits, () => {
+        if (pgUrl && !cluster.lease?.held) return false;
+        if (copyMs > 0 && Date.now() - copiedAt < copyMs) return false;
+        copiedAt = Date.now();
+        return true;
+      });
       // throttled alerts sent once across replicas; failed authentications counted together
       gw.alerts.share(redisAlerts(cmd, { prefix, replicaId }));
     }

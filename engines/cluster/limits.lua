@@ -5,6 +5,8 @@
 -- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
 -- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
 -- (a replica that dies mid-request leaves them; they lapse after the request timeout).
+-- seeded: this incarnation's id; seq: the number of its last counters change; touched: entities
+-- changed since the last copy to PostgreSQL, by that number (snap.lua, copied.lua).
 -- Every verdict of a key with a rate limit ends with {limit, remaining, reset ms} of the window the
 -- x-ratelimit-* headers describe (as in embedded mode: the per_minute bucket, else the hour, else
 -- the day window), after this request's slot was taken when it was admitted.
@@ -13,8 +15,12 @@ local a = cjson.decode(ARGV[1])
 local P = a.p
 if redis.call('SISMEMBER', P .. 'revoked', a.k) == 1 then return {'revoked'} end
 if not a.lim then return {'ok'} end
--- counters of a Redis that lost its data are rebuilt from PostgreSQL first (seed.lua)
-if redis.call('EXISTS', P .. 'seeded') == 0 then return {'unseeded'} end
+-- counters of a Redis that lost its data are rebuilt from PostgreSQL first (seed.lua), and the
+-- replicas then get a moment (P..hold) to add back what they settled since the last copy
+local inc = redis.call('GET', P .. 'seeded')
+if not inc then return {'unseeded'} end
+local hold = redis.call('PTTL', P .. 'hold')
+if hold > 0 then return {'wait', hold} end
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 
@@ -97,7 +103,8 @@ for i, c in ipairs(a.checks) do
   if c.bt and num(t[1]) + rs >= c.bt then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
 end
 
--- admitted: take the rate slot, count the request, reserve the estimate
+-- admitted: take the rate slot, count the request, reserve the estimate; the counters' change
+-- gets the next number of this incarnation (seq), which the replica keeps until it is copied back
 if a.pm then
   redis.call('HSET', bkey, 't', tokens - 1, 'l', now)
   redis.call('PEXPIRE', bkey, 86400000)
@@ -116,4 +123,6 @@ for _, e in ipairs(a.ents) do
     redis.call('ZADD', P .. 'rs:' .. e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
   end
 end
-return {'ok', rate(true)}
+local seq = redis.call('INCR', P .. 'seq')
+for _, e in ipairs(a.ents) do redis.call('ZADD', P .. 'touched', seq, e) end
+return {'ok', inc, seq, rate(true)}

@@ -2,38 +2,58 @@
 // Lua script per request checks revocation, the rate bucket and windows, max_requests, budgets
 // and token limits of the key, its team and its organization, and reserves, atomically
 // (limits.lua); settle.lua releases the reservation and adds the actual usage. A settle that
-// cannot reach Redis is retried each second (kept in memory, bounded), so spend is not lost in a
-// short outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
-// Redis is a cache of the counters whose truth is in PostgreSQL: a Redis without the `seeded`
-// mark (new, restarted without persistence, FLUSHALL, failover to an empty replica) gets the
-// saved counters added back (seed.lua) before any limited request is admitted or any counter is
-// copied back to the database.
+// cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a short
+// outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
+// Redis is a cache of the counters whose truth is in PostgreSQL: the lease holder copies them
+// there each second with the mark of the instant it read them (snap.lua, copied.lua); a Redis
+// without the `seeded` mark (new, restarted without persistence, FLUSHALL, failover to an empty
+// replica) gets the saved counters added back (seed.lua) before any limited request is admitted,
+// and every replica then adds back its own changes the saved counters miss (usage-ledger.ts).
 import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
+import { USAGE_MARK } from "../gateway/limits/shared";
+import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ADMIT = readFileSync(path.join(here, "limits.lua"), "utf8");
-const SETTLE = readFileSync(path.join(here, "settle.lua"), "utf8");
-const SEED = readFileSync(path.join(here, "seed.lua"), "utf8");
-const MAX_PENDING = 100_000;
+const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
+const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
+const APPLY_BATCH = 500;
+/** how long a copy to the database may take before another may start */
+const COPY_TURN_MS = 30_000;
 
 type WithScripts = Redis & {
   svcAdmit(arg: string): Promise<unknown[]>;
-  svcSettle(arg: string): Promise<number>;
+  svcSettle(arg: string): Promise<unknown[]>;
   svcSeed(arg: string): Promise<number>;
+  svcApply(arg: string): Promise<unknown[]>;
+  svcSnap(arg: string): Promise<unknown[]>;
+  svcCopied(arg: string): Promise<number>;
+  svcRun(arg: string): Promise<number>;
 };
+
+/** Counters saved in the database and the mark of the copy they come from ("incarnation:seq"). */
+export interface SavedUsage {
+  rows: SharedUsage[];
+  mark?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class RedisLimits implements SharedLimitStore {
   private readonly r: WithScripts;
   private readonly tag = randomBytes(4).toString("hex");
   private seq = 0;
-  private pending: string[] = [];
+  private readonly ledger: UsageLedger;
   private timer: NodeJS.Timeout;
-  private seeding?: Promise<void>;
+  private syncing?: Promise<void>;
+  private again = false;
+  private offline = false;
+  /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
+  private checked?: Promise<void>;
 
   constructor(
     redis: Redis,
@@ -42,15 +62,38 @@ export class RedisLimits implements SharedLimitStore {
       reservationTtlMs: number;
       log: (m: string) => void;
       /** the counters saved in the database (the truth a Redis that lost its data is rebuilt from) */
-      saved: () => Promise<SharedUsage[]>;
+      saved: () => Promise<SavedUsage>;
+      /** how long limited requests wait after a rebuild for every replica to add back its changes */
+      rebuildHoldMs?: number;
+      /** how often this replica looks for a rebuild and sends settles Redis missed */
+      pollMs?: number;
     },
   ) {
-    redis.defineCommand("svcAdmit", { numberOfKeys: 0, lua: ADMIT });
-    redis.defineCommand("svcSettle", { numberOfKeys: 0, lua: SETTLE });
-    redis.defineCommand("svcSeed", { numberOfKeys: 0, lua: SEED });
+    for (const [name, file] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: lua(file) });
     this.r = redis as WithScripts;
-    this.timer = setInterval(() => void this.retry(), 1000);
+    redis.on("ready", () => (this.checked = undefined));
+    this.ledger = new UsageLedger(opts.log);
+    this.timer = setInterval(() => void this.sync().catch(() => undefined), opts.pollMs ?? 250);
     this.timer.unref();
+  }
+
+  private get p() {
+    return this.opts.prefix;
+  }
+
+  /** Before any counter is read or changed on a new connection: a Redis restarted with old data
+   * is emptied so it is rebuilt (run.lua). */
+  private check(): Promise<void> {
+    this.checked ??= this.r.svcRun(JSON.stringify({ p: this.p })).then(
+      (n) => {
+        if (n === 1) this.opts.log("shared limits: Redis restarted with older data; its counters are rebuilt from the database");
+      },
+      (e) => {
+        this.checked = undefined;
+        throw e;
+      },
+    );
+    return this.checked;
   }
 
   newId(): string {
@@ -58,75 +101,157 @@ export class RedisLimits implements SharedLimitStore {
   }
 
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
-    const arg = JSON.stringify({ ...req, p: this.opts.prefix, id, ttl: this.opts.reservationTtlMs });
-    let v = await this.r.svcAdmit(arg);
-    if (v[0] === "unseeded") {
-      await this.reseed();
-      v = await this.r.svcAdmit(arg);
-      if (v[0] === "unseeded") throw new Error("the shared limits store lost its counters again while they were being rebuilt");
+    const arg = JSON.stringify({ ...req, p: this.p, id, ttl: this.opts.reservationTtlMs });
+    for (let tries = 0; ; tries++) {
+      await this.check();
+      const v = await this.r.svcAdmit(arg);
+      if (v[0] === "unseeded" || v[0] === "wait") {
+        if (tries > 200) throw new Error("the shared limits store lost its counters again while they were being rebuilt");
+        if (v[0] === "unseeded") await this.sync();
+        else await Promise.all([this.sync(), sleep(Math.min(Number(v[1]) || 50, 100))]);
+        continue;
+      }
+      // a key without limits is admitted at once: no counter changed ({'ok'})
+      if (v[0] !== "ok" || v.length < 3) return v as SharedVerdict;
+      const [, inc, seq, rate] = v as [string, string, number, [number, number, number] | undefined];
+      this.ledger.add({ inc, seq: Number(seq), d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
+      if (req.s > 0 || req.t > 0) this.ledger.held.set(id, { ents: req.ents, s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
+      return rate ? ["ok", rate] : ["ok"];
     }
-    return v as SharedVerdict;
   }
 
-  /** Rebuild the counters from the database unless Redis has them (one rebuild at a time here;
-   * seed.lua makes it happen once across replicas). */
+  /** Rebuild the counters from the database unless Redis has them, and add back this replica's
+   * changes a rebuild misses (one at a time here; seed.lua makes the rebuild happen once across
+   * replicas). */
   reseed(): Promise<void> {
-    this.seeding ??= (async () => {
+    return this.sync();
+  }
+
+  private sync(): Promise<void> {
+    if (this.syncing) {
+      this.again = true;
+      return this.syncing;
+    }
+    this.syncing = (async () => {
       try {
-        if (await this.r.exists(`${this.opts.prefix}seeded`)) return;
-        const rows = await this.opts.saved();
-        if (await this.r.svcSeed(JSON.stringify({ p: this.opts.prefix, rows }))) this.opts.log(`shared limits: Redis had no counters; rebuilt ${rows.length} from the database`);
+        do {
+          this.again = false;
+          await this.syncOnce();
+        } while (this.again);
       } finally {
-        this.seeding = undefined;
+        this.syncing = undefined;
       }
     })();
-    return this.seeding;
+    return this.syncing;
   }
 
-  async read(ents: string[], periods: string[]): Promise<SharedUsage[]> {
-    // never copy back counters of a Redis that forgot them (they would overwrite the truth)
-    await this.reseed();
-    const p = this.r.pipeline();
-    const order: Array<[string, string]> = [];
-    for (const e of ents) for (const per of periods) {
-      order.push([e, per]);
-      p.hmget(`${this.opts.prefix}u:${e}:${per}`, "s", "t", "r");
+  private async syncOnce(): Promise<void> {
+    if (this.r.status !== "ready") return;
+    await this.check();
+    for (const e of this.ledger.unsent()) await this.sendSettle(e);
+    for (let round = 0; round < 20; round++) {
+      const [inc, base, durable] = await this.r.mget(`${this.p}seeded`, `${this.p}base`, `${this.p}durable`);
+      if (!inc) {
+        const saved = await this.opts.saved();
+        const arg = { p: this.p, inc: randomBytes(6).readUIntBE(0, 6).toString(), base: saved.mark ?? "", hold: this.opts.rebuildHoldMs ?? 1000, rows: saved.rows };
+        if (await this.r.svcSeed(JSON.stringify(arg))) this.opts.log(`shared limits: Redis had no counters; rebuilt ${saved.rows.length} from the database`);
+        continue;
+      }
+      if (durable) this.ledger.prune(inc, Number(durable));
+      const missing = this.ledger.missing(inc, base ?? "");
+      const held = this.ledger.heldOutside(inc, Date.now());
+      if (missing.length === 0 && held.length === 0) return;
+      if (await this.addBack(inc, missing, held)) return;
     }
-    const res = (await p.exec()) ?? [];
-    const out: SharedUsage[] = [];
-    res.forEach(([err, v], i) => {
-      const f = v as Array<string | null> | null;
-      if (err || !f || f.every((x) => x === null)) return;
-      out.push({ e: order[i][0], period: order[i][1], s: Number(f[0] ?? 0), t: Number(f[1] ?? 0), r: Number(f[2] ?? 0) });
-    });
+  }
+
+  /** Add back changes and reservations into incarnation `inc`; false: it changed meanwhile. */
+  private async addBack(inc: string, missing: Entry[], held: ReturnType<UsageLedger["heldOutside"]>): Promise<boolean> {
+    const ttl = this.opts.reservationTtlMs;
+    for (let i = 0; i < Math.max(missing.length, 1); i += APPLY_BATCH) {
+      const part = missing.slice(i, i + APPLY_BATCH);
+      const res = i === 0 ? held.map(([id, h]) => ({ id, ents: h.ents, s: h.s, t: h.t })) : [];
+      if (part.length === 0 && res.length === 0) break;
+      await this.check();
+      const v = await this.r.svcApply(JSON.stringify({ p: this.p, inc, ttl, items: part.map((e) => e.d), res }));
+      if (v[0] !== "ok") return false;
+      part.forEach((e, j) => {
+        e.inc = inc;
+        e.seq = Number(v[j + 1]);
+      });
+      if (i === 0) for (const [, h] of held) h.inc = inc;
+    }
+    if (missing.length) this.opts.log(`shared limits: added back ${missing.length} counter changes of this replica to the rebuilt counters`);
+    return true;
+  }
+
+  private async sendSettle(e: Entry): Promise<void> {
+    e.inc = undefined;
+    try {
+      await this.check();
+      const v = await this.r.svcSettle(e.settle!);
+      if (v[0] === "unseeded") {
+        e.inc = "";
+        this.again = true;
+        return;
+      }
+      e.inc = String(v[0]);
+      e.seq = Number(v[1]);
+      e.settle = undefined;
+      this.offline = false;
+    } catch {
+      e.inc = "";
+      if (!this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
+      this.offline = true;
+    }
+  }
+
+  /** The counters of `ents` now; with `copy` also every entity changed since the last copy to the
+   * database (dirty), and the mark of this instant (the USAGE_MARK row). */
+  async read(ents: string[], periods: string[], copy = false): Promise<SharedUsage[]> {
+    const arg = JSON.stringify({ p: this.p, ents, periods, copy, token: this.tag, ttl: COPY_TURN_MS });
+    await this.check();
+    let v = await this.r.svcSnap(arg);
+    if (v[0] === "unseeded") {
+      await this.sync();
+      v = await this.r.svcSnap(arg);
+      if (v[0] === "unseeded") throw new Error("the shared limits store lost its counters again while they were being rebuilt");
+    }
+    const rows = JSON.parse(String(v[2])) as Array<[string, string, number, number, number, boolean]>;
+    const out: SharedUsage[] = (Array.isArray(rows) ? rows : []).map(([e, period, s, t, r, dirty]) => ({ e, period, s, t, r, ...(dirty ? { dirty } : {}) }));
+    // this replica's turn to copy (none while another copies or replicas add back their changes)
+    if (Number(v[3]) === 1) out.push({ e: USAGE_MARK, period: String(v[0]), s: Number(v[1]), t: 0, r: 0 });
     return out;
   }
 
+  /** The copy marked `mark` (read's USAGE_MARK row) is in the database (`ok`), or failed; false:
+   * Redis lost its data meanwhile, and the copy must be made again from the rebuilt counters. */
+  async copied(mark: SharedUsage, ok: boolean): Promise<boolean> {
+    return (await this.r.svcCopied(JSON.stringify({ p: this.p, inc: mark.period, seq: mark.s, token: this.tag, ...(ok ? {} : { failed: true }) }))) === 1;
+  }
+
   settle(req: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void {
-    const arg = JSON.stringify({ p: this.opts.prefix, id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s: Math.max(0, spend), t: Math.max(0, tokens), served });
-    this.r.svcSettle(arg).catch(() => this.keep(arg));
-  }
-
-  private keep(arg: string) {
-    if (this.pending.length >= MAX_PENDING) return;
-    if (this.pending.length === 0) this.opts.log("shared limits: Redis unreachable, settling later");
-    this.pending.push(arg);
-  }
-
-  private async retry() {
-    if (this.pending.length === 0 || this.r.status !== "ready") return;
-    const batch = this.pending;
-    this.pending = [];
-    for (const a of batch) await this.r.svcSettle(a).catch(() => this.keep(a));
+    this.ledger.held.delete(id);
+    const s = Math.max(0, spend);
+    const t = Math.max(0, tokens);
+    const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
+    const e: Entry = { seq: 0, d, settle: JSON.stringify({ p: this.p, id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served }) };
+    this.ledger.add(e);
+    void this.sendSettle(e);
   }
 
   /** settles still waiting for Redis (tests, shutdown) */
   get unsettled(): number {
-    return this.pending.length;
+    return this.ledger.unsent().length;
+  }
+
+  /** counter changes of this replica not yet known to be in the database (tests) */
+  get uncopied(): number {
+    return this.ledger.entries.length;
   }
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.retry().catch(() => undefined);
+    await this.sync().catch(() => undefined);
   }
 }

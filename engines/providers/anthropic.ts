@@ -24,7 +24,9 @@ function toBlocks(msgs: ChatMessage[]): { system?: string; messages: any[] } {
     if (m.role === "system") {
       system.push(m.content);
     } else if (m.role === "tool") {
-      push("user", { type: "tool_result", tool_use_id: m.toolCallId ?? "", content: m.content });
+      // a tool_result's content may be text and image blocks
+      const content = m.parts ? m.parts.map((p) => (p.type === "text" ? { type: "text", text: p.text } : { type: "image", source: anthropicSource(p.image) })) : m.content;
+      push("user", { type: "tool_result", tool_use_id: m.toolCallId ?? "", content });
     } else if (m.role === "assistant") {
       if (m.content) push("assistant", { type: "text", text: m.content });
       for (const c of m.toolCalls ?? []) {

@@ -28,10 +28,21 @@ export function poolFor(origin: string): Pool {
   return p;
 }
 
-export async function closePools(): Promise<void> {
+/** Close every pool. A pool's close() waits for its requests in flight, and the pools belong to
+ * the process, not to one svc: where several run in one process (the replicas of a test), one's
+ * shutdown waited on the others' upstream calls until their timeout. By the time the gateway
+ * closes, its listener has drained and its tasks have ended, so a request still in flight after
+ * `graceMs` answers nobody here: it is cut. */
+export async function closePools(graceMs = 1000): Promise<void> {
   const all = [...pools.values()];
   pools.clear();
-  await Promise.all(all.map((p) => p.close().catch(() => undefined)));
+  await Promise.all(all.map(async (p) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), graceMs)));
+    const done = await Promise.race([p.close().then(() => "closed" as const, () => "closed" as const), late]);
+    clearTimeout(timer);
+    if (done === "late") await p.destroy().catch(() => undefined);
+  }));
 }
 
 const splits = new Map<string, { origin: string; prefix: string }>();

@@ -8,7 +8,7 @@ import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstre
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
 import { syncEvents } from "../chat/collect";
-import { dataUrl, partsOf, refuseImageUrls } from "../chat/images";
+import { dataUrl, partsOf, refuseImageUrls, toolImagesAsUserTurn } from "../chat/images";
 import type { Cancellation } from "../chat/cancel";
 
 /** A message with images: OpenAI's content parts (text, image_url with an http(s) or data: URL). */
@@ -16,6 +16,15 @@ function openAIParts(m: ChatMessage): Array<Record<string, unknown>> {
   return partsOf(m).map((p) =>
     p.type === "text" ? { type: "text", text: p.text } : { type: "image_url", image_url: { url: p.image.type === "url" ? p.image.url : dataUrl(p.image), ...(p.detail ? { detail: p.detail } : {}) } },
   );
+}
+
+/** The messages as this upstream takes them. OpenAI's Chat Completions API takes text only in a
+ * tool message (ChatCompletionToolMessageParam.content: a string or text parts), so for type
+ * openai (and Azure, which shares this body) a tool result's images move to a user message right
+ * after the tool messages. Ollama's OpenAI-compatible API turns image_url parts of any message,
+ * a tool message included, into that message's `images`, so for type ollama they stay put. */
+function upstreamMessages(t: RouteTarget, msgs: ChatMessage[]): ChatMessage[] {
+  return t.type === "ollama" ? msgs : toolImagesAsUserTurn(msgs);
 }
 
 function toOpenAIMessage(m: ChatMessage): Record<string, unknown> {
@@ -34,7 +43,7 @@ export function toOpenAIBody(t: RouteTarget, req: ChatRequest): Record<string, u
   if (t.type === "ollama") refuseImageUrls(req, req.model, `provider ${t.provider}, type ollama`);
   const body: Record<string, unknown> = {
     model: t.upstreamModel,
-    messages: req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user", content: req.prompt }] : req.messages.map(toOpenAIMessage),
+    messages: req.prompt !== undefined && req.messages.length === 0 ? [{ role: "user", content: req.prompt }] : upstreamMessages(t, req.messages).map(toOpenAIMessage),
   };
   if (req.stream) {
     body.stream = true;

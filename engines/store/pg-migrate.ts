@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 
 export const pgMigrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "prisma", "postgres", "migrations");
-const MIGRATE_LOCK = 7_310_001; // advisory lock id (engines/cluster/lease.ts uses another)
+const MIGRATE_LOCK = 7_310_001; // advisory lock id (engines/cluster/lease.ts 7_310_002, prisma/repos/retention-postgres.ts 7_310_100)
 
 const tableSql = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
   "id" VARCHAR(36) PRIMARY KEY NOT NULL, "checksum" VARCHAR(64) NOT NULL, "finished_at" TIMESTAMPTZ,

@@ -3,6 +3,10 @@
 // per-key/model/day totals to UsageDaily (prisma/repos/retention*.ts), with a turn of the event
 // loop between batches, so requests writing audit rows never wait long. Runs shortly after start
 // and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
+// On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
+// of the AHEAD_DAYS days from today, then each run drops the days wholly past the cutoff as partitions
+// (rolled up and archived the same way), leaving the cutoff's own day and the default partition
+// to the batches.
 import type { OpenedDb } from "../../prisma/client";
 import { jsonlArchive } from "./retention-archive";
 
@@ -10,6 +14,7 @@ export const DEFAULT_RETENTION_DAYS = 90;
 export const BATCH = 500;
 const EVERY_MS = 600_000;
 const FIRST_MS = 5_000;
+export const AHEAD_DAYS = 8;
 
 export interface RetentionDeps {
   db: OpenedDb;
@@ -29,6 +34,11 @@ export class Retention {
   constructor(private readonly d: RetentionDeps) {}
 
   start(): void {
+    // the partitions of the coming days exist before their rows arrive (else they wait in the default partition)
+    this.adding = this.d.db.repos.retention.addPartitions?.(new Date(), AHEAD_DAYS).catch((e) => {
+      if (!this.closed) this.d.warn("audit partitions not added; retried at the next retention run", { err: String(e?.message ?? e) });
+      return false;
+    });
     const tick = () => void this.run().catch((e) => this.d.warn("audit retention failed; retried later", { err: String(e?.message ?? e) }));
     const first = setTimeout(tick, FIRST_MS);
     first.unref();
@@ -37,6 +47,7 @@ export class Retention {
     this.first = first;
   }
   private first?: NodeJS.Timeout;
+  private adding?: Promise<boolean>;
 
   /** Prune everything past the retention now (one run at a time); how many entries went. */
   run(now = Date.now()): Promise<number> {
@@ -49,10 +60,12 @@ export class Retention {
     const cutoff = new Date(now - days * 86_400_000);
     const dir = this.d.archiveDir?.();
     const archive = dir ? jsonlArchive(dir) : undefined;
-    let total = 0;
+    const repo = this.d.db.repos.retention;
+    await repo.addPartitions?.(new Date(now), AHEAD_DAYS);
+    let total = this.closed ? 0 : ((await repo.dropPartitions?.(cutoff, archive)) ?? 0);
     while (!this.closed) {
       await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
-      const n = await this.d.db.repos.retention.prune(cutoff, BATCH, archive);
+      const n = await repo.prune(cutoff, BATCH, archive);
       total += n;
       if (n < BATCH) break;
       await new Promise((r) => setImmediate(r));
@@ -65,6 +78,7 @@ export class Retention {
     this.closed = true;
     if (this.first) clearTimeout(this.first);
     if (this.timer) clearInterval(this.timer);
+    await this.adding;
     await this.running?.catch(() => undefined);
   }
 }

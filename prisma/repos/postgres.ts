@@ -56,7 +56,9 @@ class PgAudit implements AuditRepo {
   async insertMissing(rows: AuditRow[]): Promise<void> {
     if (rows.length === 0) return;
     const p = this.prisma;
-    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length) + " ON CONFLICT (id) DO NOTHING", ...c.flat())));
+    // the key is (id, "timestamp") (auditentry is partitioned by day, migration audit_partitions):
+    // a replayed row carries its original timestamp, so it is still recognised
+    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length) + ' ON CONFLICT (id, "timestamp") DO NOTHING', ...c.flat())));
   }
 }
 

@@ -1,8 +1,9 @@
 // Audit retention (engines/store/retention.ts): the oldest audit entries past the cutoff are
 // deleted a small batch at a time, and in the same transaction their per-key/model/UTC-day totals
 // are added to UsageDaily, so usage reports keep what the log no longer holds. Each dialect does
-// it in its own SQL (retention-sqlite.ts, retention-postgres.ts). With an archive, the batch's rows
-// are handed to it before they are deleted (and not deleted when it fails).
+// it in its own SQL (retention-sqlite.ts, retention-postgres.ts; PostgreSQL drops the days wholly
+// past the cutoff as partitions). With an archive, the batch's rows are handed to it before they
+// are deleted (and not deleted when it fails).
 
 export interface StoreStats {
   /** bytes the store takes (SQLite: the file and its WAL; PostgreSQL: the database) */
@@ -19,9 +20,18 @@ export type ArchivedAuditRow = Record<(typeof AUDIT_FIELDS)[number], string | nu
 export type AuditArchive = (rows: ArchivedAuditRow[]) => Promise<void>;
 
 export interface RetentionRepo {
-  /** Prune up to `batch` of the oldest audit entries older than `cutoff`; how many went. */
+  /** Prune up to `batch` of the oldest audit entries older than `cutoff`; how many went
+   * (PostgreSQL: those on the cutoff's own day and in the default partition; `dropPartitions`
+   * takes the days before). */
   prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number>;
   stats(): Promise<StoreStats>;
+  /** PostgreSQL (auditentry partitioned by UTC day): make sure the partitions of `days` UTC days
+   * from `from` exist (the retention run: today and the next ones, ahead of their rows); false
+   * when another replica was at it (or a lock stayed busy): nothing done, the next run retries. */
+  addPartitions?(from: Date, days: number): Promise<boolean>;
+  /** PostgreSQL: drop the day partitions wholly before `cutoff`, each first archived and added to
+   * the roll-ups as `prune` would; how many entries went (`prune` takes the cutoff's own day). */
+  dropPartitions?(cutoff: Date, archive?: AuditArchive): Promise<number>;
 }
 
 export const AUDIT_FIELDS = [

@@ -33,6 +33,14 @@ export interface TaskSignals {
   requests: Array<{ id: string; cancel: boolean; answer: string | null }>;
 }
 
+/** One entry of a task's step log. */
+export interface StepRow {
+  seq: number;
+  type: string;
+  data: string;
+  at: Date;
+}
+
 export const UNFINISHED_STATUSES = ["queued", "running", "input_required"];
 
 export interface TaskRepo {
@@ -45,6 +53,9 @@ export interface TaskRepo {
    * request stored by another replica is kept. */
   update(r: TaskRow): void | Promise<void>;
   appendStep(taskId: string, seq: number, type: string, data: string, at: Date): void | Promise<void>;
+  /** Shared (asynchronous) stores: the task's steps, then its row when given (as update()), in one
+   * round trip. The runner coalesces what a task writes while its previous write is in flight. */
+  writeBatch?(taskId: string, row: TaskRow | null, steps: StepRow[]): Promise<void>;
   /** End as failed/interrupted the unfinished tasks nobody runs any more: SQLite, all of them (a
    * previous process); shared, those whose runner's lease ran out (FOR UPDATE SKIP LOCKED, so two
    * sweeping replicas never both end one). Returns their ids. */

@@ -28,7 +28,7 @@ export const ModelRouter = Type.Object(
         {
           failures: Type.Optional(Type.Integer({ minimum: 1, description: "Failures (5xx, timeouts, refused connections) within windowSeconds that cool a deployment down (default 3). A 429 cools it at once." })),
           windowSeconds: Type.Optional(Type.Integer({ minimum: 1, description: "Default 60." })),
-          seconds: Type.Optional(Type.Integer({ minimum: 1, description: "How long a cooled deployment is skipped (default 30; a 429's Retry-After when longer)." })),
+          seconds: Type.Optional(Type.Integer({ minimum: 1, description: "How long a cooled deployment is skipped after failures (default 30). A 429 cools it for its Retry-After when the upstream sends one (shorter or longer than this; 0 does not cool it), else for this." })),
         },
         { additionalProperties: false },
       ),

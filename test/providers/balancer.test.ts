@@ -71,9 +71,18 @@ describe("balancer", () => {
     expect(pick(g, "weighted", new Set(), { random: seeded(3), now: () => 125_000 })!.target.provider).toBe("p0");
   });
 
-  it("a 429 cools at once, for its Retry-After", () => {
-    const g = group([1]);
-    noteFailure(g.deployments[0], new SvcError("rate_limited", "rate_limit_exceeded", "x", null, { retryAfterSeconds: 12 }), 1000);
-    expect(g.deployments[0].state.coolUntil).toBe(13_000);
+  it("a 429 cools at once, for its Retry-After when sent (shorter or longer than cooldown.seconds), else cooldown.seconds", () => {
+    const rate429 = (retryAfterSeconds?: number) =>
+      new SvcError("rate_limited", "rate_limit_exceeded", "x", null, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
+    const g = group([1, 1, 1, 1]);
+    const [shorter, longer, none, zero] = g.deployments;
+    noteFailure(shorter, rate429(12), 1000); // cooldown.seconds is 30: the shorter Retry-After wins
+    expect(shorter.state.coolUntil).toBe(13_000);
+    noteFailure(longer, rate429(90), 1000);
+    expect(longer.state.coolUntil).toBe(91_000);
+    noteFailure(none, rate429(), 1000);
+    expect(none.state.coolUntil).toBe(31_000);
+    noteFailure(zero, rate429(0), 1000); // "retry now": not cooled
+    expect(zero.state.coolUntil).toBe(0);
   });
 });

@@ -60,6 +60,8 @@ describe.skipIf(!!missing)("FLUSHALL of Redis under load (3 replicas)", () => {
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(spent).toBe(served * 7);
+      // tokens and requests are rebuilt too: 7 tokens a request, refusals not counted
+      expect(await redis.hmget(`svc:u:${k.id}:total`, "t", "r")).toEqual([String(served * 7), String(served)]);
       expect(spent).toBeLessThan(budget + reservation);
       expect(t["402 budget_exceeded"]).toBeGreaterThan(0);
     } finally {

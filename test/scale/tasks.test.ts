@@ -53,15 +53,19 @@ describe.skipIf(!!missing)("tasks across 3 replicas", () => {
   beforeAll(async () => {
     up = await scriptedProvider();
     up.script("asks", (b, turn) => (turn === 0 ? { calls: [{ name: "clarify", args: { question: "Which city?" } }] } : { text: `answer: ${lastTool(b)}` }));
+    up.script("quick", () => ({ text: "done" }));
     ({ rs, stop } = await startCluster(3));
-    const provider = { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models: [{ name: "asks", inputPerMillion: 1, outputPerMillion: 2 }] };
-    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Provider", name: "scripted", owner: "config:test", spec: provider }, agent("asks")]);
+    const provider = { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models: [{ name: "asks", inputPerMillion: 1, outputPerMillion: 2 }, { name: "quick", inputPerMillion: 1, outputPerMillion: 2 }] };
+    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Provider", name: "scripted", owner: "config:test", spec: provider }, agent("asks"), agent("quick")]);
     await everywhere(rs, "Agent", "asks");
+    await everywhere(rs, "Agent", "quick");
     await everywhere(rs, "Provider", "scripted");
   }, 120_000);
 
   // tearing down three replicas (each drains its listener and ends its task leases), PostgreSQL
-  // and Redis: once seen to take over a minute on a loaded machine (see the issue 26 note)
+  // and Redis: once seen to take over a minute on a loaded machine. One cause found and fixed: the
+  // replicas share this process's upstream pools, and the first replica's shutdown waited for the
+  // others' model calls until their provider timeout (engines/providers/http.ts closePools)
   afterAll(async () => {
     await stop?.();
     await up?.close();
@@ -79,6 +83,23 @@ describe.skipIf(!!missing)("tasks across 3 replicas", () => {
     // answered once: a second answer through yet another replica is a conflict
     const late = await rs[1].api("POST", `/tasks/${d.json.id}/clarify`, { response: "Rome" });
     expect(late.status).toBe(409);
+  });
+
+  it("what the runner shows, every replica shows: finished tasks with their whole step log, in order", async () => {
+    const ds = await Promise.all(Array.from({ length: 6 }, (_, i) => rs[0].api("POST", "/agents/quick/dispatch", { prompt: `quick ${i}` })));
+    expect(ds.map((d) => d.status)).toEqual(Array(6).fill(202));
+    for (const d of ds) {
+      // polled on the runner until finished, then at once on the others: the same task
+      const mine = await pollOn(rs[0].url, d.json.id, (t) => t.finished_at !== null);
+      expect(mine).toMatchObject({ status: "completed", result: { output: "done" } });
+      for (const r of rs.slice(1)) {
+        const there = (await call(r.url, "GET", `/tasks/${d.json.id}`)).json;
+        expect(there).toMatchObject({ status: "completed", finished_at: mine.finished_at, result: { output: "done" } });
+        expect(there.recent_activity.map((s: any) => [s.seq, s.type, s.status])).toEqual(mine.recent_activity.map((s: any) => [s.seq, s.type, s.status]));
+      }
+      expect(mine.recent_activity.map((s: any) => s.seq)).toEqual(mine.recent_activity.map((_: unknown, i: number) => i));
+      expect(mine.recent_activity.filter((s: any) => s.type === "status").map((s: any) => s.status)).toEqual(["queued", "running", "completed"]);
+    }
   });
 
   it("dispatched on replica 1, cancelled on 3: it ends cancelled, seen from 2", async () => {

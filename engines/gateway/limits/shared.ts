@@ -10,7 +10,7 @@ import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
 import { checksOf, type Check, type Entities } from "./checks";
 import type { RateState } from "../../errors";
-import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedVerdict } from "./types";
+import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "./types";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
 export type { SharedCheck, SharedRequest, SharedRate, SharedVerdict, SharedUsage, SharedLimitStore, SharedHold } from "./types";
@@ -132,28 +132,63 @@ export interface SharedView {
   entity(id: string): EntityUsage;
 }
 
+/** The row, among the counters saved in the database, holding the mark of the copy they come
+ * from (period "mark"): the incarnation of the Redis data (a number) as tokens, the number of its
+ * last change as spend. It is written in the same transaction as the counters it describes. */
+export const USAGE_MARK = ":shared-limits-copy";
+
 /**
  * Each counters flush in shared mode: copy the shared counters of the entities this replica
  * knows into memory (key usage reports, monthly_budget policy conditions and budget alerts read
- * them), and on the lease holder also write them, for every key, to the database, so a Redis
- * that lost its data is seeded again at the next start (engines/cluster/index.ts).
+ * them), and on the lease holder also write every counter changed since the last copy, with the
+ * mark of the instant they were read, to the database: a Redis that lost its data is rebuilt
+ * from them (engines/cluster/shared-limits.ts), and each replica adds back its changes after it.
  */
 export async function syncShared(store: SharedLimitStore, view: SharedView, write?: (c: PeriodCounter[]) => Promise<void>): Promise<void> {
+  for (let i = 0; i < 2; i++) if (await syncOnce(store, view, write)) return;
+}
+
+async function syncOnce(store: SharedLimitStore, view: SharedView, write?: (c: PeriodCounter[]) => Promise<void>): Promise<boolean> {
   const ids = view.sharedEntities(!!write);
-  if (ids.length === 0) return;
+  const copy = !!write && !!store.copied;
+  if (ids.length === 0 && !copy) return true;
   const [day, month] = view.periodNames();
-  const rows = await store.read(ids, [day, month, "total"]);
+  const rows = await store.read(ids, [day, month, "total"], copy);
   const changed: PeriodCounter[] = [];
+  let mark: SharedUsage | undefined;
   for (const r of rows) {
+    if (r.e === USAGE_MARK) {
+      mark = r;
+      continue;
+    }
     const u = view.entity(r.e);
-    const c = r.period === "total" ? u.total : r.period === day ? u.day : u.month;
-    if (c.spend === r.s && c.tokens === r.t && c.requests === r.r) continue;
+    const c = r.period === "total" ? u.total : r.period === day ? u.day : r.period === month ? u.month : undefined;
+    if (!c) continue;
+    const same = c.spend === r.s && c.tokens === r.t && c.requests === r.r;
     c.spend = r.s;
     c.tokens = r.t;
     c.requests = r.r;
-    changed.push(c);
+    if (copy ? r.dirty : !same) changed.push(c);
   }
-  if (write && changed.length) await write(changed);
+  if (!write) return true;
+  if (!copy) {
+    if (changed.length) await write(changed);
+    return true;
+  }
+  if (!mark) return true; // not this replica's turn to copy
+  if (changed.length) {
+    // the mark goes in the same write (one transaction) as the counters it describes
+    const m = new PeriodCounter(USAGE_MARK, "mark");
+    m.spend = mark.s;
+    m.tokens = Number(mark.period);
+    try {
+      await write([...changed, m]);
+    } catch (e) {
+      await store.copied!(mark, false).catch(() => undefined);
+      throw e;
+    }
+  }
+  return store.copied!(mark, true);
 }
 
 /** Replace admit/settle/rate on this Limits instance with the shared-store versions. */

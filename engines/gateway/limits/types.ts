@@ -103,11 +103,17 @@ export interface SharedUsage {
   s: number;
   t: number;
   r: number;
+  /** changed since the last copy to the database (a read with `copy`) */
+  dirty?: boolean;
 }
 
 export interface SharedLimitStore {
-  /** settled usage of these entities in these periods (absent ones are left out) */
-  read(ents: string[], periods: string[]): Promise<SharedUsage[]>;
+  /** settled usage of these entities in these periods (absent ones are left out); with `copy`
+   * (the lease holder's copy to the database) also every entity changed since the last copy,
+   * marked dirty, and the mark of the read (a row of entity USAGE_MARK, limits/shared.ts) */
+  read(ents: string[], periods: string[], copy?: boolean): Promise<SharedUsage[]>;
+  /** the copy of that read is in the database (or failed: `ok` false); false: it is stale, copy again */
+  copied?(mark: SharedUsage, ok: boolean): Promise<boolean>;
   /** resolves with the verdict; rejects when the store cannot be reached */
   admit(r: SharedRequest, id: string): Promise<SharedVerdict>;
   /** release the reservation and count the actual usage (retried in the background) */

@@ -2,7 +2,7 @@
 // become `system` blocks, tool calls toolUse blocks, tool results toolResult blocks in a user
 // turn; sampling goes to inferenceConfig; tools to toolConfig (Converse has no "none" choice:
 // tool_choice none sends no tools).
-import type { ChatMessage, ChatRequest } from "../../chat/types";
+import type { ChatMessage, ChatRequest, ContentPart, ImageSource } from "../../chat/types";
 import type { RouteTarget } from "../types";
 import { refuseImageUrls } from "../../chat/images";
 
@@ -14,6 +14,14 @@ function parseArgs(text: string): unknown {
   } catch {
     return {};
   }
+}
+
+/** A text or image block; Converse's image bytes are base64 in JSON (refuseImageUrls ran before,
+ * so every image here is bytes). */
+function block(p: ContentPart): Block {
+  if (p.type === "text") return { text: p.text };
+  const img = p.image as Extract<ImageSource, { type: "base64" }>;
+  return { image: { format: img.mediaType.slice("image/".length), source: { bytes: img.data } } };
 }
 
 function toMessages(msgs: ChatMessage[]): { system: Block[]; messages: Array<{ role: string; content: Block[] }> } {
@@ -31,13 +39,10 @@ function toMessages(msgs: ChatMessage[]): { system: Block[]; messages: Array<{ r
       if (m.content) push("assistant", { text: m.content });
       for (const c of m.toolCalls ?? []) push("assistant", { toolUse: { toolUseId: c.id, name: c.name, input: parseArgs(c.arguments) } });
     } else if (m.role === "tool") {
-      push("user", { toolResult: { toolUseId: m.toolCallId ?? "", content: [{ text: m.content }] } });
+      // ToolResultContentBlock takes text and image blocks alike
+      push("user", { toolResult: { toolUseId: m.toolCallId ?? "", content: m.parts ? m.parts.map(block) : [{ text: m.content }] } });
     } else if (m.parts) {
-      for (const p of m.parts) {
-        if (p.type === "text") push("user", { text: p.text });
-        // Converse's image block; in JSON its bytes are base64 (refuseImageUrls ran before)
-        else if (p.image.type === "base64") push("user", { image: { format: p.image.mediaType.slice("image/".length), source: { bytes: p.image.data } } });
-      }
+      for (const p of m.parts) push("user", block(p));
     } else push("user", { text: m.content });
   }
   return { system, messages };

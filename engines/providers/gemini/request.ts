@@ -1,9 +1,9 @@
 // Gemini request (generateContent; Vertex AI takes the same body): system messages become
 // systemInstruction, assistant turns role "model", tool calls functionCall parts and tool results
 // functionResponse parts (named after the call they answer: Gemini matches results by name).
-import type { ChatMessage, ChatRequest } from "../../chat/types";
+import type { ChatMessage, ChatRequest, ContentPart } from "../../chat/types";
 import type { RouteTarget } from "../types";
-import { urlMediaType } from "../../chat/images";
+import { toolImages, toolImagesLabel, urlMediaType } from "../../chat/images";
 
 type Part = Record<string, unknown>;
 
@@ -28,6 +28,13 @@ function parseArgs(text: string): Record<string, unknown> {
   }
 }
 
+/** A text or image part: bytes as inlineData, an http(s) URL as fileData. */
+function part(p: ContentPart): Part {
+  if (p.type === "text") return { text: p.text };
+  if (p.image.type === "base64") return { inlineData: { mimeType: p.image.mediaType, data: p.image.data } };
+  return { fileData: { mimeType: urlMediaType(p.image.url), fileUri: p.image.url } };
+}
+
 function toContents(msgs: ChatMessage[]): { system?: string; contents: Array<{ role: string; parts: Part[] }> } {
   const system: string[] = [];
   const contents: Array<{ role: string; parts: Part[] }> = [];
@@ -37,7 +44,13 @@ function toContents(msgs: ChatMessage[]): { system?: string; contents: Array<{ r
     if (last && last.role === role) last.parts.push(part);
     else contents.push({ role, parts: [part] });
   };
+  let held: Part[] = []; // tool results' images, after the functionResponses they belong to
+  const flush = () => {
+    for (const p of held) push("user", p);
+    held = [];
+  };
   for (const m of msgs) {
+    if (m.role !== "tool") flush();
     if (m.role === "system") system.push(m.content);
     else if (m.role === "assistant") {
       if (m.content) push("model", { text: m.content });
@@ -55,14 +68,16 @@ function toContents(msgs: ChatMessage[]): { system?: string; contents: Array<{ r
       }
       if (!response || typeof response !== "object" || Array.isArray(response)) response = { result: m.content };
       push("user", { functionResponse: { name, response } });
+      // A functionResponse holds JSON; its `parts` (FunctionResponsePart, inline bytes) are
+      // documented for Gemini 3 models only, so a tool result's images go as parts of the same
+      // user turn, after the run of functionResponses, each tool's after a text naming its call.
+      const images = toolImages(m);
+      if (images.length) held.push(part(toolImagesLabel(m)), ...images.map(part));
     } else if (m.parts) {
-      for (const p of m.parts) {
-        if (p.type === "text") push("user", { text: p.text });
-        else if (p.image.type === "base64") push("user", { inlineData: { mimeType: p.image.mediaType, data: p.image.data } });
-        else push("user", { fileData: { mimeType: urlMediaType(p.image.url), fileUri: p.image.url } });
-      }
+      for (const p of m.parts) push("user", part(p));
     } else push("user", { text: m.content });
   }
+  flush();
   return { system: system.length ? system.join("\n\n") : undefined, contents };
 }
 

@@ -32,6 +32,19 @@ export async function azureStandIn(o: { apiKey: string; entraToken?: string; dep
         return json(res, 400, { error: { code: "BadRequest", message: "Invalid image URL. The URL must be a valid HTTP or HTTPS URL, or a data URL with base64 encoding." } });
       }
     }
+    // as OpenAI's Chat Completions: a tool message's content is a string or text parts, and tool
+    // messages follow the assistant message whose tool_calls they answer
+    const msgs: any[] = Array.isArray(b.messages) ? b.messages : [];
+    for (const [i, x] of msgs.entries()) {
+      if (x?.role !== "tool") continue;
+      if (Array.isArray(x.content) && x.content.some((p: any) => p?.type !== "text")) {
+        return json(res, 400, { error: { code: "BadRequest", message: `Invalid value: '${x.content.find((p: any) => p?.type !== "text")?.type}'. Supported values are: 'text'.`, param: `messages[${i}].content` } });
+      }
+      const before = msgs.slice(0, i).reverse().find((y: any) => y?.role !== "tool");
+      if (!before?.tool_calls?.length) {
+        return json(res, 400, { error: { code: "BadRequest", message: "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'.", param: `messages[${i}].role` } });
+      }
+    }
     const tc = b.tool_choice;
     const forced = tc === "required" ? b.tools?.[0]?.function?.name : tc?.function?.name;
     const d = decide(text, tc === "none" ? undefined : forced, tc === "none" ? [] : (b.tools ?? []).map((x: any) => x.function?.name));

@@ -84,9 +84,11 @@ export async function bedrockStandIn(o: { region: string; keys: Record<string, s
     const b = rec.body ?? {};
     if (!Array.isArray(b.messages) || b.messages.length === 0) return json(res, 400, { message: "A conversation must start with a user message." }, { "x-amzn-errortype": "ValidationException" });
     const last = [...b.messages].reverse().find((x: any) => x.role === "user");
-    // ImageBlock: {format: png | jpeg | gif | webp, source: {bytes}} with the bytes base64 in JSON
+    // ImageBlock: {format: png | jpeg | gif | webp, source: {bytes}} with the bytes base64 in JSON,
+    // in a message or in a toolResult's content (ToolResultContentBlock: json, text, image, ...)
+    const badImage = (c: any) => c?.image !== undefined && (!["png", "jpeg", "gif", "webp"].includes(c.image?.format) || !isBase64(c.image?.source?.bytes));
     for (const c of last?.content ?? []) {
-      if (c?.image !== undefined && (!["png", "jpeg", "gif", "webp"].includes(c.image?.format) || !isBase64(c.image?.source?.bytes))) {
+      if (badImage(c) || (c?.toolResult && (!Array.isArray(c.toolResult.content) || c.toolResult.content.some(badImage)))) {
         return json(res, 400, { message: "The model returned the following errors: invalid image block" }, { "x-amzn-errortype": "ValidationException" });
       }
     }

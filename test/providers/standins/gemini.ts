@@ -30,6 +30,15 @@ function answer(res: ServerResponse, rec: Recorded, stream: boolean, model: stri
       }
     }
   }
+  // a turn answering function calls holds as many functionResponse parts as the model turn before
+  // it has functionCall parts (other parts, such as images, may sit beside them)
+  for (const [i, c] of b.contents.entries()) {
+    const answers = (c?.parts ?? []).filter((p: any) => p?.functionResponse).length;
+    const calls = (b.contents[i - 1]?.parts ?? []).filter((p: any) => p?.functionCall).length;
+    if (answers && (b.contents[i - 1]?.role !== "model" || answers !== calls)) {
+      return json(res, 400, { error: { code: 400, message: "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.", status: "INVALID_ARGUMENT" } });
+    }
+  }
   const last = [...b.contents].reverse().find((c: any) => c.role === "user" && c.parts?.some((p: any) => typeof p.text === "string"));
   const text = (last?.parts ?? []).map((p: any) => p.text ?? "").join("");
   const fc = b.toolConfig?.functionCallingConfig;

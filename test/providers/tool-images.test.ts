@@ -1,0 +1,209 @@
+// Images inside tool results, through svc: an OpenAI chat tool message with image_url parts, an
+// Anthropic tool_result with image blocks, a Responses function_call_output with input_image and
+// an Ollama tool message with images, to providers of each type, asserting what the stand-in
+// received: Anthropic and Bedrock hold them in the tool result; OpenAI-compatible and Azure (whose
+// tool messages take text only) get them in a user message right after the tool messages;
+// Gemini beside the functionResponse in the same turn; Ollama on the tool message. A local text
+// model refuses them with a 400 naming it; nothing is dropped.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Anthropic from "@anthropic-ai/sdk";
+import { Ollama } from "ollama";
+import { ensureTinyModel } from "../../engines/inference";
+import { startEnv, expectError, provider, standIn, type Env, type StandIn } from "../gateway/fixtures";
+import { until } from "../helpers/http";
+import { azureStandIn } from "./standins/azure";
+import { bedrockStandIn } from "./standins/bedrock";
+import { geminiStandIn } from "./standins/gemini";
+
+// a 1x1 PNG
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const PNG_URL = `data:image/png;base64,${PNG}`;
+const REMOTE = "https://images.example.invalid/chart.png";
+const MODEL_ID = "anthropic.claude-3-5-sonnet-20240620-v1:0";
+const SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+const TOOL = { name: "screenshot", description: "take a screenshot", parameters: { type: "object", properties: { page: { type: "string" } } } };
+
+let env: Env;
+let up: StandIn;
+let az: Awaited<ReturnType<typeof azureStandIn>>;
+let br: Awaited<ReturnType<typeof bedrockStandIn>>;
+let gm: Awaited<ReturnType<typeof geminiStandIn>>;
+let secret = "";
+
+beforeAll(async () => {
+  process.env.TIMG_AZ_KEY = "azure-key-toolimg-0123456789";
+  process.env.TIMG_GM_KEY = "AIzaSyToolImgKey0123456789abcdefghijk";
+  process.env.TIMG_BR_CRED = `AKIDTOOLIMG0000001:${SECRET}`;
+  up = await standIn();
+  az = await azureStandIn({ apiKey: process.env.TIMG_AZ_KEY, deployments: ["vision"] });
+  br = await bedrockStandIn({ region: "us-east-1", keys: { AKIDTOOLIMG0000001: SECRET }, models: [MODEL_ID] });
+  gm = await geminiStandIn({ apiKey: process.env.TIMG_GM_KEY, models: ["gemini-2.0-flash"] });
+  env = await startEnv();
+  await ensureTinyModel(env.svc.svc.modelsDir);
+  await env.apply([
+    provider("oai", up, [{ name: "t-openai", upstreamName: "gpt-4o" }]),
+    provider("claude", up, [{ name: "t-claude", upstreamName: "claude-sonnet-4" }], { type: "anthropic" }),
+    { kind: "Provider", name: "llava", spec: { type: "ollama", baseUrl: `http://127.0.0.1:${up.port}`, timeoutSeconds: 5, models: [{ name: "t-ollama", upstreamName: "llava" }] } },
+    { kind: "Provider", name: "azure", spec: { type: "azure-openai", baseUrl: az.origin, credential: "env:TIMG_AZ_KEY", timeoutSeconds: 5, models: [{ name: "t-azure", upstreamName: "vision" }] } },
+    { kind: "Provider", name: "bedrock", spec: { type: "bedrock", baseUrl: br.origin, region: "us-east-1", credential: "env:TIMG_BR_CRED", timeoutSeconds: 5, models: [{ name: "t-bedrock", upstreamName: MODEL_ID }] } },
+    { kind: "Provider", name: "google", spec: { type: "gemini", baseUrl: `${gm.origin}/v1beta`, credential: "env:TIMG_GM_KEY", timeoutSeconds: 5, models: [{ name: "t-gemini", upstreamName: "gemini-2.0-flash" }] } },
+    { kind: "Model", name: "tiny", spec: { file: "svc-tiny.gguf", threads: 1, contextSize: 512, parallel: 1 } },
+  ]);
+  await until(() => env.svc.svc.store.get("Model", "tiny")?.status.conditions?.[0]?.status === "True", 20_000);
+  secret = (await env.key()).secret;
+});
+afterAll(async () => {
+  await env?.stop();
+  await Promise.all([up?.close(), az?.close(), br?.close(), gm?.close()]);
+});
+
+const anthropic = () => new Anthropic({ baseURL: env.url, apiKey: secret, maxRetries: 0 });
+const ollama = () => new Ollama({ host: env.url, headers: { authorization: `Bearer ${secret}` } });
+const lastBody = (requests: Array<{ body: any }>) => requests[requests.length - 1].body;
+
+/** An OpenAI chat conversation: the user asks, the model called `screenshot` (twice when `two`),
+ * the tools answered, the first with text and the image. The SDK types a tool message as text
+ * only (OpenAI's own API takes no more), so the parts are cast. */
+function openAIChat(model: string, image: string, two = false) {
+  const calls = [{ id: "call_1", type: "function" as const, function: { name: "screenshot", arguments: '{"page":"home"}' } }];
+  if (two) calls.push({ id: "call_2", type: "function" as const, function: { name: "screenshot", arguments: '{"page":"cart"}' } });
+  const messages: any[] = [
+    { role: "user", content: "show me the page" },
+    { role: "assistant", content: null, tool_calls: calls },
+    { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "home page" }, { type: "image_url", image_url: { url: image } }] },
+  ];
+  if (two) messages.push({ role: "tool", tool_call_id: "call_2", content: "cart is empty" });
+  return env.client(secret).chat.completions.create({ model, messages, tools: [{ type: "function", function: TOOL }] });
+}
+
+/** An Anthropic conversation whose tool_result holds text and an image block. */
+function anthropicChat(model: string, source: Anthropic.ImageBlockParam["source"]) {
+  return anthropic().messages.create({
+    model,
+    max_tokens: 20,
+    tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters as Anthropic.Tool.InputSchema }],
+    messages: [
+      { role: "user", content: "show me the page" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "screenshot", input: { page: "home" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "home page" }, { type: "image", source }] }] },
+    ],
+  });
+}
+
+describe("images in tool results reach each vendor where it takes them", () => {
+  it("openai chat tool message with image_url -> Anthropic: text and image blocks inside the tool_result", async () => {
+    await openAIChat("t-claude", PNG_URL);
+    const b = lastBody(up.requests);
+    expect(b.messages[b.messages.length - 1]).toEqual({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "call_1", content: [{ type: "text", text: "home page" }, { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }] }],
+    });
+  });
+
+  it("anthropic tool_result with an image block -> Bedrock Converse: toolResult content with an image block", async () => {
+    const r = await anthropicChat("t-bedrock", { type: "base64", media_type: "image/png", data: PNG });
+    expect(r.content.length).toBeGreaterThan(0);
+    const b = lastBody(br.requests);
+    expect(b.messages[b.messages.length - 1]).toEqual({
+      role: "user",
+      content: [{ toolResult: { toolUseId: "toolu_1", content: [{ text: "home page" }, { image: { format: "png", source: { bytes: PNG } } }] } }],
+    });
+  });
+
+  it("anthropic tool_result with an image URL -> Anthropic: the url source is kept; -> Bedrock: 400, nothing sent", async () => {
+    await anthropicChat("t-claude", { type: "url", url: REMOTE });
+    expect(lastBody(up.requests).messages[2].content[0].content[1]).toEqual({ type: "image", source: { type: "url", url: REMOTE } });
+    const n = br.requests.length;
+    const e = await anthropicChat("t-bedrock", { type: "url", url: REMOTE }).then(() => undefined, (x) => x);
+    expect(e?.status).toBe(400);
+    expect(e?.error?.error?.message).toContain("takes images as bytes only");
+    expect(br.requests.length).toBe(n);
+  });
+
+  it("openai chat, two parallel results -> Azure: tool messages stay text, the image follows them in a user message", async () => {
+    const r = await openAIChat("t-azure", PNG_URL, true);
+    expect(r.choices[0].message.content).toBe("echo: Images returned by tool call call_1:");
+    const msgs = lastBody(az.requests).messages;
+    expect(msgs.slice(2)).toEqual([
+      { role: "tool", tool_call_id: "call_1", content: "home page" },
+      { role: "tool", tool_call_id: "call_2", content: "cart is empty" },
+      { role: "user", content: [{ type: "text", text: "Images returned by tool call call_1:" }, { type: "image_url", image_url: { url: PNG_URL } }] },
+    ]);
+  });
+
+  it("openai Responses function_call_output with input_image -> OpenAI-compatible: the same user message after it", async () => {
+    const r = await env.client(secret).responses.create({
+      model: "t-openai",
+      tools: [{ type: "function", name: TOOL.name, description: TOOL.description, parameters: TOOL.parameters, strict: false }],
+      input: [
+        { role: "user", content: "show me the page" },
+        { type: "function_call", call_id: "call_9", name: "screenshot", arguments: '{"page":"home"}' },
+        { type: "function_call_output", call_id: "call_9", output: [{ type: "input_text", text: "home page" }, { type: "input_image", image_url: REMOTE, detail: "low" }] } as any,
+      ],
+    });
+    expect(r.output_text).toBe("echo: Images returned by tool call call_9:");
+    expect(lastBody(up.requests).messages.slice(2)).toEqual([
+      { role: "tool", tool_call_id: "call_9", content: "home page" },
+      { role: "user", content: [{ type: "text", text: "Images returned by tool call call_9:" }, { type: "image_url", image_url: { url: REMOTE, detail: "low" } }] },
+    ]);
+  });
+
+  it("openai chat -> Gemini: the image as inlineData in the functionResponses' turn, after them", async () => {
+    const r = await openAIChat("t-gemini", PNG_URL, true);
+    expect(r.choices[0].message.content).toBe("echo: Images returned by tool call call_1:");
+    const b = lastBody(gm.requests);
+    expect(b.contents[b.contents.length - 1]).toEqual({
+      role: "user",
+      parts: [
+        { functionResponse: { name: "screenshot", response: { result: "home page" } } },
+        { functionResponse: { name: "screenshot", response: { result: "cart is empty" } } },
+        { text: "Images returned by tool call call_1:" },
+        { inlineData: { mimeType: "image/png", data: PNG } },
+      ],
+    });
+  });
+
+  it("ollama tool message with images -> Ollama: image_url parts on the tool message (its /v1 API makes them the message's images)", async () => {
+    const r = await ollama().chat({
+      model: "t-ollama",
+      stream: false,
+      messages: [
+        { role: "user", content: "show me the page" },
+        { role: "assistant", content: "", tool_calls: [{ function: { name: "screenshot", arguments: { page: "home" } } }] },
+        { role: "tool", tool_name: "screenshot", content: "home page", images: [PNG] },
+      ],
+    });
+    expect(r.message.role).toBe("assistant");
+    const msgs = lastBody(up.requests).messages;
+    expect(up.requests[up.requests.length - 1].path).toBe("/v1/chat/completions");
+    expect(msgs[msgs.length - 1]).toMatchObject({
+      role: "tool",
+      content: [{ type: "text", text: "home page" }, { type: "image_url", image_url: { url: PNG_URL } }],
+    });
+  });
+});
+
+describe("images in tool results a model cannot take are refused, never dropped", () => {
+  it("a local GGUF text model: 400 naming the model, from the openai and anthropic clients", async () => {
+    const e = await expectError(openAIChat("tiny", PNG_URL), 400, "invalid_request");
+    expect(e.message).toContain('model "tiny" does not accept images');
+    const a = await anthropicChat("tiny", { type: "base64", media_type: "image/png", data: PNG }).then(() => undefined, (x) => x);
+    expect(a?.status).toBe(400);
+    expect(a?.error?.error?.message).toContain('model "tiny" does not accept images');
+  });
+
+  it("a tool result part that is not text or an image is the client's 400", async () => {
+    const e = await expectError(
+      env.client(secret).responses.create({
+        model: "t-openai",
+        input: [
+          { type: "function_call", call_id: "c", name: "screenshot", arguments: "{}" },
+          { type: "function_call_output", call_id: "c", output: [{ type: "input_file", file_id: "file-1" }] } as any,
+        ],
+      }),
+      400,
+      "invalid_request",
+    );
+    expect(e.message).toContain("input_file");
+  });
+});
