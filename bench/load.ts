@@ -21,6 +21,9 @@ export interface LoadResult {
   mean: number;
   p50: number;
   p99: number;
+  p999: number;
+  /** the slowest response */
+  max: number;
   errors: number;
   non2xx: number;
 }
@@ -65,6 +68,8 @@ async function run(o: LoadOptions): Promise<LoadResult> {
     mean,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),
+    p999: percentile(sorted, 99.9),
+    max: sorted.length ? sorted[sorted.length - 1] : 0,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
   };

@@ -13,6 +13,7 @@ const all: Record<string, () => Promise<Section>> = {
   scale: async () => (await import("./scale")).scaleBench(),
   memory: async () => (await import("./memory")).memoryBench(),
   usage: async () => (await import("./usage")).usageBench(),
+  retention: async () => (await import("./retention")).retentionBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -29,7 +29,7 @@ import type { Gate, AuditSink } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
-import { promptTokensOf, inputTokens } from "../providers/prompt-tokens";
+import { promptTokensOf, promptTokensBound, inputTokens } from "../providers/prompt-tokens";
 import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
@@ -158,10 +158,12 @@ export class GatewayPipeline implements InferencePipeline {
         // tokenizer (prompt-tokens.ts); a key without it is reserved on the byte estimate alone, so
         // no other request pays for tokenizing
         const est = estimateTokens(req);
-        if (lim.tokensPerRequest !== undefined) {
+        // a request whose byte bound plus max_tokens fits is judged without tokenizing
+        const bound = lim.tokensPerRequest !== undefined && req.maxTokens !== undefined ? promptTokensBound(cands, req) : undefined;
+        if (lim.tokensPerRequest !== undefined && !(bound !== undefined && bound + req.maxTokens! <= lim.tokensPerRequest)) {
           const counted = promptTokensOf(cands, req, this.o.router.getPool());
           run.promptEst = typeof counted === "number" ? counted : await counted;
-        } else run.promptEst = est;
+        } else run.promptEst = bound === undefined ? est : Math.min(bound, est);
         let maxTokens = req.maxTokens;
         if (lim.tokensPerRequest !== undefined && maxTokens === undefined && run.promptEst < lim.tokensPerRequest) {
           // cap the output so the request stays within per_request_max

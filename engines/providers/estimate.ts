@@ -29,7 +29,7 @@ export function estimateTokens(req: ChatRequest): number {
 }
 
 /** Byte length without a native call for the common all-ASCII case of short strings. */
-function utf8Bytes(s: string): number {
+export function utf8Bytes(s: string): number {
   if (s.length > 256) return Buffer.byteLength(s, "utf8");
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 127) return Buffer.byteLength(s, "utf8");
   return s.length;

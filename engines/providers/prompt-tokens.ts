@@ -8,7 +8,7 @@
 // - anything else: the byte estimate (estimate.ts), an upper bound.
 // Settlement always uses the upstream's own usage when it reports one (pipeline.finish).
 import type { ChatRequest } from "../chat/types";
-import { estimateTokens, estimateTextTokens } from "./estimate";
+import { estimateTokens, estimateTextTokens, utf8Bytes } from "./estimate";
 import type { LocalPool } from "./local";
 import type { RouteTarget } from "./types";
 
@@ -50,7 +50,7 @@ export function openAiEncoding(model: string, providerType?: string): Encoding |
 // encodeChat builds its special-token patterns on every call (~10 µs for a short chat); the framing
 // is additive (each message: its role's framing plus its content encoded alone; then the reply's
 // priming), so it is measured once per role and the contents are encoded alone (~1 µs). Messages
-// with a `name` frame differently: those chats take encodeChat itself.
+// with a `name` frame differently: those are framed by one encodeChat of the chat with empty contents.
 const framing = new Map<string, number>();
 function frameOf(e: Encoder, enc: Encoding, role: string): number {
   const k = `${enc}\u0000${role}`;
@@ -71,7 +71,10 @@ const NO_SPECIAL = { disallowedSpecial: new Set<string>() }; // special-token te
 
 function chatTokens(e: Encoder, enc: Encoding, req: ChatRequest): number {
   if (req.messages.some((m) => m.name)) {
-    return e.encodeChat(req.messages.map((m) => ({ role: m.role, content: m.content, ...(m.name ? { name: m.name } : {}) })), CHAT_MODEL[enc]).length;
+    // framed with their names in one encodeChat of empty contents; contents encoded alone as text
+    let framed = e.encodeChat(req.messages.map((m) => ({ role: m.role, content: "", ...(m.name ? { name: m.name } : {}) })), CHAT_MODEL[enc]).length;
+    for (const m of req.messages) if (m.content) framed += e.encode(m.content, NO_SPECIAL).length;
+    return framed;
   }
   let n = priming(e, enc);
   for (const m of req.messages) n += frameOf(e, enc, m.role) + (m.content ? e.encode(m.content, NO_SPECIAL).length : 0);
@@ -79,11 +82,11 @@ function chatTokens(e: Encoder, enc: Encoding, req: ChatRequest): number {
 }
 
 function countOpenAi(e: Encoder, enc: Encoding, req: ChatRequest): number {
-  if (req.prompt !== undefined && !req.messages.length) return e.encode(req.prompt).length;
+  if (req.prompt !== undefined && !req.messages.length) return e.encode(req.prompt, NO_SPECIAL).length;
   let n = chatTokens(e, enc, req);
-  for (const m of req.messages) for (const c of m.toolCalls ?? []) n += e.encode(c.name).length + e.encode(c.arguments).length + 3;
-  if (req.tools?.length) n += e.encode(JSON.stringify(req.tools)).length;
-  if (req.prompt) n += e.encode(req.prompt).length;
+  for (const m of req.messages) for (const c of m.toolCalls ?? []) n += e.encode(c.name, NO_SPECIAL).length + e.encode(c.arguments, NO_SPECIAL).length + 3;
+  if (req.tools?.length) n += e.encode(JSON.stringify(req.tools), NO_SPECIAL).length;
+  if (req.prompt) n += e.encode(req.prompt, NO_SPECIAL).length;
   return n;
 }
 
@@ -109,12 +112,39 @@ export function promptTokensOf(targets: readonly RouteTarget[], req: ChatRequest
   return Promise.all(all).then((ns) => Math.max(0, ...ns));
 }
 
+// A bound without tokenizing: every BPE token stands for at least one byte of its text, so the
+// bytes plus the framing (OpenAI's is 3-4 tokens a message and 3 to prime; taken generously here)
+// are never fewer than the count. A request well inside per_request_max is then judged without
+// loading the tokenizer (its rank tables hold ~20 MB that every full GC walks).
+const FRAME_BOUND = 8;
+const PRIMING_BOUND = 16;
+function byteBound(req: ChatRequest): number {
+  let n = PRIMING_BOUND + (req.prompt ? utf8Bytes(req.prompt) : 0);
+  for (const m of req.messages) {
+    n += FRAME_BOUND + utf8Bytes(m.role) + (m.name ? utf8Bytes(m.name) : 0) + (m.content ? utf8Bytes(m.content) : 0);
+    for (const c of m.toolCalls ?? []) n += utf8Bytes(c.name) + utf8Bytes(c.arguments) + 3;
+  }
+  if (req.tools?.length) n += utf8Bytes(JSON.stringify(req.tools));
+  return n;
+}
+
+/** A number never below promptTokensOf's count, found without a tokenizer; undefined when a
+ * target is a local model (its own chat template may add text of its own). */
+export function promptTokensBound(targets: readonly RouteTarget[], req: ChatRequest): number | undefined {
+  let max = 0;
+  for (const t of targets) {
+    if (t.type === "local") return undefined;
+    max = Math.max(max, (openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model)) ? byteBound(req) : estimateTokens(req));
+  }
+  return max;
+}
+
 /** Tokens of embedding inputs on a target (one per input for the separator, as before). */
 export function inputTokens(t: RouteTarget, input: string[]): number | Promise<number> {
   const enc = t.type === "local" ? undefined : (openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model));
   const est = () => input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
   if (!enc) return est();
-  const count = (e: Encoder) => input.reduce((n, s) => n + e.encode(s).length, 0);
+  const count = (e: Encoder) => input.reduce((n, s) => n + e.encode(s, NO_SPECIAL).length, 0);
   const e = encoders.get(enc);
   return e ? count(e) : loadEncoder(enc).then(count, est);
 }

@@ -1,7 +1,11 @@
 // Audit retention (Server spec.retentionDays, default 90): audit entries older than that are
-// deleted in batches of BATCH rows, each batch one short transaction that also adds the rows'
-// per-key/model/day totals to UsageDaily (prisma/repos/retention*.ts), with a turn of the event
-// loop between batches, so requests writing audit rows never wait long. Runs shortly after start
+// deleted in batches, each batch one short transaction that also adds the rows' per-key/model/day
+// totals to UsageDaily (prisma/repos/retention*.ts). On PostgreSQL a batch (BATCH rows) runs on
+// the server, with a turn of the event loop between batches. On SQLite a batch runs on this
+// thread and holds every request while it does, so batches are small (SQLITE_BATCH rows, a few
+// ms at most) and paced: each is followed by PACE times its own duration of rest, so pruning takes at
+// most a fifth of the thread and no request waits behind more than one small batch
+// (`npm run bench -- retention` measures requests while 200,000 entries go). Runs shortly after start
 // and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
 // On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
 // of the AHEAD_DAYS days from today, then each run drops the days wholly past the cutoff as partitions
@@ -12,6 +16,8 @@ import { jsonlArchive } from "./retention-archive";
 
 export const DEFAULT_RETENTION_DAYS = 90;
 export const BATCH = 500;
+const SQLITE_BATCH = 50;
+const PACE = 4;
 const EVERY_MS = 600_000;
 const FIRST_MS = 5_000;
 export const AHEAD_DAYS = 8;
@@ -63,12 +69,16 @@ export class Retention {
     const repo = this.d.db.repos.retention;
     await repo.addPartitions?.(new Date(now), AHEAD_DAYS);
     let total = this.closed ? 0 : ((await repo.dropPartitions?.(cutoff, archive)) ?? 0);
+    const onThread = this.d.db.repos.dialect === "sqlite";
+    const size = onThread ? SQLITE_BATCH : BATCH;
     while (!this.closed) {
       await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
-      const n = await repo.prune(cutoff, BATCH, archive);
+      const t0 = performance.now();
+      const n = await repo.prune(cutoff, size, archive);
       total += n;
-      if (n < BATCH) break;
-      await new Promise((r) => setImmediate(r));
+      if (n < size) break;
+      const took = performance.now() - t0;
+      await new Promise((r) => (onThread ? setTimeout(r, Math.max(1, PACE * took)) : setImmediate(r)));
     }
     if (total) this.d.info("audit retention: pruned entries past retentionDays (their usage roll-ups kept)", { pruned: total, retentionDays: days, ...(dir ? { archivedTo: dir } : {}) });
     return total;
