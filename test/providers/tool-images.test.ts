@@ -6,60 +6,31 @@
 // Gemini beside the functionResponse in the same turn; Ollama on the tool message. A local text
 // model refuses them with a 400 naming it; nothing is dropped.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import Anthropic from "@anthropic-ai/sdk";
-import { Ollama } from "ollama";
-import { ensureTinyModel } from "../../engines/inference";
-import { startEnv, expectError, provider, standIn, type Env, type StandIn } from "../gateway/fixtures";
-import { until } from "../helpers/http";
-import { azureStandIn } from "./standins/azure";
-import { bedrockStandIn } from "./standins/bedrock";
-import { geminiStandIn } from "./standins/gemini";
+import type Anthropic from "@anthropic-ai/sdk";
+import { expectError } from "../gateway/fixtures";
+import { startVisionEnv, lastBody, PNG, PNG_URL, type VisionEnv } from "./vision-env";
 
-// a 1x1 PNG
-const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-const PNG_URL = `data:image/png;base64,${PNG}`;
 const REMOTE = "https://images.example.invalid/chart.png";
-const MODEL_ID = "anthropic.claude-3-5-sonnet-20240620-v1:0";
-const SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 const TOOL = { name: "screenshot", description: "take a screenshot", parameters: { type: "object", properties: { page: { type: "string" } } } };
 
-let env: Env;
-let up: StandIn;
-let az: Awaited<ReturnType<typeof azureStandIn>>;
-let br: Awaited<ReturnType<typeof bedrockStandIn>>;
-let gm: Awaited<ReturnType<typeof geminiStandIn>>;
+let v: VisionEnv;
+let env: VisionEnv["env"];
+let up: VisionEnv["up"];
+let az: VisionEnv["az"];
+let br: VisionEnv["br"];
+let gm: VisionEnv["gm"];
 let secret = "";
 
 beforeAll(async () => {
-  process.env.TIMG_AZ_KEY = "azure-key-toolimg-0123456789";
-  process.env.TIMG_GM_KEY = "AIzaSyToolImgKey0123456789abcdefghijk";
-  process.env.TIMG_BR_CRED = `AKIDTOOLIMG0000001:${SECRET}`;
-  up = await standIn();
-  az = await azureStandIn({ apiKey: process.env.TIMG_AZ_KEY, deployments: ["vision"] });
-  br = await bedrockStandIn({ region: "us-east-1", keys: { AKIDTOOLIMG0000001: SECRET }, models: [MODEL_ID] });
-  gm = await geminiStandIn({ apiKey: process.env.TIMG_GM_KEY, models: ["gemini-2.0-flash"] });
-  env = await startEnv();
-  await ensureTinyModel(env.svc.svc.modelsDir);
-  await env.apply([
-    provider("oai", up, [{ name: "t-openai", upstreamName: "gpt-4o" }]),
-    provider("claude", up, [{ name: "t-claude", upstreamName: "claude-sonnet-4" }], { type: "anthropic" }),
-    { kind: "Provider", name: "llava", spec: { type: "ollama", baseUrl: `http://127.0.0.1:${up.port}`, timeoutSeconds: 5, models: [{ name: "t-ollama", upstreamName: "llava" }] } },
-    { kind: "Provider", name: "azure", spec: { type: "azure-openai", baseUrl: az.origin, credential: "env:TIMG_AZ_KEY", timeoutSeconds: 5, models: [{ name: "t-azure", upstreamName: "vision" }] } },
-    { kind: "Provider", name: "bedrock", spec: { type: "bedrock", baseUrl: br.origin, region: "us-east-1", credential: "env:TIMG_BR_CRED", timeoutSeconds: 5, models: [{ name: "t-bedrock", upstreamName: MODEL_ID }] } },
-    { kind: "Provider", name: "google", spec: { type: "gemini", baseUrl: `${gm.origin}/v1beta`, credential: "env:TIMG_GM_KEY", timeoutSeconds: 5, models: [{ name: "t-gemini", upstreamName: "gemini-2.0-flash" }] } },
-    { kind: "Model", name: "tiny", spec: { file: "svc-tiny.gguf", threads: 1, contextSize: 512, parallel: 1 } },
-  ]);
-  await until(() => env.svc.svc.store.get("Model", "tiny")?.status.conditions?.[0]?.status === "True", 20_000);
-  secret = (await env.key()).secret;
+  v = await startVisionEnv("t", "TOOLIMG");
+  ({ env, up, az, br, gm, secret } = v);
 });
 afterAll(async () => {
-  await env?.stop();
-  await Promise.all([up?.close(), az?.close(), br?.close(), gm?.close()]);
+  await v?.close();
 });
 
-const anthropic = () => new Anthropic({ baseURL: env.url, apiKey: secret, maxRetries: 0 });
-const ollama = () => new Ollama({ host: env.url, headers: { authorization: `Bearer ${secret}` } });
-const lastBody = (requests: Array<{ body: any }>) => requests[requests.length - 1].body;
+const anthropic = () => v.anthropic();
+const ollama = () => v.ollama();
 
 /** An OpenAI chat conversation: the user asks, the model called `screenshot` (twice when `two`),
  * the tools answered, the first with text and the image. The SDK types a tool message as text
