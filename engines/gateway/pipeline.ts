@@ -155,10 +155,9 @@ export class GatewayPipeline implements InferencePipeline {
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
         const lim = this.o.limits.limitsOf(key);
         // per_request_max judges (or caps) the request in tokens, counted with the serving model's
-        // tokenizer (prompt-tokens.ts); a key without it is reserved on the byte estimate alone, so
-        // no other request pays for tokenizing
+        // tokenizer (prompt-tokens.ts) unless its byte bound plus max_tokens already fits; a key
+        // without it is reserved on the byte estimate alone, so no other request pays for tokenizing
         const est = estimateTokens(req);
-        // a request whose byte bound plus max_tokens fits is judged without tokenizing
         const bound = lim.tokensPerRequest !== undefined && req.maxTokens !== undefined ? promptTokensBound(cands, req) : undefined;
         if (lim.tokensPerRequest !== undefined && !(bound !== undefined && bound + req.maxTokens! <= lim.tokensPerRequest)) {
           const counted = promptTokensOf(cands, req, this.o.router.getPool());

@@ -3,10 +3,11 @@
 // totals to UsageDaily (prisma/repos/retention*.ts). On PostgreSQL a batch (BATCH rows) runs on
 // the server, with a turn of the event loop between batches. On SQLite a batch runs on this
 // thread and holds every request while it does, so batches are small (SQLITE_BATCH rows, a few
-// ms at most) and paced: each is followed by PACE times its own duration of rest, so pruning takes at
-// most a fifth of the thread and no request waits behind more than one small batch
-// (`npm run bench -- retention` measures requests while 200,000 entries go). Runs shortly after start
-// and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's rows).
+// ms at most) and paced: each is followed by PACE times its own duration of rest, so pruning
+// takes at most a fifth of the thread and no request waits behind more than one small batch
+// (`npm run bench -- retention` measures requests while 200,000 entries go). Runs shortly after
+// start and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's
+// rows).
 // On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
 // of the AHEAD_DAYS days from today, then each run drops the days wholly past the cutoff as partitions
 // (rolled up and archived the same way), leaving the cutoff's own day and the default partition
