@@ -5,32 +5,15 @@
 // tool messages take text only) get them in a user message right after the tool messages;
 // Gemini beside the functionResponse in the same turn; Ollama on the tool message. A local text
 // model refuses them with a 400 naming it; nothing is dropped.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type Anthropic from "@anthropic-ai/sdk";
 import { expectError } from "../gateway/fixtures";
-import { startVisionEnv, lastBody, PNG, PNG_URL, type VisionEnv } from "./vision-env";
+import { useVisionEnv, lastBody, PNG, PNG_URL } from "./vision-env";
 
 const REMOTE = "https://images.example.invalid/chart.png";
 const TOOL = { name: "screenshot", description: "take a screenshot", parameters: { type: "object", properties: { page: { type: "string" } } } };
 
-let v: VisionEnv;
-let env: VisionEnv["env"];
-let up: VisionEnv["up"];
-let az: VisionEnv["az"];
-let br: VisionEnv["br"];
-let gm: VisionEnv["gm"];
-let secret = "";
-
-beforeAll(async () => {
-  v = await startVisionEnv("t", "TOOLIMG");
-  ({ env, up, az, br, gm, secret } = v);
-});
-afterAll(async () => {
-  await v?.close();
-});
-
-const anthropic = () => v.anthropic();
-const ollama = () => v.ollama();
+const v = useVisionEnv("t", "TOOLIMG");
 
 /** An OpenAI chat conversation: the user asks, the model called `screenshot` (twice when `two`),
  * the tools answered, the first with text and the image. The SDK types a tool message as text
@@ -44,12 +27,12 @@ function openAIChat(model: string, image: string, two = false) {
     { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "home page" }, { type: "image_url", image_url: { url: image } }] },
   ];
   if (two) messages.push({ role: "tool", tool_call_id: "call_2", content: "cart is empty" });
-  return env.client(secret).chat.completions.create({ model, messages, tools: [{ type: "function", function: TOOL }] });
+  return v.env.client(v.secret).chat.completions.create({ model, messages, tools: [{ type: "function", function: TOOL }] });
 }
 
 /** An Anthropic conversation whose tool_result holds text and an image block. */
 function anthropicChat(model: string, source: Anthropic.ImageBlockParam["source"]) {
-  return anthropic().messages.create({
+  return v.anthropic().messages.create({
     model,
     max_tokens: 20,
     tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters as Anthropic.Tool.InputSchema }],
@@ -64,7 +47,7 @@ function anthropicChat(model: string, source: Anthropic.ImageBlockParam["source"
 describe("images in tool results reach each vendor where it takes them", () => {
   it("openai chat tool message with image_url -> Anthropic: text and image blocks inside the tool_result", async () => {
     await openAIChat("t-claude", PNG_URL);
-    const b = lastBody(up.requests);
+    const b = lastBody(v.up.requests);
     expect(b.messages[b.messages.length - 1]).toEqual({
       role: "user",
       content: [{ type: "tool_result", tool_use_id: "call_1", content: [{ type: "text", text: "home page" }, { type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }] }],
@@ -74,7 +57,7 @@ describe("images in tool results reach each vendor where it takes them", () => {
   it("anthropic tool_result with an image block -> Bedrock Converse: toolResult content with an image block", async () => {
     const r = await anthropicChat("t-bedrock", { type: "base64", media_type: "image/png", data: PNG });
     expect(r.content.length).toBeGreaterThan(0);
-    const b = lastBody(br.requests);
+    const b = lastBody(v.br.requests);
     expect(b.messages[b.messages.length - 1]).toEqual({
       role: "user",
       content: [{ toolResult: { toolUseId: "toolu_1", content: [{ text: "home page" }, { image: { format: "png", source: { bytes: PNG } } }] } }],
@@ -83,18 +66,18 @@ describe("images in tool results reach each vendor where it takes them", () => {
 
   it("anthropic tool_result with an image URL -> Anthropic: the url source is kept; -> Bedrock: 400, nothing sent", async () => {
     await anthropicChat("t-claude", { type: "url", url: REMOTE });
-    expect(lastBody(up.requests).messages[2].content[0].content[1]).toEqual({ type: "image", source: { type: "url", url: REMOTE } });
-    const n = br.requests.length;
+    expect(lastBody(v.up.requests).messages[2].content[0].content[1]).toEqual({ type: "image", source: { type: "url", url: REMOTE } });
+    const n = v.br.requests.length;
     const e = await anthropicChat("t-bedrock", { type: "url", url: REMOTE }).then(() => undefined, (x) => x);
     expect(e?.status).toBe(400);
     expect(e?.error?.error?.message).toContain("takes images as bytes only");
-    expect(br.requests.length).toBe(n);
+    expect(v.br.requests.length).toBe(n);
   });
 
   it("openai chat, two parallel results -> Azure: tool messages stay text, the image follows them in a user message", async () => {
     const r = await openAIChat("t-azure", PNG_URL, true);
     expect(r.choices[0].message.content).toBe("echo: Images returned by tool call call_1:");
-    const msgs = lastBody(az.requests).messages;
+    const msgs = lastBody(v.az.requests).messages;
     expect(msgs.slice(2)).toEqual([
       { role: "tool", tool_call_id: "call_1", content: "home page" },
       { role: "tool", tool_call_id: "call_2", content: "cart is empty" },
@@ -103,7 +86,7 @@ describe("images in tool results reach each vendor where it takes them", () => {
   });
 
   it("openai Responses function_call_output with input_image -> OpenAI-compatible: the same user message after it", async () => {
-    const r = await env.client(secret).responses.create({
+    const r = await v.env.client(v.secret).responses.create({
       model: "t-openai",
       tools: [{ type: "function", name: TOOL.name, description: TOOL.description, parameters: TOOL.parameters, strict: false }],
       input: [
@@ -113,7 +96,7 @@ describe("images in tool results reach each vendor where it takes them", () => {
       ],
     });
     expect(r.output_text).toBe("echo: Images returned by tool call call_9:");
-    expect(lastBody(up.requests).messages.slice(2)).toEqual([
+    expect(lastBody(v.up.requests).messages.slice(2)).toEqual([
       { role: "tool", tool_call_id: "call_9", content: "home page" },
       { role: "user", content: [{ type: "text", text: "Images returned by tool call call_9:" }, { type: "image_url", image_url: { url: REMOTE, detail: "low" } }] },
     ]);
@@ -122,7 +105,7 @@ describe("images in tool results reach each vendor where it takes them", () => {
   it("openai chat -> Gemini: the image as inlineData in the functionResponses' turn, after them", async () => {
     const r = await openAIChat("t-gemini", PNG_URL, true);
     expect(r.choices[0].message.content).toBe("echo: Images returned by tool call call_1:");
-    const b = lastBody(gm.requests);
+    const b = lastBody(v.gm.requests);
     expect(b.contents[b.contents.length - 1]).toEqual({
       role: "user",
       parts: [
@@ -135,7 +118,7 @@ describe("images in tool results reach each vendor where it takes them", () => {
   });
 
   it("ollama tool message with images -> Ollama: image_url parts on the tool message (its /v1 API makes them the message's images)", async () => {
-    const r = await ollama().chat({
+    const r = await v.ollama().chat({
       model: "t-ollama",
       stream: false,
       messages: [
@@ -145,8 +128,8 @@ describe("images in tool results reach each vendor where it takes them", () => {
       ],
     });
     expect(r.message.role).toBe("assistant");
-    const msgs = lastBody(up.requests).messages;
-    expect(up.requests[up.requests.length - 1].path).toBe("/v1/chat/completions");
+    const msgs = lastBody(v.up.requests).messages;
+    expect(v.up.requests[v.up.requests.length - 1].path).toBe("/v1/chat/completions");
     expect(msgs[msgs.length - 1]).toMatchObject({
       role: "tool",
       content: [{ type: "text", text: "home page" }, { type: "image_url", image_url: { url: PNG_URL } }],
@@ -165,7 +148,7 @@ describe("images in tool results a model cannot take are refused, never dropped"
 
   it("a tool result part that is not text or an image is the client's 400", async () => {
     const e = await expectError(
-      env.client(secret).responses.create({
+      v.env.client(v.secret).responses.create({
         model: "t-openai",
         input: [
           { type: "function_call", call_id: "c", name: "screenshot", arguments: "{}" },

@@ -3,6 +3,7 @@
 // Ollama upstreams, Azure, Bedrock and Gemini stand-ins checking their vendors' rules, and the
 // local tiny text model, each served as `<prefix>-<type>` (openai, claude, ollama, azure,
 // bedrock, gemini; `tiny` is the local one).
+import { afterAll, beforeAll } from "vitest";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import { ensureTinyModel } from "../../engines/inference";
@@ -63,6 +64,19 @@ export async function startVisionEnv(prefix: string, tag: string): Promise<Visio
       await Promise.all([up.close(), az.close(), br.close(), gm.close()]);
     },
   };
+}
+
+/** The environment of one test file: started before its tests, closed after them. The fields of
+ * what it returns are set once the environment has started. */
+export function useVisionEnv(prefix: string, tag: string): VisionEnv {
+  const v = {} as VisionEnv;
+  beforeAll(async () => {
+    Object.assign(v, await startVisionEnv(prefix, tag));
+  });
+  afterAll(async () => {
+    await v.close?.();
+  });
+  return v;
 }
 
 /** the last request body a stand-in recorded */
