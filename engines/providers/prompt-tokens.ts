@@ -47,6 +47,10 @@ export function openAiEncoding(model: string, providerType?: string): Encoding |
   return undefined;
 }
 
+/** The OpenAI encoding a target counts with (by its upstream name and Provider type, else by the
+ * name clients use), or undefined. */
+const encodingOf = (t: RouteTarget): Encoding | undefined => openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model);
+
 // encodeChat builds its special-token patterns on every call (~10 µs for a short chat); the framing
 // is additive (each message: its role's framing plus its content encoded alone; then the reply's
 // priming), so it is measured once per role and the contents are encoded alone (~1 µs). Messages
@@ -97,7 +101,7 @@ export function promptTokens(t: RouteTarget, req: ChatRequest, pool?: LocalPool)
     const n = pool?.loadedChatTokens?.(local);
     return n ? n.catch(() => estimateTokens(req)) : estimateTokens(req);
   }
-  const enc = openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model);
+  const enc = encodingOf(t);
   if (!enc) return estimateTokens(req);
   const e = encoders.get(enc);
   if (e) return countOpenAi(e, enc, req);
@@ -134,14 +138,14 @@ export function promptTokensBound(targets: readonly RouteTarget[], req: ChatRequ
   let max = 0;
   for (const t of targets) {
     if (t.type === "local") return undefined;
-    max = Math.max(max, (openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model)) ? byteBound(req) : estimateTokens(req));
+    max = Math.max(max, encodingOf(t) ? byteBound(req) : estimateTokens(req));
   }
   return max;
 }
 
 /** Tokens of embedding inputs on a target (one per input for the separator, as before). */
 export function inputTokens(t: RouteTarget, input: string[]): number | Promise<number> {
-  const enc = t.type === "local" ? undefined : (openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model));
+  const enc = t.type === "local" ? undefined : encodingOf(t);
   const est = () => input.reduce((n, s) => n + estimateTextTokens(s) + 1, 0);
   if (!enc) return est();
   const count = (e: Encoder) => input.reduce((n, s) => n + e.encode(s, NO_SPECIAL).length, 0);
