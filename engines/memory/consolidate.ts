@@ -47,18 +47,18 @@ export function plan(snap: ConsolidationSnapshot, s: MemorySettings, now: number
   const byId = (a: number, b: number) => a - b;
   // decay
   const factor = (created: number) => Math.pow(0.5, Math.max(0, now - Math.max(Number(created), since ?? 0)) / (HALF_LIFE_DAYS * DAY));
-  const epSalience = new Map<number, number>();
-  for (const e of snap.episodes) {
-    const f = factor(e.createdAt);
-    epSalience.set(e.id, f < 1 ? e.salience * f : e.salience);
-    if (f < 1) writes.salience.episode.push([e.id, e.salience * f]);
-  }
-  const factSalience = new Map<number, number>();
-  for (const c of snap.candidates) {
-    const f = factor(c.createdAt);
-    factSalience.set(c.id, f < 1 ? c.salience * f : c.salience);
-    if (f < 1) writes.salience.fact.push([c.id, c.salience * f]);
-  }
+  // each record's decayed salience by id; the changed ones go to `changed` to be written
+  const decayed = (items: ReadonlyArray<{ id: number; createdAt: number; salience: number }>, changed: Array<[number, number]>) => {
+    const out = new Map<number, number>();
+    for (const x of items) {
+      const f = factor(x.createdAt);
+      out.set(x.id, f < 1 ? x.salience * f : x.salience);
+      if (f < 1) changed.push([x.id, x.salience * f]);
+    }
+    return out;
+  };
+  const epSalience = decayed(snap.episodes, writes.salience.episode);
+  const factSalience = decayed(snap.candidates, writes.salience.fact);
   report.decay.episodes = writes.salience.episode.length;
   report.decay.facts = writes.salience.fact.length;
   // merge: oldest first, so later near-duplicates fold into earlier ones
