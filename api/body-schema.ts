@@ -39,11 +39,8 @@ function validatorOf(schema: TSchema): ValidateFunction {
 /** Record that the route `method path` validates its body with `schema`, and return its reader. */
 export function jsonBody<S extends TSchema>(method: Method, path: string, schema: S): (ctx: HttpContext) => Promise<Static<S>> {
   registry.set(`${method.toUpperCase()} ${path}`, schema);
-  return async (ctx) => {
-    const body = await readJson(ctx);
-    checkBody(schema, body);
-    return body as Static<S>;
-  };
+  const check = (body: unknown) => checkBody(schema, body);
+  return (ctx) => readJson<Static<S>>(ctx, undefined, check);
 }
 
 /** Record a route whose body an engine validates with `schema` itself (the key routes: the key

@@ -49,7 +49,13 @@ export function openAiEncoding(model: string, providerType?: string): Encoding |
 
 /** The OpenAI encoding a target counts with (by its upstream name and Provider type, else by the
  * name clients use), or undefined. */
-const encodingOf = (t: RouteTarget): Encoding | undefined => openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model);
+const encodingOf = (t: RouteTarget): Encoding | undefined => {
+  // targets are the router's own objects, kept until the config changes: judge each name once
+  let e = encodingMemo.get(t);
+  if (e === undefined) encodingMemo.set(t, (e = openAiEncoding(t.upstreamModel, t.type) ?? openAiEncoding(t.model) ?? null));
+  return e ?? undefined;
+};
+const encodingMemo = new WeakMap<RouteTarget, Encoding | null>();
 
 // encodeChat builds its special-token patterns on every call (~10 µs for a short chat); the framing
 // is additive (each message: its role's framing plus its content encoded alone; then the reply's
@@ -126,7 +132,7 @@ function byteBound(req: ChatRequest): number {
   let n = PRIMING_BOUND + (req.prompt ? utf8Bytes(req.prompt) : 0);
   for (const m of req.messages) {
     n += FRAME_BOUND + utf8Bytes(m.role) + (m.name ? utf8Bytes(m.name) : 0) + (m.content ? utf8Bytes(m.content) : 0);
-    for (const c of m.toolCalls ?? []) n += utf8Bytes(c.name) + utf8Bytes(c.arguments) + 3;
+    if (m.toolCalls) for (const c of m.toolCalls) n += utf8Bytes(c.name) + utf8Bytes(c.arguments) + 3;
   }
   if (req.tools?.length) n += utf8Bytes(JSON.stringify(req.tools));
   return n;

@@ -30,7 +30,9 @@ const seed = () => int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
 const list = (description: string) => opt(Type.Array(Type.Unknown()), "'{field}' must be an array", description);
 const model = (description = "a model id from GET /v1/models") => Type.String({ minLength: 1, description, errorMessage: "'{field}' is required and must be a non-empty string" });
 const messages = <T extends TSchema>(item: T, minItems = 1) => Type.Array(item, { minItems, errorMessage: { type: "'{field}' must be a non-empty array", minItems: "'{field}' must be a non-empty array" } });
-const role = (roles: string[], errorMessage: string) => Type.Union(roles.map((r) => Type.Literal(r)), { errorMessage });
+/** one string of `roles`: an enum, not a union of literals (ajv builds an error object for every
+ * branch of a union tried before the match, on every request) */
+const role = <R extends string>(roles: R[], errorMessage: string) => Type.Unsafe<R>({ type: "string", enum: roles, errorMessage });
 const anything = (description: string) => Type.Optional(Type.Unknown({ description }));
 const inputs = () =>
   Type.Union([Type.String(), Type.Array(Type.String({ errorMessage: "'{field}' must be a string (token arrays are not supported)" }), { minItems: 1, maxItems: MAX_EMBEDDING_INPUTS })], {
