@@ -48,6 +48,8 @@ export class Limits extends UsageRollup {
   declare mirror?: () => boolean;
   private flushing: Promise<void> = Promise.resolve();
   private readonly exchangeRates: () => readonly ExchangeRate[] | undefined;
+  /** needsPrice, made once: no closure per converted request */
+  private readonly budgetedAt = (k: KeyEntry, now: number) => this.needsPrice(k, now);
 
   /** `repo`: the store's limits repository (OpenedDb.repos.limits); on SQLite's direct handle
    * (its `sync` side) admissions are also written ahead (limits/wal.ts). */
@@ -168,7 +170,7 @@ export class Limits extends UsageRollup {
   /** Spend of a request in the key's budget currency (limits/currency.ts); throws when a budgeted
    * key has no declared rate from the price currency: never counted at a wrong rate. */
   inKeyCurrency(k: KeyEntry, est: Estimate, now = this.now()): { est: Estimate; rate: number } {
-    return toKeyCurrency(k, est, this.exchangeRates(), () => this.needsPrice(k, now));
+    return toKeyCurrency(k, est, this.exchangeRates(), this.budgetedAt, now);
   }
 
   /** A price (micro-units of `currency`) in USD micro-units, for the audit log's cost_usd and the

@@ -288,6 +288,7 @@ export class GatewayPipeline implements InferencePipeline {
    * (limits/currency.ts). Before admission a missing rate refuses a budgeted key; after it (a
    * rate removed meanwhile) the admission's own conversion stands. */
   private keyCost(key: KeyEntry, t: RouteTarget, micros: number, model: string, now?: number): number {
+    if ((t.currency ?? "USD") === keyCurrency(key)) return micros; // the common case: nothing to convert
     const est = { spend: micros, currency: t.currency, tokens: 0, requestTokens: 0, priced: true, model };
     if (now !== undefined) return this.o.limits.inKeyCurrency(key, est, now).est.spend;
     try {

@@ -13,14 +13,15 @@ export function keyCurrency(k: KeyEntry): string {
   return k.spec.budget_limits?.currency ?? "USD";
 }
 
-export function toKeyCurrency(k: KeyEntry, est: Estimate, rates: readonly ExchangeRate[] | undefined, budgeted: () => boolean): { est: Estimate; rate: number } {
+/** `budgeted(k, now)` is asked only when there is no rate (the common same-currency case makes no call). */
+export function toKeyCurrency(k: KeyEntry, est: Estimate, rates: readonly ExchangeRate[] | undefined, budgeted: (k: KeyEntry, now: number) => boolean, now: number): { est: Estimate; rate: number } {
   const from = est.currency ?? "USD";
   const to = keyCurrency(k);
   if (from === to) return { est, rate: 1 };
   const rate = rateBetween(rates, from, to);
   if (rate === undefined) {
     // an unbudgeted key counts in the price currency: there is no budget a wrong rate could break
-    if (!budgeted()) return { est, rate: 1 };
+    if (!budgeted(k, now)) return { est, rate: 1 };
     throw new SvcError("forbidden", "permission_denied", `model ${est.model} is priced in ${from} and no exchange rate from ${from} to ${to} (this key's budget currency) is declared in Server.spec.exchangeRates; the request was not sent`, "model");
   }
   return { est: { ...est, spend: Math.ceil(est.spend * rate) }, rate };
