@@ -5,6 +5,7 @@ import { PrismaClient } from "./generated/client";
 import { migrate } from "./migrate";
 import { startCheckpointer } from "./checkpointer";
 import { sqliteRepos } from "./repos/sqlite";
+import { SQLITE_RETENTION } from "./repos/retention-sqlite";
 import type { Repos } from "./repos/types";
 
 export type { PrismaClient };
@@ -47,12 +48,14 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
       await prisma.$queryRawUnsafe(`PRAGMA wal_autocheckpoint = ${pages}`);
     },
     opts.warn ?? ((m) => console.error(m)),
+    { retention: SQLITE_RETENTION },
   );
   return {
     prisma,
     sqlite,
     file,
-    repos: sqliteRepos(prisma, sqlite),
+    // audit retention batches run on the checkpoints' thread when there is one
+    repos: sqliteRepos(prisma, sqlite, checkpointer ? { pruneOffThread: { run: (cutoff, batch) => checkpointer.prune(cutoff, batch), available: () => checkpointer.running() } } : {}),
     writesPaused: () => checkpointer?.writesPaused(),
     close: async () => {
       await checkpointer?.stop();

@@ -1,11 +1,13 @@
 // Audit retention (Server spec.retentionDays, default 90): audit entries older than that are
 // deleted in batches, each batch one short transaction that also adds the rows' per-key/model/day
 // totals to UsageDaily (prisma/repos/retention*.ts). On PostgreSQL a batch (BATCH rows) runs on
-// the server, with a turn of the event loop between batches. On SQLite a batch runs on this
-// thread and holds every request while it does, so batches are small (SQLITE_BATCH rows, a few
-// ms at most) and paced: each is followed by PACE times its own duration of rest, so pruning
-// takes at most a fifth of the thread and no request waits behind more than one small batch
-// (`npm run bench -- retention` measures requests while 200,000 entries go). Runs shortly after
+// the server, with a turn of the event loop between batches. A server on SQLite runs each batch
+// (BATCH rows) on the store's background thread while its direct writes wait (they are queued,
+// requests are not), then rests as long as the batch took, so those writes get as much time
+// (`npm run bench -- retention` measures requests while 200,000 entries go). Without that thread
+// (or with an archive, which this thread writes) a batch holds every request while it runs, so
+// batches are small (SQLITE_BATCH rows, a few ms at most) and followed by PACE times their
+// duration of rest: pruning takes at most a fifth of the thread. Runs shortly after
 // start and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's
 // rows).
 // On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
@@ -70,16 +72,19 @@ export class Retention {
     const repo = this.d.db.repos.retention;
     await repo.addPartitions?.(new Date(now), AHEAD_DAYS);
     let total = this.closed ? 0 : ((await repo.dropPartitions?.(cutoff, archive)) ?? 0);
-    const onThread = this.d.db.repos.dialect === "sqlite";
-    const size = onThread ? SQLITE_BATCH : BATCH;
+    const sqlite = this.d.db.repos.dialect === "sqlite";
     while (!this.closed) {
+      // batches that hold this thread: SQLite's, unless the background thread takes them (asked
+      // each time: that thread may have stopped)
+      const onThread = sqlite && !(repo.offThread && !archive);
+      const size = onThread ? SQLITE_BATCH : BATCH;
       await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
       const t0 = performance.now();
       const n = await repo.prune(cutoff, size, archive);
       total += n;
       if (n < size) break;
       const took = performance.now() - t0;
-      await new Promise((r) => (onThread ? setTimeout(r, Math.max(1, PACE * took)) : setImmediate(r)));
+      await new Promise((r) => (onThread ? setTimeout(r, Math.max(1, PACE * took)) : sqlite ? setTimeout(r, Math.max(1, took)) : setImmediate(r)));
     }
     if (total) this.d.info("audit retention: pruned entries past retentionDays (their usage roll-ups kept)", { pruned: total, retentionDays: days, ...(dir ? { archivedTo: dir } : {}) });
     return total;

@@ -1,5 +1,7 @@
-// Audit retention on SQLite: one synchronous transaction per batch on the direct handle (a few
-// milliseconds for hundreds of rows), so requests writing audit rows wait at most that long.
+// Audit retention on SQLite: one transaction per batch. A server runs it on the store's
+// background thread (prisma/checkpointer.ts, `offload`) while its direct writes wait, so no
+// request waits for it; without that thread (a CLI command, or the thread failed) it runs on the
+// direct handle, holding this thread for the batch (engines/store/retention.ts keeps those small).
 // Timestamps are Prisma's ISO text, so comparing and cutting the day out of them is text work.
 // With an archive, the batch is read first, archived, then rolled up and deleted by id (only this
 // process prunes this file, one run at a time, so the ids are still there).
@@ -18,14 +20,27 @@ const rollUp = (ids: string) => `INSERT INTO "UsageDaily" (keyId, model, day, re
 /** The DateTime text the Prisma SQLite adapter stores: ISO with "+00:00" for "Z". */
 const dbTime = (d: Date) => d.toISOString().slice(0, -1) + "+00:00";
 
+/** A batch's statements, each taking (cutoff as stored text, batch size): the background thread runs them. */
+export const SQLITE_RETENTION = { rollUp: rollUp(OLDEST), remove: `DELETE FROM "AuditEntry" WHERE id IN (${OLDEST})` };
+
+/** Retention batches run on another thread (prisma/checkpointer.ts). */
+export interface OffThreadPrune {
+  run(cutoff: string, batch: number): Promise<number>;
+  available(): boolean;
+}
+
 export class SqliteRetention implements RetentionRepo {
   private readonly run: (cutoff: string, batch: number) => number;
   private readonly runIds: (ids: string) => number;
   private readonly oldest: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
-    const up = db.prepare(rollUp(OLDEST));
-    const del = db.prepare(`DELETE FROM "AuditEntry" WHERE id IN (${OLDEST})`);
+  constructor(
+    private readonly db: Database.Database,
+    /** runs SQLITE_RETENTION elsewhere (the background thread) while it is `available`; else on this handle */
+    private readonly offload?: OffThreadPrune,
+  ) {
+    const up = db.prepare(SQLITE_RETENTION.rollUp);
+    const del = db.prepare(SQLITE_RETENTION.remove);
     // the same rows both times: nothing else writes between the statements of a transaction here
     this.run = db.transaction((cutoff: string, batch: number) => {
       up.run(cutoff, batch);
@@ -40,8 +55,13 @@ export class SqliteRetention implements RetentionRepo {
     this.oldest = db.prepare(`SELECT * FROM "AuditEntry" WHERE timestamp < ? ORDER BY timestamp, id LIMIT ?`);
   }
 
+  /** Whether batches run off this thread (they may then be larger). */
+  get offThread(): boolean {
+    return this.offload?.available() === true;
+  }
+
   async prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number> {
-    if (!archive) return this.run(dbTime(cutoff), batch);
+    if (!archive) return this.offThread ? this.offload!.run(dbTime(cutoff), batch) : this.run(dbTime(cutoff), batch);
     const raw = this.oldest.all(dbTime(cutoff), batch) as Array<Record<string, unknown>>;
     if (!raw.length) return 0;
     await archive(raw.map(archivedRow));

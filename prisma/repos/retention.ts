@@ -24,6 +24,8 @@ export interface RetentionRepo {
    * (PostgreSQL: those on the cutoff's own day and in the default partition; `dropPartitions`
    * takes the days before). */
   prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number>;
+  /** SQLite: batches without an archive run on the store's background thread, not the caller's */
+  readonly offThread?: boolean;
   stats(): Promise<StoreStats>;
   /** PostgreSQL (auditentry partitioned by UTC day): make sure the partitions of `days` UTC days
    * from `from` exist (the retention run: today and the next ones, ahead of their rows); false

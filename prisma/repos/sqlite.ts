@@ -5,7 +5,7 @@
 // the Prisma client's interactive transaction like the model reads around them.
 import type Database from "better-sqlite3";
 import { SqliteTasks } from "./tasks-sqlite";
-import { SqliteRetention } from "./retention-sqlite";
+import { SqliteRetention, type OffThreadPrune } from "./retention-sqlite";
 import type { PrismaClient } from "../generated/client";
 import { resourceRepo, type RawClient } from "./resources";
 import {
@@ -107,9 +107,9 @@ function limitsRepo(sync: SqliteLimits): LimitsRepo & { sync: SyncLimits } {
 
 
 /** The SQLite store's repositories: `handle` is the direct connection to the Prisma client's file. */
-export function sqliteRepos(prisma: PrismaClient, handle: Database.Database): SqliteRepos {
+export function sqliteRepos(prisma: PrismaClient, handle: Database.Database, opts: { pruneOffThread?: OffThreadPrune } = {}): SqliteRepos {
   const st = new Statements(handle);
-  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new SqliteTasks(handle, prisma), retention: new SqliteRetention(handle) };
+  return { dialect: "sqlite", audit: auditRepo(new SqliteAudit(st)), limits: limitsRepo(new SqliteLimits(st)), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new SqliteTasks(handle, prisma), retention: new SqliteRetention(handle, opts.pruneOffThread) };
 }
 
 /** SQLite's repositories always have their synchronous side. */

@@ -1,7 +1,8 @@
 // WAL checkpoints run on a worker thread (prisma/checkpointer.ts): the server's connections
 // have automatic checkpoints off, and the worker still moves committed pages into the main
 // database file, so the WAL does not grow without bound. The audit writer holds its writes while a
-// checkpoint runs, so checkpoints finish and the WAL starts over.
+// checkpoint runs, so checkpoints finish and the WAL starts over. Audit retention batches run on
+// the same thread, the same way.
 import { describe, it, expect } from "vitest";
 import { readFileSync, statSync } from "node:fs";
 import { AuditLog } from "../../engines/gateway/audit/log";
@@ -59,10 +60,39 @@ describe("background checkpoints", () => {
     }
   });
 
+  it("audit retention batches run on the thread while the audit writer holds its writes, and leave the roll-ups", async () => {
+    const db = await openDb(path.join(await tempDir("svc-ckpt-"), "svc.db"));
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {}, writesPaused: () => db.writesPaused() });
+    try {
+      expect(db.repos.retention.offThread).toBe(true);
+      const old = new Date(Date.now() - 100 * 86_400_000);
+      for (let i = 0; i < 300; i++) log.record({ timestamp: old, apiKeyId: "key_a", requestId: `old_${i}`, action: "chat.completions", status: "success", latencyMs: 1, promptTokens: 2, completionTokens: 3, costMicros: 5n, metadata: {} });
+      await log.flush();
+      const cutoff = new Date(Date.now() - 90 * 86_400_000);
+      // a batch holds direct writes until the thread answers: an entry recorded meanwhile is
+      // written after it, and never by this thread while the batch holds the write lock
+      const batch = db.repos.retention.prune(cutoff, 200);
+      expect(db.writesPaused()).toBeDefined();
+      log.record({ timestamp: new Date(), apiKeyId: "key_a", requestId: "new", action: "chat.completions", status: "success", latencyMs: 1, promptTokens: 1, completionTokens: 1, costMicros: 0n, metadata: {} });
+      const flushed = log.flush();
+      expect(await batch).toBe(200);
+      await flushed;
+      expect(await db.repos.retention.prune(cutoff, 200)).toBe(100);
+      expect(db.writesPaused()).toBeUndefined();
+      expect(await db.prisma.auditEntry.findMany({ select: { requestId: true } })).toEqual([{ requestId: "new" }]);
+      const daily = await db.prisma.usageDaily.findMany({ where: { keyId: "key_a" } });
+      expect(daily.map((d) => ({ requests: d.requests, costMicros: Number(d.costMicros) }))).toEqual([{ requests: 300, costMicros: 1500 }]);
+    } finally {
+      await log.close();
+      await db.close();
+    }
+  });
+
   it("a short CLI command opens the store without the thread (automatic checkpoints stay on)", async () => {
     const db = await openDb(path.join(await tempDir("svc-ckpt-"), "svc.db"), { backgroundCheckpoints: false });
     try {
       expect(db.sqlite.pragma("wal_autocheckpoint", { simple: true })).toBe(1000);
+      expect(db.repos.retention.offThread).toBe(false); // retention batches run on the caller's thread
     } finally {
       await db.close();
     }

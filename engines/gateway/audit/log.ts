@@ -63,7 +63,7 @@ export class AuditLog {
       flushMs?: number;
       maxBatch?: number;
       log?: (m: string) => void;
-      /** a promise while direct writes should wait (a background WAL checkpoint is running) */
+      /** a promise while direct writes should wait (a job on the store's background thread is running) */
       writesPaused?: () => Promise<void> | undefined;
     } = {},
   ) {
@@ -240,8 +240,8 @@ export class AuditLog {
    * between them: no request waits behind more than ~1 ms of audit writing. */
   private async writeDirect(sync: SyncAudit, batch: Row[]): Promise<void> {
     for (let i = 0; i < batch.length; i += DIRECT_CHUNK) {
-      const paused = this.writesPaused?.();
-      if (paused) await paused;
+      // another job may take the store as this one ends: look again after each wait
+      for (let paused = this.writesPaused?.(); paused; paused = this.writesPaused?.()) await paused;
       const rows = batch.slice(i, i + DIRECT_CHUNK);
       try {
         sync.insert(rows); // one statement: atomic

@@ -69,12 +69,16 @@ export class LimitsPersistence {
   /** Save changed counters and rate windows; fold the write-ahead journal. */
   async write(): Promise<void> {
     if (this.dirty.size === 0 && !this.rates.changed() && !this.wal?.changed) return;
-    const paused = this.opts.writesPaused?.();
-    if (paused) await paused;
     // An audit batch being written holds rows that are neither queued nor on disk: wait for it,
     // then snapshot and commit without yielding (drainSync refuses if one started meanwhile).
+    // A job on the store's background thread may start during either wait: look again until
+    // neither holds.
     const audit = this.opts.audit?.();
-    for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
+    for (;;) {
+      for (let paused = this.opts.writesPaused?.(); paused; paused = this.opts.writesPaused?.()) await paused;
+      for (let i = 0; audit?.writing && i < 20; i++) await audit.idle().catch(() => undefined);
+      if (!this.opts.writesPaused?.()) break;
+    }
     // Snapshot synchronously: the values, the rate windows and the settled rows of one instant.
     const counters = [...this.dirty];
     this.dirty.clear();
