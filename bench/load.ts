@@ -4,6 +4,7 @@
 // autocannon's own latency histogram holds whole milliseconds, too coarse for sub-millisecond
 // overheads, so every response's time (autocannon measures it with hrtime) is kept here.
 import autocannon from "autocannon";
+import { sortedPercentile } from "./report";
 
 export interface LoadOptions {
   url: string;
@@ -11,6 +12,10 @@ export interface LoadOptions {
   body: string;
   connections: number;
   seconds: number;
+  /** requests per second across all connections (autocannon's overallRate); unset: as fast as answered */
+  rate?: number;
+  /** also return every 2xx response's latency (ms), for percentiles over several runs */
+  samples?: boolean;
 }
 
 export interface LoadResult {
@@ -26,11 +31,7 @@ export interface LoadResult {
   max: number;
   errors: number;
   non2xx: number;
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+  samples?: number[];
 }
 
 async function run(o: LoadOptions): Promise<LoadResult> {
@@ -47,6 +48,7 @@ async function run(o: LoadOptions): Promise<LoadResult> {
       body: o.body,
       connections: o.connections,
       duration: o.seconds,
+      ...(o.rate ? { overallRate: o.rate } : {}),
     },
     (err, result) => (err ? fail(err) : finish(result)),
   );
@@ -66,12 +68,13 @@ async function run(o: LoadOptions): Promise<LoadResult> {
     rps: r.requests.total / r.duration,
     perSecond,
     mean,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    p999: percentile(sorted, 99.9),
+    p50: sortedPercentile(sorted, 50),
+    p99: sortedPercentile(sorted, 99),
+    p999: sortedPercentile(sorted, 99.9),
     max: sorted.length ? sorted[sorted.length - 1] : 0,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
+    ...(o.samples ? { samples: times } : {}),
   };
 }
 

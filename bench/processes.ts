@@ -85,7 +85,7 @@ spec:
 
 /** One autocannon run (bench/load.ts, which also spreads connections over a list of URLs) as a
  * child process on core 0; its JSON result. */
-export async function loadRun(spec: { url: string | string[]; headers: Record<string, string>; body: string; connections: number; seconds: number }): Promise<any> {
+export async function loadRun(spec: { url: string | string[]; headers: Record<string, string>; body: string; connections: number; seconds: number; rate?: number; samples?: boolean }): Promise<any> {
   const p = start(0, process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify(spec)]);
   let out = "";
   let err = "";

@@ -23,6 +23,13 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 }
 
+/** The nearest-rank percentile of values already sorted ascending; 0 when there are none
+ * (bench/load.ts's latencies, and phases pooled from several of its runs). */
+export function sortedPercentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
 /** Write this run's sections into latest.md / latest.json. A run of some sections (`npm run bench
  * -- gateway`) replaces those sections and keeps the others from earlier runs; each section says
  * when and where it was measured. */
