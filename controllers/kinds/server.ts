@@ -1,5 +1,6 @@
 // The Server singleton: effective settings (the manifest with defaults, or defaults when no
-// Server object exists) into svc.server, and the HTTP listener bound where they say.
+// Server object exists) into svc.server on every replica (the projection), and the HTTP
+// listener bound where they say (the reconcile).
 // Explicit start options (--host, --port / SVC_PORT) beat the manifest: the person starting the
 // process decided, the same way an env var beats a config file.
 import { Value } from "@sinclair/typebox/value";
@@ -53,17 +54,29 @@ export function serverController(
   /** lets finalize hand over to a remaining Server object that was reported Duplicate */
   enqueue?: (ref: { kind: string; name: string }) => void,
 ): KindController<"Server"> {
-  const apply = async (spec: unknown) => {
+  const settle = (spec: unknown) => {
     const eff = effectiveServer(spec);
     svc.server = eff;
     svc.modelsDir = resolveModelsDir(svc.home, eff.modelsDir);
-    const want = desiredAddress(eff, overrides);
+    return eff;
+  };
+  const apply = async (spec: unknown) => {
+    const want = desiredAddress(settle(spec), overrides);
     const cur = listener.address();
     return sameAddress(cur, want) ? cur! : listener.bind(want.host, want.port);
   };
 
+  // every replica's settings follow the store (CORS, allowed hosts, limits, exchange rates,
+  // retention), whichever replica runs the controllers; binding the listener is the reconcile's
+  const specs = new Map<string, unknown>();
   return {
     kind: "Server",
+    project(name, obj) {
+      if (obj) specs.set(name, obj.spec);
+      else specs.delete(name);
+      const first = [...specs.keys()].sort((a, b) => a.localeCompare(b))[0];
+      settle(first === undefined ? undefined : specs.get(first));
+    },
     async reconcile(obj, ctx) {
       const first = ctx.store.list({ kind: "Server" }).sort((a, b) => a.name.localeCompare(b.name))[0];
       if (first && first.name !== obj.name) {

@@ -4,7 +4,7 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { missingServices } from "../helpers/services";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
-import { until } from "../helpers/http";
+import { eventually, until } from "../helpers/http";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -78,5 +78,21 @@ describe.skipIf(!!missing)("replicas writing keys concurrently converge", () => 
         expect(g.json.status).toBe(w.revoked ? "revoked" : "active");
       }
     }
+  });
+
+  it("a Server change written through one replica is in effect on every replica, whichever runs the controllers", async () => {
+    const origin = "http://app.example";
+    const corsOf = async (r: Replica) => {
+      const res = await fetch(`${r.url}/v1/models`, { headers: { origin } });
+      await res.text();
+      return { status: res.status, allowed: res.headers.get("access-control-allow-origin") };
+    };
+    for (const r of rs) expect(await corsOf(r)).toEqual({ status: 403, allowed: null });
+    await rs[1].svc.svc.store.write([{ op: "upsert", kind: "Server", name: "main", owner: "config:test", spec: { cors: { allowedOrigins: [origin] }, retentionDays: 30 } }]);
+    const inEffect = async () => (await Promise.all(rs.map(corsOf))).every((c) => c.status === 200 && c.allowed === origin);
+    await eventually(inEffect, 15_000, 50).catch(() => undefined);
+    expect(await Promise.all(rs.map(corsOf))).toEqual(rs.map(() => ({ status: 200, allowed: origin })));
+    // the retention runs of every replica read the same retentionDays
+    for (const r of rs) expect(r.svc.svc.server.retentionDays).toBe(30);
   });
 });
