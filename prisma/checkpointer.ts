@@ -33,6 +33,9 @@ interface Answer {
 /** A job that does not report back within this long no longer holds writes. */
 const MAX_PAUSE_MS = 2000;
 
+const STOP_WAIT_MS = 2000;
+const within = (p: Promise<unknown>, ms: number) => Promise.race([p, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+
 /** `setAuto(pages)` sets wal_autocheckpoint on every connection that writes the file. */
 export async function startCheckpointer(
   file: string,
@@ -130,13 +133,13 @@ export async function startCheckpointer(
       if (stopping) return;
       stopping = true;
       answer?.settle({ error: "stopping" });
-      await setAuto(1000).catch(() => undefined);
+      // every wait bounded: a stop never hangs on this thread
+      await within(setAuto(1000).catch(() => undefined), STOP_WAIT_MS);
       const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
       worker.ref(); // keep the process alive until the last checkpoint is done
       worker.postMessage("stop");
-      const timeout = new Promise<void>((resolve) => setTimeout(resolve, 5000).unref());
-      await Promise.race([exited, timeout]);
-      await worker.terminate().catch(() => undefined);
+      await within(exited, 5000);
+      await within(worker.terminate().catch(() => undefined), STOP_WAIT_MS);
     },
   };
 }

@@ -11,6 +11,7 @@ import { storeFile } from "../paths";
 import { migratePg } from "./pg-migrate";
 import { postgresRepos } from "../../prisma/repos/postgres";
 import { journaledAudit, recoverJournal } from "../../prisma/repos/audit-journal";
+import { storePool } from "./pg-pool";
 
 export interface StoreDb extends OpenedDb {
   /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
@@ -34,7 +35,8 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
     await migratePg(url);
     const { PrismaPg } = await import("@prisma/adapter-pg");
     const { PrismaClient: PgClient } = await import("../../prisma/generated-pg/client");
-    const client = new PgClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }) });
+    const store = storePool(url);
+    const client = new PgClient({ adapter: new PrismaPg(store.pool, { disposeExternalPool: true }) });
     await client.$connect();
     // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits its
     // model queries; raw SQL is the repositories' business (prisma/repos/postgres.ts).
@@ -54,7 +56,7 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
       postgresUrl: url,
       local,
       close: async () => {
-        await client.$disconnect().catch(() => undefined);
+        await store.close(() => client.$disconnect(), (m) => (opts.warn ?? console.error)(m));
         await local.close();
       },
     };

@@ -122,7 +122,11 @@ export async function startCluster(n: number): Promise<{ shared: Shared; up: Sta
   const up = await standIn({ promptTokens: 2, completionTokens: 5 });
   const rs: Replica[] = [];
   const stop = async () => {
-    for (const r of rs) await r.svc.stop().catch(() => undefined);
+    for (const r of rs) {
+      await r.svc.stop().catch(() => undefined);
+      // a connection found stuck at stop (engines/store/pg-pool.ts): shown, so CI's log says which
+      for (const l of r.svc.logs) if (l.level === "warn" && /^PostgreSQL: /.test(String(l.msg))) console.warn(`replica ${r.url}: ${l.msg}`);
+    }
     await up.close();
     await shared.stop();
   };
