@@ -64,6 +64,9 @@ export class ResourceStore extends EventEmitter {
   private rev = 0;
   private statusQueue = new Map<string, StoredObject>();
   private statusFlush: Promise<void> | null = null;
+  /** set by close(): nothing may start a database write after it (a transaction begun while the
+   * client disconnects is left open, and holds the connection pool's end for ever) */
+  private closed = false;
   /** writes and re-reads, one at a time: a re-read interleaved with a local write would drop the
    * write from memory (its snapshot predates it) or swallow another replica's change */
   private writing: Promise<unknown> = Promise.resolve();
@@ -90,6 +93,7 @@ export class ResourceStore extends EventEmitter {
 
   /** Re-read everything from the database (another process may have written it). Returns true if the revision moved. */
   reload(): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
     const run = this.writing.then(() => this.doReload());
     this.writing = run.catch(() => undefined);
     return run;
@@ -140,6 +144,7 @@ export class ResourceStore extends EventEmitter {
    * Returns the new revision and the refs actually changed.
    */
   write(ops: WriteOp[], opts: { expectedRevision?: number } = {}): Promise<{ revision: number; changed: Ref[] }> {
+    if (this.closed) return Promise.reject(new Error("the store is closed: svc is stopping; nothing was written"));
     const run = this.writing.then(() => this.doWrite(ops, opts));
     this.writing = run.catch(() => undefined);
     return run;
@@ -217,7 +222,8 @@ export class ResourceStore extends EventEmitter {
     this.statusQueue.set(refKey(kind, name), cur);
     this.emit("status", { kind, name });
     // a failed timed flush keeps its batch queued (flushStatus) for the next one: never an unhandled rejection
-    if (!this.statusFlush) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus()).catch(() => undefined);
+    // after close() a status stays in memory only (the running reconciler writes it again)
+    if (!this.statusFlush && !this.closed) this.statusFlush = new Promise((r) => setTimeout(r, 20)).then(() => this.flushStatus()).catch(() => undefined);
   }
 
   /** Persist queued status writes now. */
@@ -249,13 +255,14 @@ export class ResourceStore extends EventEmitter {
   /** Remove an object whose deletion was requested, once its controller cleaned up. */
   async purge(kind: string, name: string): Promise<void> {
     const cur = this.objects.get(refKey(kind, name));
-    if (!cur || !cur.deleting) return;
+    if (!cur || !cur.deleting || this.closed) return;
     await this.prisma.resource.deleteMany({ where: { kind, name, deletedAt: { not: null } } });
     this.objects.delete(refKey(kind, name));
     this.statusQueue.delete(refKey(kind, name));
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.writing;
     // a timed flush already running must finish before the database closes (slow on PostgreSQL)
     const timed = this.statusFlush;
