@@ -1,9 +1,10 @@
 // The shared store's PostgreSQL connection pool, owned here rather than by the Prisma adapter so
-// that closing it is bounded. pg's pool.end() waits for every checked-out connection to come
-// back: one whose query never returns (a lock wait, a server that stopped answering) would hold
-// svc's stop for ever. Past CLOSE_WAIT_MS, what those connections are doing is read from
-// pg_stat_activity (their application_name is this pool's own), logged, and the server is asked
-// to end them; their queries fail, the pool ends, and the stop goes on.
+// that closing it is safe and bounded. Prisma's disconnect strands a transaction it finds in the
+// middle of its callback (left idle in transaction after BEGIN, its connection never returned),
+// and pg's pool.end() waits for every checked-out connection: either would hold svc's stop for
+// ever. So close first lets work on a connection finish (at most CLOSE_WAIT_MS); what is still
+// busy then is read from pg_stat_activity (by this pool's own application_name), logged, and
+// ended by the server; then the pool closes.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 
@@ -11,7 +12,7 @@ const CLOSE_WAIT_MS = 5000;
 
 export interface StorePool {
   pool: pg.Pool;
-  /** Run `disconnect` (the Prisma client's, which ends this pool), bounded as above. */
+  /** Run `disconnect` (the Prisma client's, which ends this pool) as above. */
   close(disconnect: () => Promise<void>, warn: (msg: string) => void): Promise<void>;
 }
 
@@ -27,23 +28,28 @@ export function storePool(url: string, max = 10, waitMs = CLOSE_WAIT_MS): StoreP
   return {
     pool,
     async close(disconnect, warn) {
-      const done = disconnect().catch(() => undefined);
-      if (await within(done, waitMs)) return;
-      const admin = new pg.Client({ connectionString: url, application_name: `${name}-close` });
-      try {
-        await admin.connect();
-        const { rows } = await admin.query(
-          `SELECT pid, state, wait_event_type, wait_event, left(query, 300) AS query, pg_terminate_backend(pid) AS ended
-           FROM pg_stat_activity WHERE application_name = $1`,
-          [name],
-        );
-        warn(`PostgreSQL: connections still busy ${waitMs / 1000} s into stop were ended: ${JSON.stringify(rows)}`);
-      } catch (e) {
-        warn(`PostgreSQL: connections still busy at stop could not be ended: ${String((e as Error)?.message ?? e)}`);
-      } finally {
-        await admin.end().catch(() => undefined);
-      }
-      if (!(await within(done, waitMs))) warn("PostgreSQL: the connection pool did not close; stopping without it");
+      const busy = () => pool.totalCount > pool.idleCount;
+      for (const end = Date.now() + waitMs; busy() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+      if (busy()) await endBusy(url, name, waitMs, warn);
+      if (!(await within(disconnect().catch(() => undefined), waitMs))) warn("PostgreSQL: the connection pool did not close; stopping without it");
     },
   };
+}
+
+/** Ask the server to end the pool's connections that are not idle, saying what they were doing. */
+async function endBusy(url: string, name: string, waitMs: number, warn: (msg: string) => void): Promise<void> {
+  const admin = new pg.Client({ connectionString: url, application_name: `${name}-close` });
+  try {
+    await admin.connect();
+    const { rows } = await admin.query(
+      `SELECT pid, state, wait_event_type, wait_event, left(query, 300) AS query, pg_terminate_backend(pid) AS ended
+       FROM pg_stat_activity WHERE application_name = $1 AND state IS DISTINCT FROM 'idle'`,
+      [name],
+    );
+    warn(`PostgreSQL: connections still busy ${waitMs / 1000} s into stop were ended: ${JSON.stringify(rows)}`);
+  } catch (e) {
+    warn(`PostgreSQL: connections still busy at stop could not be ended: ${String((e as Error)?.message ?? e)}`);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
 }

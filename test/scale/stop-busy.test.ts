@@ -1,7 +1,11 @@
-// Stopping a replica whose PostgreSQL connection is stuck in a query (engines/store/pg-pool.ts):
-// the stop still ends, within seconds, and says which query it ended.
+// Closing the PostgreSQL store while its connections are in use (engines/store/pg-pool.ts): a
+// transaction begun just before finishes and commits; a query that never returns is ended, named
+// in a warning, and the stop still ends.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import pg from "pg";
 import { missingServices } from "../helpers/services";
+import { tempDir } from "../helpers/svc";
+import { openStore } from "../../engines/store/open";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
 
 const missing = missingServices();
@@ -19,6 +23,23 @@ describe.skipIf(!!missing)("stop with a busy PostgreSQL connection", () => {
   afterAll(async () => {
     await r?.svc.stop().catch(() => undefined);
     await shared?.stop();
+  });
+
+  it("a transaction begun just before the store closes finishes and commits; nothing is ended", async () => {
+    const warnings: string[] = [];
+    const db = await openStore(await tempDir("svc-close-"), { env: { SVC_DATABASE_URL: shared.pg.url }, warn: (m) => warnings.push(m) });
+    const tx = db.prisma.$transaction(async (t) => {
+      await new Promise((r) => setTimeout(r, 50)); // still in the callback when close() is called
+      await t.$executeRawUnsafe(`INSERT INTO meta (key, value) VALUES ('close-test', 'committed')`);
+    }).then(() => "committed", (e: Error) => `failed: ${e.message}`);
+    await new Promise((r) => setTimeout(r, 5));
+    await db.close();
+    expect(await tx).toBe("committed");
+    expect(warnings).toEqual([]);
+    const c = new pg.Client({ connectionString: shared.pg.url });
+    await c.connect();
+    expect((await c.query(`SELECT value FROM meta WHERE key = 'close-test'`)).rows).toEqual([{ value: "committed" }]);
+    await c.end();
   });
 
   it("ends the query that never returns, names it in a warning, and finishes stopping", async () => {
