@@ -63,9 +63,11 @@ describe.skipIf(!!missing)("tasks across 3 replicas", () => {
   }, 120_000);
 
   // tearing down three replicas (each drains its listener and ends its task leases), PostgreSQL
-  // and Redis: once seen to take over a minute on a loaded machine. One cause found and fixed: the
+  // and Redis: once seen to take over a minute on a loaded machine. Two causes found and fixed: the
   // replicas share this process's upstream pools, and the first replica's shutdown waited for the
-  // others' model calls until their provider timeout (engines/providers/http.ts closePools)
+  // others' model calls until their provider timeout (engines/providers/http.ts closePools); and a
+  // store transaction begun as the database closed was stranded, holding the pool's end for ever
+  // (engines/store/pg-pool.ts, prisma/resource-store.ts close)
   afterAll(async () => {
     await stop?.();
     await up?.close();
