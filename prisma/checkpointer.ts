@@ -6,6 +6,7 @@
 // wait on: a checkpoint can then finish the WAL, and a retention batch never makes this thread
 // wait for the write lock. Jobs run one at a time; requests never wait for them.
 import { Worker } from "node:worker_threads";
+import { within } from "./waits";
 
 export interface Checkpointer {
   stop(): Promise<void>;
@@ -34,7 +35,6 @@ interface Answer {
 const MAX_PAUSE_MS = 2000;
 
 const STOP_WAIT_MS = 2000;
-const within = (p: Promise<unknown>, ms: number) => Promise.race([p, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
 
 /** `setAuto(pages)` sets wal_autocheckpoint on every connection that writes the file. */
 export async function startCheckpointer(
@@ -134,12 +134,12 @@ export async function startCheckpointer(
       stopping = true;
       answer?.settle({ error: "stopping" });
       // every wait bounded: a stop never hangs on this thread
-      await within(setAuto(1000).catch(() => undefined), STOP_WAIT_MS);
+      await within(setAuto(1000), STOP_WAIT_MS);
       const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
       worker.ref(); // keep the process alive until the last checkpoint is done
       worker.postMessage("stop");
       await within(exited, 5000);
-      await within(worker.terminate().catch(() => undefined), STOP_WAIT_MS);
+      await within(worker.terminate(), STOP_WAIT_MS);
     },
   };
 }

@@ -7,6 +7,7 @@
 // ended by the server; then the pool closes.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
+import { within } from "../../prisma/waits";
 
 const CLOSE_WAIT_MS = 5000;
 
@@ -15,12 +16,6 @@ export interface StorePool {
   /** Run `disconnect` (the Prisma client's, which ends this pool) as above. */
   close(disconnect: () => Promise<void>, warn: (msg: string) => void): Promise<void>;
 }
-
-const within = (p: Promise<unknown>, ms: number) =>
-  new Promise<boolean>((resolve) => {
-    const t = setTimeout(() => resolve(false), ms);
-    void p.then(() => (clearTimeout(t), resolve(true)));
-  });
 
 export function storePool(url: string, max = 10, waitMs = CLOSE_WAIT_MS): StorePool {
   const name = `svc-store-${randomUUID().slice(0, 8)}`;
@@ -31,7 +26,7 @@ export function storePool(url: string, max = 10, waitMs = CLOSE_WAIT_MS): StoreP
       const busy = () => pool.totalCount > pool.idleCount;
       for (const end = Date.now() + waitMs; busy() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
       if (busy()) await endBusy(url, name, waitMs, warn);
-      if (!(await within(disconnect().catch(() => undefined), waitMs))) warn("PostgreSQL: the connection pool did not close; stopping without it");
+      if (!(await within(disconnect(), waitMs))) warn("PostgreSQL: the connection pool did not close; stopping without it");
     },
   };
 }
