@@ -5,7 +5,7 @@ import type { Host } from "../host";
 import type { Gateway } from "../gateway";
 import type { ToolRegistry } from "../tools/types";
 
-type ReadinessHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry } };
+type ReadinessHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry; pool?: { has(name: string): boolean } } };
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import { missingTools, offeredTools } from "./policy";
 import { missingCapabilities } from "./capabilities";
@@ -31,6 +31,10 @@ export function readiness(svc: ReadinessHost, spec: AgentSpec, modelOverride?: s
   if (targets.every((t) => t.type === "local")) {
     const c = svc.store.get("Model", targets[0].upstreamModel)?.status.conditions?.find((x) => x.type === "Ready");
     if (c?.status === "False") return { ready: false, reason: "ModelNotReady", message: `local model ${JSON.stringify(model)} is not ready: ${c.reason}: ${c.message}`, model };
+    // the router knows a Model from its store write on; the pool only once its controller has
+    // checked the file: until then a run would fail with "no local model" (the Model's status
+    // write wakes the Agent controller again)
+    if (!svc.engines.pool?.has(targets[0].upstreamModel)) return { ready: false, reason: "ModelNotReady", message: `local model ${JSON.stringify(model)} is not registered yet (its file has not been checked)`, model };
   }
   const tools = svc.engines.tools;
   const missing = missingTools(spec.toolPolicy, tools);

@@ -26,7 +26,7 @@ describe("examples/agents", () => {
     expect(list.data.map((a: any) => a.id)).toEqual(["helper", "researcher"]);
     const r = await fetch(`${s.url}/agents/helper/run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "hello" }) });
     const j: any = await r.json();
-    expect(r.status).toBe(200);
+    expect(r.status, JSON.stringify(j)).toBe(200);
     expect(j).toMatchObject({ agent: "helper", model: "svc-tiny" });
     expect(["completed", "incomplete"]).toContain(j.status);
   }, 60_000);
