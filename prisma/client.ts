@@ -21,6 +21,8 @@ export interface OpenedDb {
   repos: Repos;
   /** While a background checkpoint runs: a promise to hold direct writes on (prisma/checkpointer.ts). */
   writesPaused(): Promise<void> | undefined;
+  /** set when replicas share a PostgreSQL store (engines/store/open.ts): its URL */
+  postgresUrl?: string;
   close(): Promise<void>;
 }
 

@@ -326,7 +326,7 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
 /** The memory engine on the store svc runs on: PostgreSQL when replicas share one
  * (SVC_DATABASE_URL), else the embedded SQLite file. */
 export async function createMemory(svc: MemoryHost, clock?: Clock): Promise<MemoryEngine> {
-  const url = (svc.db as { postgresUrl?: string }).postgresUrl;
+  const url = svc.db.postgresUrl;
   let m: MemoryEngine;
   if (url) {
     const { openPgMemory } = await import("./pg/open");

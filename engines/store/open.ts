@@ -14,8 +14,6 @@ import { journaledAudit, recoverJournal } from "../../prisma/repos/audit-journal
 import { storePool } from "./pg-pool";
 
 export interface StoreDb extends OpenedDb {
-  /** set in PostgreSQL mode: the shared database's URL (the lease takes its own connection) */
-  postgresUrl?: string;
   /** set in PostgreSQL mode: this replica's own SQLite store (its `sqlite` handle is this one's) */
   local?: OpenedDb;
 }
@@ -56,7 +54,7 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
       postgresUrl: url,
       local,
       close: async () => {
-        await store.close(() => client.$disconnect(), (m) => (opts.warn ?? console.error)(m));
+        await store.close((m) => (opts.warn ?? console.error)(m), () => client.$disconnect());
         await local.close();
       },
     };

@@ -1,28 +1,35 @@
-// The shared store's PostgreSQL connection pool, owned here rather than by the Prisma adapter so
-// that closing it is safe and bounded. Prisma's disconnect strands a transaction it finds in the
-// middle of its callback (left idle in transaction after BEGIN, its connection never returned),
-// and pg's pool.end() waits for every checked-out connection: either would hold svc's stop for
-// ever. So close first lets work on a connection finish (at most CLOSE_WAIT_MS); what is still
-// busy then is read from pg_stat_activity (by this pool's own application_name), logged, and
-// ended by the server; then the pool closes.
+// svc's PostgreSQL connection pools (the shared store's, owned here rather than by the Prisma
+// adapter, and memory's), closed safely and within a bound. Prisma's disconnect strands a
+// transaction it finds in the middle of its callback (left idle in transaction after BEGIN, its
+// connection never returned), and pg's pool.end() waits for every checked-out connection: either
+// would hold svc's stop for ever. So close first lets work on a connection finish (at most
+// CLOSE_WAIT_MS); what is still busy then is read from pg_stat_activity (by this pool's own
+// application_name), logged, and ended by the server; then the pool closes.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { within } from "../../prisma/waits";
 
 const CLOSE_WAIT_MS = 5000;
 
-export interface StorePool {
+export interface ClosablePool {
   pool: pg.Pool;
-  /** Run `disconnect` (the Prisma client's, which ends this pool) as above. */
-  close(disconnect: () => Promise<void>, warn: (msg: string) => void): Promise<void>;
+  /** Run `disconnect` (by default the pool's own end; the store passes the Prisma client's,
+   * which ends this pool) as above. */
+  close(warn: (msg: string) => void, disconnect?: () => Promise<void>): Promise<void>;
 }
 
-export function storePool(url: string, max = 10, waitMs = CLOSE_WAIT_MS): StorePool {
-  const name = `svc-store-${randomUUID().slice(0, 8)}`;
-  const pool = new pg.Pool({ connectionString: url, max, application_name: name });
+/** The shared store's pool (engines/store/open.ts). */
+export const storePool = (url: string, max = 10, waitMs = CLOSE_WAIT_MS): ClosablePool => closablePool({ connectionString: url, max }, "svc-store", waitMs);
+
+/** A pool on `config.connectionString` whose connections are named `<label>-<random>` in
+ * pg_stat_activity (what close() ends them by). */
+export function closablePool(config: pg.PoolConfig & { connectionString: string }, label: string, waitMs = CLOSE_WAIT_MS): ClosablePool {
+  const url = config.connectionString;
+  const name = `${label}-${randomUUID().slice(0, 8)}`;
+  const pool = new pg.Pool({ ...config, application_name: name });
   return {
     pool,
-    async close(disconnect, warn) {
+    async close(warn, disconnect = () => pool.end()) {
       const busy = () => pool.totalCount > pool.idleCount;
       for (const end = Date.now() + waitMs; busy() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
       if (busy()) await endBusy(url, name, waitMs, warn);

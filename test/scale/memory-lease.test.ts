@@ -23,7 +23,7 @@ describe.skipIf(!!missing)("memory jobs and leases across replicas", () => {
     pgs = await startPostgres();
     await migratePg(pgs.url);
     for (let i = 0; i < 2; i++) {
-      const pool = memoryPool(pgs.url);
+      const pool = memoryPool(pgs.url).pool;
       const s = new PgScheduler(pool, () => clock, 60_000); // polled by the test (tick), not a timer
       s.start({ due: (agent, conv, trigger) => void due.push({ replica: i, agent, conv, trigger }), consolidationDue: () => undefined, warn: () => undefined });
       pools.push(pool);
@@ -72,7 +72,7 @@ describe.skipIf(!!missing)("memory jobs and leases across replicas", () => {
   });
 
   it("a replica that dies while distilling: its lease runs out, another takes the session over", async () => {
-    const pool = memoryPool(pgs.url);
+    const pool = memoryPool(pgs.url).pool;
     pools.push(pool);
     const doomed = new PgScheduler(pool, () => clock, 60_000, 300);
     doomed.start({ due: () => undefined, consolidationDue: () => undefined, warn: () => undefined });

@@ -1,11 +1,13 @@
 // Closing the PostgreSQL store while its connections are in use (engines/store/pg-pool.ts): a
 // transaction begun just before finishes and commits; a query that never returns is ended, named
-// in a warning, and the stop still ends.
+// in a warning, and the stop still ends. Memory's own pool closes the same way.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import pg from "pg";
 import { missingServices } from "../helpers/services";
 import { tempDir } from "../helpers/svc";
 import { openStore } from "../../engines/store/open";
+import { openPgMemory } from "../../engines/memory/pg/open";
+import { systemClock } from "../../engines/memory/clock";
 import { startShared, startReplica, type Shared, type Replica } from "./cluster";
 
 const missing = missingServices();
@@ -56,4 +58,17 @@ describe.skipIf(!!missing)("stop with a busy PostgreSQL connection", () => {
     expect(String(warned[0].msg)).toContain("pg_sleep(3600)");
     r = undefined;
   }, 45_000);
+
+  it("memory's pool: a query that never returns is ended and named, and the close finishes", async () => {
+    const warnings: string[] = [];
+    const log = { info: () => undefined, warn: (m: string) => warnings.push(m), error: () => undefined, debug: () => undefined };
+    const { backend } = await openPgMemory(shared.pg.url, log as never, () => systemClock, 500);
+    const stuck = backend.pool.query("SELECT pg_sleep(3600)").then(() => "returned", (e: Error) => `failed: ${e.message}`);
+    await new Promise((res) => setTimeout(res, 200));
+    await backend.close();
+    expect(await stuck).toMatch(/^failed/);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/PostgreSQL: connections still busy/);
+    expect(warnings[0]).toContain("pg_sleep(3600)");
+  }, 20_000);
 });

@@ -1,21 +1,21 @@
 // Memory's connections to the shared PostgreSQL: a small pool of its own (raw SQL: one statement
 // per read on the recall path, no ORM round trip), BIGINT read as numbers (epoch milliseconds and
-// counts fit a double).
+// counts fit a double), closed within a bound like the store's (engines/store/pg-pool.ts).
 import pg from "pg";
+import { closablePool, type ClosablePool } from "../../store/pg-pool";
 
 export type Q = Pick<pg.PoolClient, "query">;
 
 const INT8 = 20;
 
-export function memoryPool(url: string): pg.Pool {
-  const pool = new pg.Pool({
+export function memoryPool(url: string, waitMs?: number): ClosablePool {
+  const c = closablePool({
     connectionString: url,
     max: 4,
-    application_name: "svc-memory",
     types: { getTypeParser: ((oid: number, format?: any) => (oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as any },
-  });
-  pool.on("error", () => undefined); // an idle client's error: the next query reconnects
-  return pool;
+  }, "svc-memory", waitMs);
+  c.pool.on("error", () => undefined); // an idle client's error: the next query reconnects
+  return c;
 }
 
 /** Run fn in one transaction on one connection. */

@@ -2,6 +2,7 @@
 // (this folder) with the scheduler of jobs and leases (jobs.ts). The tables come with the store's
 // migrations (prisma/postgres/migrations), applied before the engines start.
 import type pg from "pg";
+import type { ClosablePool } from "../../store/pg-pool";
 import type { Logger } from "../../host";
 import type { ConsolidationTx, Maybe, MemoryBackend } from "../backend";
 import { memoryPool, tx } from "./db";
@@ -23,7 +24,14 @@ export class PgMemory implements MemoryBackend {
   readonly index: PgIndex;
   readonly searcher: PgSearch;
 
-  constructor(readonly pool: pg.Pool, /** the server offers pgvector (not used yet: vectors are scored in process) */ readonly pgvector: boolean) {
+  readonly pool: pg.Pool;
+
+  constructor(
+    private readonly conns: ClosablePool,
+    /** the server offers pgvector (not used yet: vectors are scored in process) */ readonly pgvector: boolean,
+    private readonly log: Logger,
+  ) {
+    const pool = (this.pool = conns.pool);
     this.store = new PgRecords(pool);
     this.index = new PgIndex(pool);
     this.searcher = new PgSearch(pool, this.index);
@@ -60,17 +68,20 @@ export class PgMemory implements MemoryBackend {
     });
   }
 
+  /** Work on memory's connections gets a few seconds to finish; what is still busy then is ended
+   * (and named in a warning), so a stop never waits on it for ever. */
   async close(): Promise<void> {
-    await this.pool.end().catch(() => undefined);
+    await this.conns.close((m) => this.log.warn(m)).catch(() => undefined);
   }
 }
 
-export async function openPgMemory(url: string, log: Logger, clock: () => Clock): Promise<{ backend: PgMemory; sched: PgScheduler }> {
-  const pool = memoryPool(url);
+export async function openPgMemory(url: string, log: Logger, clock: () => Clock, closeWaitMs?: number): Promise<{ backend: PgMemory; sched: PgScheduler }> {
+  const conns = memoryPool(url, closeWaitMs);
+  const pool = conns.pool;
   try {
     const vector = (await pool.query(`SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`)).rowCount! > 0;
     log.info(vector ? "memory: pgvector is available but not used yet; vectors are scored in this process" : "memory: on PostgreSQL (no pgvector: vectors are scored in this process)");
-    return { backend: new PgMemory(pool, vector), sched: new PgScheduler(pool, clock) };
+    return { backend: new PgMemory(conns, vector, log), sched: new PgScheduler(pool, clock) };
   } catch (e) {
     await pool.end().catch(() => undefined);
     throw e;
