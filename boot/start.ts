@@ -163,7 +163,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       const media = new (await import("../engines/media")).Media(svc);
       await media.jobs.recover();
       return media;
-    });
+    }, (m) => m.close());
 
     const handler = createHandler(svc);
     let info: ServerInfo | null = null;
@@ -235,6 +235,8 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         mgr.detach();
         await svc.engines.agents?.close().catch((e) => log.warn("agents close failed", { err: String(e?.message ?? e) })); // unfinished tasks -> failed/interrupted
         await svc.engines.memory?.close().catch((e) => log.warn("memory close failed", { err: String(e?.message ?? e) })); // pending signals stay for the next start
+        await svc.engines.media?.close().catch((e) => log.warn("media close failed", { err: String(e?.message ?? e) })); // image calls still running -> interrupted
+        svc.engines.pairing?.close();
         await mcp.close().catch((e) => log.warn("mcp engine close failed", { err: String(e?.message ?? e) }));
         await svc.engines.gateway?.close().catch((e) => log.warn("gateway close failed", { err: String(e?.message ?? e) }));
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));

@@ -130,8 +130,7 @@ export default function media(svc: Svc): Router {
     if (job.status !== "running") throw new SvcError("conflict", "conflict", `image job ${id} is already ${job.status}`);
     const v = await enterMedia(svc, ctx, c, { audit: "media.images.cancel", model: job.model ?? undefined, provider: job.provider, metered: false, jobId: id });
     await c.gate.run(v, async () => {
-      if (!m.jobs.abort(id)) throw new SvcError("conflict", "conflict", `image job ${id} is not running in this process`);
-      await m.jobs.update(id, { status: "cancelled" });
+      if (!(await m.jobs.cancel(id))) throw new SvcError("conflict", "conflict", `image job ${id} is not running in this process`);
     });
     ctx.body = { id, object: "image.job", status: "cancelled" };
   });

@@ -8,7 +8,7 @@ import { redactSecrets } from "../providers/redact";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
 import { VideoQuotes } from "./quotes";
-import { targetFor, capableProviders, resolveTarget, unavailable, type MediaCapability, type MediaTarget } from "./providers";
+import { targetFor, capableProviders, longestCallMs, resolveTarget, unavailable, type MediaCapability, type MediaTarget } from "./providers";
 
 export { targetFor, capableProviders, unavailable, type MediaCapability, type MediaTarget };
 
@@ -23,8 +23,13 @@ export class Media {
   readonly jobs: MediaJobs;
   readonly quotes: VideoQuotes;
   constructor(private readonly svc: Host) {
-    this.jobs = new MediaJobs(svc.db.prisma);
+    this.jobs = new MediaJobs(svc.db.prisma, { shared: !!svc.db.postgresUrl, longestCallMs: () => longestCallMs(svc.store) });
     this.quotes = new VideoQuotes(svc.db.prisma);
+  }
+
+  /** Stopping: image calls still running are aborted, their jobs marked interrupted. */
+  close(): Promise<void> {
+    return this.jobs.close();
   }
 
   target(cap: MediaCapability, model?: string, provider?: string): MediaTarget {

@@ -6,7 +6,7 @@ import type { ResourceStore } from "../../prisma/resource-store";
 import type { ProviderSpec } from "../../schemas/kinds/provider";
 import { SvcError } from "../errors";
 import { describeMissing, resolveSecretRef } from "../providers/credentials";
-import { upstreamBaseUrl } from "../providers/router";
+import { providerTimeoutMs, upstreamBaseUrl } from "../providers/router";
 
 export type MediaCapability = NonNullable<ProviderSpec["capabilities"]>[number];
 
@@ -47,6 +47,12 @@ export function capableProviders(store: ResourceStore, cap: MediaCapability): Ar
     .map((o) => ({ name: o.name, spec: o.spec as ProviderSpec }));
 }
 
+/** The longest an image call to any Provider can run (its timeout), with a minute's margin. */
+export function longestCallMs(store: ResourceStore): number {
+  const each = store.list({ kind: "Provider" }).map((o) => providerTimeoutMs(o.spec as ProviderSpec));
+  return Math.max(providerTimeoutMs({}), ...each) + 60_000;
+}
+
 export function targetFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaTarget {
   const all = capableProviders(store, cap).filter((p) => p.spec.type !== "local");
   let pick: { name: string; spec: ProviderSpec } | undefined;
@@ -85,7 +91,7 @@ export function resolveTarget(name: string, spec: ProviderSpec, upstreamModel?: 
     type: spec.type,
     baseUrl: (upstreamBaseUrl(spec.type, spec.baseUrl) ?? "").replace(/\/+$/, ""),
     headers,
-    timeoutMs: (spec.timeoutSeconds ?? 120) * 1000,
+    timeoutMs: providerTimeoutMs(spec),
     upstreamModel,
   };
 }

@@ -66,6 +66,9 @@ function headersUnchanged(refs: Record<string, string> | undefined, last: Record
   return true;
 }
 
+/** How long a call to the Provider may take (its timeoutSeconds; 120 s when unset). */
+export const providerTimeoutMs = (spec: { timeoutSeconds?: number }): number => (spec.timeoutSeconds ?? 120) * 1000;
+
 /** Ollama serves its OpenAI-compatible API under /v1: a Provider of type ollama may give
  * Ollama's own address (http://host:11434) or the /v1 one; the path gets /v1 when it lacks it. */
 export function upstreamBaseUrl(type: ProviderType, baseUrl: string | undefined, region?: string): string | undefined {
@@ -187,7 +190,7 @@ export class ProviderRouter {
           vendor: vendorOf(s, pm.name, pm.upstreamName ?? pm.name),
           credentialRef: s.credential,
           headerRefs: s.headers,
-          timeoutMs: (s.timeoutSeconds ?? 120) * 1000,
+          timeoutMs: providerTimeoutMs(s),
           priceKey: priced ? (inPerM ?? 0) + (outPerM ?? 0) : Infinity,
         });
       }
