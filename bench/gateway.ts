@@ -2,11 +2,11 @@
 // through svc (key with a policy, limits and audit on) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { loadRun, sleep, start, startStandin, startSvcProcess, standinProvider } from "./processes";
+import { gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -16,17 +16,6 @@ const require = createRequire(import.meta.url);
 
 // Core 1 runs the gateway under test; core 0 runs the load generator and the upstream, so each
 // gateway is measured on one core of its own rather than fighting autocannon for it.
-async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000) {
-  const t0 = Date.now();
-  for (;;) {
-    try {
-      const r = await fetch(url, init);
-      if (r.status < 500) return r;
-    } catch {}
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url}`);
-    await sleep(200);
-  }
-}
 
 /** rps: whole run; steady: mean of the per-second counts after the first second (autocannon is
  * a fresh process per cell and its first second includes its own start-up and JIT warm-up);
@@ -56,36 +45,12 @@ export async function gatewayBench(): Promise<Section> {
     // svc with a Provider pointing at the stand-in and a key carrying a policy, limits and audit.
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
-    writeFileSync(path.join(cfg, "gateway.yaml"), `${standinProvider(upstream)}---
-apiVersion: svc/v1
-kind: AccessPolicy
-metadata: {name: bench-policy}
-spec:
-  version: "2024-01-01"
-  statements:
-    - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model"]}
-    - {effect: Deny, actions: ["*"], resources: ["provider:forbidden"]}
-`);
-    const admin = "sk-svc-benchadminkey0000000000000000000000000000";
+    writeGatewayConfig(cfg, upstream);
     // svc started from `checkout` (default: this one) with the bench key; returns its URL and key.
     const startSvc = async (home: string, checkout?: string) => {
-      const svc = await startSvcProcess({ home, config: cfg, core: 1, checkout, env: { SVC_ADMIN_KEY: admin, BENCH_UPSTREAM_KEY: "sk-upstream-bench" } });
+      const svc = await startSvcProcess({ home, config: cfg, core: 1, checkout, env: gatewayEnv });
       procs.push(svc.proc);
-      await waitHttp(`${svc.url}/health`);
-      const created = await (await waitHttp(`${svc.url}/v1/api-keys`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-        body: JSON.stringify({
-          name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
-          policies: ["bench-policy"],
-          rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
-          budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
-          token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
-          ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8", "::1/128"] },
-        }),
-      })).json() as any;
-      if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
-      return { url: svc.url, key: created.api_key as string };
+      return { url: svc.url, key: await gatewayKey(svc.url) };
     };
     const svc = await startSvc(path.join(tmp, "home"));
     // BENCH_BASELINE=<another svc checkout, installed>: its svc joins the rounds as "baseline", so
@@ -120,6 +85,12 @@ spec:
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
+    // svc's round divided by the baseline's round next to it, median over rounds: the two took
+    // turns within seconds, so a slow spell of this shared machine hits both sides of a ratio
+    const paired = (c: number) => {
+      const r = runs.svc[c].map((x, i) => x.steady / runs.baseline[c][i].steady).sort((a, b) => a - b);
+      return { median: r[Math.floor(r.length / 2)], min: r[0], max: r[r.length - 1] };
+    };
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
 
     const rows: (string | number)[][] = [];
@@ -147,6 +118,8 @@ spec:
         ? [
             `svc / baseline (${process.env.BENCH_BASELINE_NAME ?? baselineDir}) requests/s (steady): ${ratio(s1.steady, results.baseline[1].steady)} at 1 connection, ${ratio(s50.steady, results.baseline[50].steady)} at 50; ` +
               `baseline / direct: ${ratio(results.baseline[1].steady, results.direct[1].steady)} at 1, ${ratio(results.baseline[50].steady, results.direct[50].steady)} at 50.`,
+            `svc / baseline paired (the median over rounds of svc's round over the baseline's next to it; lowest to highest round in brackets): ` +
+              [1, 50].map((c) => { const p = paired(c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".",
           ]
         : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
@@ -154,7 +127,7 @@ spec:
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, ...(results.baseline ? { paired: { 1: paired(1), 50: paired(50) } } : {}) } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);

@@ -1,7 +1,7 @@
 // Child processes for the benchmarks: pinned to a core when taskset exists, and `svc serve`
 // started on a temp home with its URL read from the server.json it writes.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,13 +18,15 @@ export function start(core: number | undefined, cmd: string, args: string[], env
 }
 
 /** `svc serve --port 0 --config <dir> --no-quickstart` on `home` (from `checkout`, another
- * working copy of svc, when given); resolves with the process and its URL. */
-export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string }): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = start(opts.core, process.execPath, ["bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
+ * working copy of svc, when given; `nodeArgs` go to node, e.g. --trace-gc-nvp, whose lines
+ * `stdout` then receives); resolves with the process and its URL. */
+export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string; nodeArgs?: string[]; stdout?: (chunk: Buffer) => void }): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = start(opts.core, process.execPath, [...(opts.nodeArgs ?? []), "bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
     SVC_HOME: opts.home,
     ...opts.env,
   }, opts.checkout);
-  proc.stdout?.resume();
+  if (opts.stdout) proc.stdout?.on("data", opts.stdout);
+  else proc.stdout?.resume();
   proc.stderr?.resume();
   const f = path.join(opts.home, "server.json");
   for (let i = 0; i < 600; i++) {
@@ -81,6 +83,58 @@ spec:
   models:
     - {name: bench-model, inputPerMillion: 0.5, outputPerMillion: 1.5}
 `;
+}
+
+/** The gateway bench's manifests in `dir`: the stand-in Provider and a policy with an Allow and a
+ * Deny statement (the key made by gatewayKey carries it). */
+export function writeGatewayConfig(dir: string, upstream: string): void {
+  writeFileSync(path.join(dir, "gateway.yaml"), `${standinProvider(upstream)}---
+apiVersion: svc/v1
+kind: AccessPolicy
+metadata: {name: bench-policy}
+spec:
+  version: "2024-01-01"
+  statements:
+    - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model"]}
+    - {effect: Deny, actions: ["*"], resources: ["provider:forbidden"]}
+`);
+}
+
+/** The environment a gateway bench svc runs with (its admin key and the upstream's credential). */
+export const GATEWAY_ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
+export const gatewayEnv = { SVC_ADMIN_KEY: GATEWAY_ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
+
+/** Wait for svc at `url`, then make the gateway bench's key: a user key with the policy, rate,
+ * budget and token limits and an IP allowlist, so every check runs on every request. */
+export async function gatewayKey(url: string): Promise<string> {
+  await waitHttp(`${url}/health`);
+  const created = (await (await waitHttp(`${url}/v1/api-keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${GATEWAY_ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
+      policies: ["bench-policy"],
+      rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+      budget_limits: { daily: 1_000_000, monthly: 1_000_000 },
+      token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
+      ip_allowlist: { enabled: true, addresses: ["127.0.0.0/8", "::1/128"] },
+    }),
+  })).json()) as { api_key?: string };
+  if (!created.api_key) throw new Error(`key creation failed: ${JSON.stringify(created)}`);
+  return created.api_key;
+}
+
+/** Poll `url` until it answers below 500. */
+export async function waitHttp(url: string, init?: RequestInit, timeoutMs = 60_000): Promise<Response> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      const r = await fetch(url, init);
+      if (r.status < 500) return r;
+    } catch {}
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url}`);
+    await sleep(200);
+  }
 }
 
 /** One autocannon run (bench/load.ts, which also spreads connections over a list of URLs) as a
