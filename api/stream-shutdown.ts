@@ -4,6 +4,7 @@
 // on, so several servers in one process (tests) stop only their own streams.
 import type { Cancellation } from "../engines/chat/cancel";
 import { SvcError } from "../engines/errors";
+import { within } from "../prisma/waits";
 
 export interface LiveStream {
   cancel: Cancellation;
@@ -48,9 +49,7 @@ export async function endStreams(port: number | undefined, waitMs = 2000): Promi
   const mine = [...live].filter((e) => port === undefined || e.port === port);
   const done = mine.map((e) => new Promise<void>((r) => (e.onDone = r)));
   for (const e of mine) stop(e, err);
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(done), new Promise<void>((r) => (timer = setTimeout(r, waitMs).unref()))]);
-  clearTimeout(timer);
+  await within(Promise.all(done), waitMs);
 }
 
 export function forgetStopped(port: number | undefined): void {

@@ -16,6 +16,7 @@ import { createParser } from "eventsource-parser";
 import type { Cancellation } from "../chat/cancel";
 import { redactSecrets } from "./redact";
 import { outboundConnect } from "../net/outbound-guard";
+import { within } from "../../prisma/waits";
 
 const pools = new Map<string, Pool>();
 
@@ -37,11 +38,7 @@ export async function closePools(graceMs = 1000): Promise<void> {
   const all = [...pools.values()];
   pools.clear();
   await Promise.all(all.map(async (p) => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), graceMs)));
-    const done = await Promise.race([p.close().then(() => "closed" as const, () => "closed" as const), late]);
-    clearTimeout(timer);
-    if (done === "late") await p.destroy().catch(() => undefined);
+    if (!(await within(p.close(), graceMs))) await p.destroy().catch(() => undefined);
   }));
 }
 
