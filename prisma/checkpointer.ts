@@ -1,10 +1,12 @@
-// The store's background thread (prisma/checkpoint-worker.mjs): WAL checkpoints and audit
-// retention batches, each run on the worker's own connection while this thread holds its direct
-// writes. While the worker runs, the given connections have automatic checkpoints off; if it
-// fails or exits, they are turned back on, so the WAL never grows without bound. While a job
-// runs, writesPaused() hands the direct writers (the audit log, the limits flush) a promise to
-// wait on: a checkpoint can then finish the WAL, and a retention batch never makes this thread
-// wait for the write lock. Jobs run one at a time; requests never wait for them.
+// The store's background threads: WAL checkpoints (prisma/checkpoint-worker.mjs) and audit
+// retention batches (prisma/retention-worker.mjs, started on the first batch, at idle priority;
+// while it prunes it takes the checkpoints too), each job run on the thread's own connection
+// while this thread holds its direct writes. While the checkpoint thread runs, the given
+// connections have automatic checkpoints off; if it fails or exits, they are turned back on, so
+// the WAL never grows without bound. While a job runs, writesPaused() hands the direct writers
+// (the audit log, the limits flush) a promise to wait on: a checkpoint can then finish the WAL,
+// and a retention batch never makes this thread wait for the write lock. Jobs run one at a time;
+// requests never wait for them.
 import { Worker } from "node:worker_threads";
 import { within } from "./waits";
 
@@ -12,11 +14,13 @@ export interface Checkpointer {
   stop(): Promise<void>;
   /** A promise while a job runs (hold direct writes until it settles), else undefined. */
   writesPaused(): Promise<void> | undefined;
-  /** Run one retention batch on the worker (the statements given at start, with `cutoff` and
-   * `batch`); how many audit entries it deleted. Rejects when the worker cannot. */
+  /** Run one retention batch on the retention thread (the statements given at start, with
+   * `cutoff` and `batch`); how many audit entries it deleted. Rejects when that thread cannot. */
   prune(cutoff: string, batch: number): Promise<number>;
-  /** false once the worker stopped or failed (its jobs fall back to the caller's thread) */
+  /** false once the checkpoint thread stopped or failed */
   running(): boolean;
+  /** false once either thread stopped or failed (batches fall back to the caller's thread) */
+  canPrune(): boolean;
 }
 
 /** Statements of one retention batch (prisma/repos/retention-sqlite.ts): each takes (cutoff, batch). */
@@ -35,6 +39,9 @@ interface Answer {
 const MAX_PAUSE_MS = 2000;
 
 const STOP_WAIT_MS = 2000;
+
+/** Checkpoints go to the retention thread while its last batch ended less than this long ago. */
+const PRUNING_MS = 1000;
 
 /** `setAuto(pages)` sets wal_autocheckpoint on every connection that writes the file. */
 export async function startCheckpointer(
@@ -110,23 +117,70 @@ export async function startCheckpointer(
     warn(`background checkpoints stopped (${why}); back to automatic checkpoints`);
     void setAuto(1000).catch(() => undefined);
   };
+  const settle = (m: { job?: number } & Answer) => {
+    if (m?.job !== undefined && answer?.id === m.job) answer.settle(m);
+  };
   worker.on("message", (m: { want?: boolean; job?: number } & Answer) => {
     if (m?.want && !stopping) {
-      // Direct writes are synchronous, so none is in flight while a job starts.
-      void hold((job) => worker.postMessage({ checkpoint: true, job })).then((r) => r.error && warn(`checkpoint failed: ${r.error}`));
+      // Direct writes are synchronous, so none is in flight while a job starts. While audit
+      // retention runs, its thread (idle priority) takes the checkpoints too: they copy what its
+      // batches wrote, and at normal priority they slowed requests as much as the batches had.
+      // A starved retention thread ends the run (its batch goes unanswered), and the checkpoints
+      // come back here.
+      const target = prunerWorker && !prunerGone && performance.now() - lastPrune < PRUNING_MS ? prunerWorker : worker;
+      void hold((job) => target.postMessage({ checkpoint: true, job }))
+        .then((r) => r.error && warn(`checkpoint failed: ${r.error}`))
+        .finally(() => !gone && worker.postMessage({ checkpointed: true }));
       return;
     }
-    if (m?.job !== undefined && answer?.id === m.job) answer.settle(m);
+    settle(m);
   });
   worker.on("error", (e) => fallBack(String(e?.message ?? e)));
   worker.on("exit", (code) => fallBack(`exit ${code}`));
+
+  // the retention thread, started on the first batch; once it fails, batches fall back
+  let pruner: Promise<Worker | null> | undefined;
+  let prunerWorker: Worker | undefined;
+  let prunerGone = false;
+  let lastPrune = -Infinity;
+  const startPruner = async (): Promise<Worker | null> => {
+    const w = new Worker(new URL("./retention-worker.mjs", import.meta.url), { workerData: { file, retention: opts.retention } });
+    w.unref();
+    const ok = await new Promise<boolean>((resolve) => {
+      w.once("message", (m) => resolve(m?.ready === true));
+      w.once("error", () => resolve(false));
+      w.once("exit", () => resolve(false));
+    });
+    const lost = (why: string) => {
+      prunerGone = true;
+      answer?.settle({ error: why });
+    };
+    if (!ok) {
+      lost("the retention thread did not start");
+      await w.terminate().catch(() => undefined);
+      return null;
+    }
+    w.on("message", settle);
+    w.on("error", (e) => lost(String(e?.message ?? e)));
+    w.on("exit", (code) => lost(`exit ${code}`));
+    return (prunerWorker = w);
+  };
+
   return {
     writesPaused: () => paused,
     running: () => !gone && !stopping,
+    canPrune: () => !gone && !stopping && !prunerGone,
     async prune(cutoff, batch) {
       if (!opts.retention) throw new Error("the background thread was started without retention statements");
-      const r = await hold((job) => worker.postMessage({ prune: { cutoff, batch }, job }));
-      if (r.error !== undefined) throw new Error(`audit retention batch failed on the background thread: ${r.error}`);
+      if (prunerGone) throw new Error("audit retention batch failed: the retention thread stopped");
+      // writes are held from the call on (the thread starts with the first batch)
+      const post = (job: number) =>
+        void (pruner ??= startPruner()).then((w) => {
+          if (w && !prunerGone) w.postMessage({ prune: { cutoff, batch }, job });
+          else if (answer?.id === job) answer.settle({ error: "the retention thread stopped" });
+        });
+      const r = await hold(post).finally(() => (lastPrune = performance.now()));
+      if (r.error !== undefined) throw new Error(`audit retention batch failed on the retention thread: ${r.error}`);
       return r.pruned ?? 0;
     },
     async stop() {
@@ -140,6 +194,14 @@ export async function startCheckpointer(
       worker.postMessage("stop");
       await within(exited, 5000);
       await within(worker.terminate(), STOP_WAIT_MS);
+      const w = await pruner;
+      if (w && !prunerGone) {
+        prunerGone = true;
+        const done = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+        w.postMessage("stop"); // it closes its connection and exits
+        await within(done, STOP_WAIT_MS);
+        await within(w.terminate(), STOP_WAIT_MS);
+      }
     },
   };
 }

@@ -56,8 +56,8 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
     prisma,
     sqlite,
     file,
-    // audit retention batches run on the checkpoints' thread when there is one
-    repos: sqliteRepos(prisma, sqlite, checkpointer ? { pruneOffThread: { run: (cutoff, batch) => checkpointer.prune(cutoff, batch), available: () => checkpointer.running() } } : {}),
+    // audit retention batches run on a background thread of their own while the checkpoints' runs
+    repos: sqliteRepos(prisma, sqlite, checkpointer ? { pruneOffThread: { run: (cutoff, batch) => checkpointer.prune(cutoff, batch), available: () => checkpointer.canPrune() } } : {}),
     writesPaused: () => checkpointer?.writesPaused(),
     close: async () => {
       await checkpointer?.stop();

@@ -2,14 +2,16 @@
 // deleted in batches, each batch one short transaction that also adds the rows' per-key/model/day
 // totals to UsageDaily (prisma/repos/retention*.ts). On PostgreSQL a batch (BATCH rows) runs on
 // the server, with a turn of the event loop between batches. A server on SQLite runs each batch
-// (BATCH rows) on the store's background thread while its direct writes wait (they are queued,
-// requests are not), then rests as long as the batch took, so those writes get as much time
-// (`npm run bench -- retention` measures requests while 200,000 entries go). Without that thread
-// (or with an archive, which this thread writes) a batch holds every request while it runs, so
-// batches are small (SQLITE_BATCH rows, a few ms at most) and followed by PACE times their
-// duration of rest: pruning takes at most a fifth of the thread. Runs shortly after
-// start and every 10 minutes; on PostgreSQL every replica may run it (batches skip each other's
-// rows).
+// of SQLITE_BATCH rows (about half a millisecond) on a background thread of its own at idle
+// priority (prisma/retention-worker.mjs) while its direct writes wait (they are queued, requests
+// are not), then rests as long as the batch took, so those writes get as much time. Small
+// batches because whatever else runs on the machine slows requests while it runs, at any
+// priority a little: a short batch slows the few requests beside it by a fraction of a
+// millisecond (`npm run bench -- retention` measures requests with and without pruning in turns).
+// Without that thread (or with an archive, which this thread writes) a batch holds every request
+// while it runs, so it is followed by PACE times its duration of rest: pruning takes at most a
+// fifth of the thread. Runs shortly after start and every 10 minutes; on PostgreSQL every
+// replica may run it (batches skip each other's rows).
 // On PostgreSQL the audit table is partitioned by UTC day: start and each run add the partitions
 // of the AHEAD_DAYS days from today, then each run drops the days wholly past the cutoff as partitions
 // (rolled up and archived the same way), leaving the cutoff's own day and the default partition
@@ -77,7 +79,7 @@ export class Retention {
       // batches that hold this thread: SQLite's, unless the background thread takes them (asked
       // each time: that thread may have stopped)
       const onThread = sqlite && !(repo.offThread && !archive);
-      const size = onThread ? SQLITE_BATCH : BATCH;
+      const size = sqlite ? SQLITE_BATCH : BATCH;
       await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
       const t0 = performance.now();
       const n = await repo.prune(cutoff, size, archive);

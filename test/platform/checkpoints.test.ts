@@ -2,9 +2,9 @@
 // have automatic checkpoints off, and the worker still moves committed pages into the main
 // database file, so the WAL does not grow without bound. The audit writer holds its writes while a
 // checkpoint runs, so checkpoints finish and the WAL starts over. Audit retention batches run on
-// the same thread, the same way.
+// a thread of their own at idle priority, the same way, and it takes the checkpoints while it prunes.
 import { describe, it, expect } from "vitest";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { AuditLog } from "../../engines/gateway/audit/log";
 import path from "node:path";
 import { openDb } from "../../prisma/client";
@@ -84,6 +84,64 @@ describe("background checkpoints", () => {
       expect(daily.map((d) => ({ requests: d.requests, costMicros: Number(d.costMicros) }))).toEqual([{ requests: 300, costMicros: 1500 }]);
     } finally {
       await log.close();
+      await db.close();
+    }
+  });
+
+  it("while retention prunes, its thread (idle priority on Linux) takes the checkpoints; after, they come back", async () => {
+    const db = await openDb(path.join(await tempDir("svc-ckpt-"), "svc.db"));
+    const frames = () => readFileSync(db.file + "-shm").readUInt32LE(16);
+    const log = new AuditLog(db.prisma, db.repos.audit, { log: () => {}, writesPaused: () => db.writesPaused() });
+    const entry = (requestId: string, timestamp = new Date()) => ({ timestamp, apiKeyId: "key_a", requestId, action: "chat.completions", status: "success", latencyMs: 1, promptTokens: 1, completionTokens: 1, costMicros: 1n, metadata: { pad: "x".repeat(200) } });
+    try {
+      const old = new Date(Date.now() - 100 * 86_400_000);
+      for (let i = 0; i < 6000; i++) log.record(entry(`old_${i}`, old));
+      await log.flush();
+      const cutoff = new Date(Date.now() - 90 * 86_400_000);
+      let seq = 0;
+      // new entries keep coming (as requests' do) while batches go, each followed by a rest
+      const writeSome = () => {
+        for (let i = 0; i < 32; i++) log.record(entry(`req_${++seq}`));
+      };
+      let pruned = 0;
+      let restartsWhilePruning = 0;
+      let last = frames();
+      for (let n = -1; n !== 0; ) {
+        n = await db.repos.retention.prune(cutoff, 50);
+        pruned += n;
+        writeSome();
+        await new Promise((r) => setTimeout(r, 15));
+        const f = frames();
+        if (f < last) restartsWhilePruning++;
+        last = f;
+      }
+      expect(pruned).toBe(6000);
+      expect(restartsWhilePruning).toBeGreaterThan(0); // checkpoints went on while pruning
+      await db.repos.retention.prune(cutoff, 50); // the last batch just ended: the next checkpoint is the retention thread's
+      if (process.platform === "linux" && existsSync("/usr/bin/chrt")) {
+        // field 41 of /proc/<pid>/task/<tid>/stat is the scheduling policy; 5 is SCHED_IDLE
+        const policies = readdirSync("/proc/self/task").map((t) => {
+          const st = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
+          return Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[38]);
+        });
+        expect(policies.filter((p) => p === 5)).toHaveLength(1);
+      }
+      // after pruning, checkpoints are the checkpoint thread's again: the WAL keeps starting over
+      let restarts = 0;
+      const t0 = Date.now();
+      while (restarts < 2) {
+        if (Date.now() - t0 > 45_000) throw new Error(`the WAL did not start over after pruning (${restarts} restarts)`);
+        writeSome();
+        await new Promise((r) => setTimeout(r, 5));
+        const f = frames();
+        if (f < last) restarts++;
+        last = f;
+      }
+      await log.close();
+      expect(await db.prisma.auditEntry.count()).toBe(seq);
+      const daily = await db.prisma.usageDaily.findMany({ where: { keyId: "key_a" } });
+      expect(daily.reduce((n, d) => n + d.requests, 0)).toBe(6000);
+    } finally {
       await db.close();
     }
   });
