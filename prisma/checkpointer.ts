@@ -43,6 +43,15 @@ const STOP_WAIT_MS = 2000;
 /** Checkpoints go to the retention thread while its last batch ended less than this long ago. */
 const PRUNING_MS = 1000;
 
+/** Whether a worker said it is ready (its first message) rather than failing or exiting. */
+function started(w: Worker): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    w.once("message", (m) => resolve(m?.ready === true));
+    w.once("error", () => resolve(false));
+    w.once("exit", () => resolve(false));
+  });
+}
+
 /** `setAuto(pages)` sets wal_autocheckpoint on every connection that writes the file. */
 export async function startCheckpointer(
   file: string,
@@ -58,12 +67,7 @@ export async function startCheckpointer(
     return null;
   }
   worker.unref(); // never keeps a process alive; stop() ends it in order
-  const ready = await new Promise<boolean>((resolve) => {
-    worker.once("message", (m) => resolve(m?.ready === true));
-    worker.once("error", () => resolve(false));
-    worker.once("exit", () => resolve(false));
-  });
-  if (!ready) {
+  if (!(await started(worker))) {
     warn("background checkpoints unavailable: the worker did not start");
     await worker.terminate().catch(() => undefined);
     return null;
@@ -146,11 +150,7 @@ export async function startCheckpointer(
   const startPruner = async (): Promise<Worker | null> => {
     const w = new Worker(new URL("./retention-worker.mjs", import.meta.url), { workerData: { file, retention: opts.retention } });
     w.unref();
-    const ok = await new Promise<boolean>((resolve) => {
-      w.once("message", (m) => resolve(m?.ready === true));
-      w.once("error", () => resolve(false));
-      w.once("exit", () => resolve(false));
-    });
+    const ok = await started(w);
     const lost = (why: string) => {
       prunerGone = true;
       answer?.settle({ error: why });
