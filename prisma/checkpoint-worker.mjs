@@ -6,7 +6,7 @@
 // answer, so a checkpoint copies the whole WAL and the next write starts the WAL over from its
 // beginning (with writes landing during every checkpoint, it never would, and the WAL file would
 // grow without bound). Audit retention batches run on a thread of their own
-// (prisma/retention-worker.mjs), at idle priority, which takes the checkpoints while it runs.
+// (prisma/retention-worker.mjs), at idle priority, which takes the checkpoints while it prunes.
 // Plain JavaScript: a worker thread starts without the TypeScript loader the server runs under.
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";

@@ -56,7 +56,7 @@ export async function openDb(file: string, opts: { warn?: (msg: string) => void;
     prisma,
     sqlite,
     file,
-    // audit retention batches run on a background thread of their own while the checkpoints' runs
+    // audit retention batches run on a background thread of their own while the checkpoint thread runs
     repos: sqliteRepos(prisma, sqlite, checkpointer ? { pruneOffThread: { run: (cutoff, batch) => checkpointer.prune(cutoff, batch), available: () => checkpointer.canPrune() } } : {}),
     writesPaused: () => checkpointer?.writesPaused(),
     close: async () => {
