@@ -9,21 +9,9 @@
 // (prisma/retention-worker.mjs), at idle priority, which takes the checkpoints while it prunes.
 // Plain JavaScript: a worker thread starts without the TypeScript loader the server runs under.
 import { parentPort, workerData } from "node:worker_threads";
-import Database from "better-sqlite3";
+import { checkpoint, openConnection } from "./worker-store.mjs";
 
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma("busy_timeout = 5000");
-db.pragma("synchronous = NORMAL"); // as the main connection: commits without fsync in WAL mode
-
-/** PASSIVE: copy what can be copied without waiting for readers or writers. */
-function checkpoint() {
-  try {
-    db.pragma("wal_checkpoint(PASSIVE)");
-    return undefined;
-  } catch (e) {
-    return String(e?.message ?? e);
-  }
-}
+const db = openConnection(workerData.file);
 
 let asked = false;
 const timer = setInterval(() => {
@@ -34,7 +22,7 @@ const timer = setInterval(() => {
 
 parentPort.on("message", (m) => {
   if (m?.checkpoint) {
-    const error = checkpoint();
+    const error = checkpoint(db);
     parentPort.postMessage({ job: m.job, ...(error ? { error } : {}) });
     return;
   }
@@ -45,7 +33,7 @@ parentPort.on("message", (m) => {
   }
   if (m !== "stop") return;
   clearInterval(timer);
-  checkpoint();
+  checkpoint(db);
   db.close();
   parentPort.close();
 });

@@ -17,7 +17,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { execFileSync } from "node:child_process";
 import { readlinkSync } from "node:fs";
 import os from "node:os";
-import Database from "better-sqlite3";
+import { checkpoint, openConnection } from "./worker-store.mjs";
 
 function idlePriority() {
   try {
@@ -31,9 +31,7 @@ function idlePriority() {
 }
 idlePriority();
 
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma("busy_timeout = 5000");
-db.pragma("synchronous = NORMAL"); // as the main connection: commits without fsync in WAL mode
+const db = openConnection(workerData.file);
 db.pragma("wal_autocheckpoint = 0"); // checkpoints are the other thread's
 const up = db.prepare(workerData.retention.rollUp);
 const del = db.prepare(workerData.retention.remove);
@@ -45,12 +43,7 @@ const batch = db.transaction((cutoff, size) => {
 parentPort.on("message", (m) => {
   // while pruning, this thread takes the checkpoints too (prisma/checkpointer.ts)
   if (m?.checkpoint) {
-    let error;
-    try {
-      db.pragma("wal_checkpoint(PASSIVE)");
-    } catch (e) {
-      error = String(e?.message ?? e);
-    }
+    const error = checkpoint(db);
     parentPort.postMessage({ job: m.job, ...(error ? { error } : {}) });
     return;
   }
