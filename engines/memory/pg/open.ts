@@ -83,7 +83,7 @@ export async function openPgMemory(url: string, log: Logger, clock: () => Clock,
     log.info(vector ? "memory: pgvector is available but not used yet; vectors are scored in this process" : "memory: on PostgreSQL (no pgvector: vectors are scored in this process)");
     return { backend: new PgMemory(conns, vector, log), sched: new PgScheduler(pool, clock) };
   } catch (e) {
-    await pool.end().catch(() => undefined);
+    await conns.close((m) => log.warn(m)).catch(() => undefined);
     throw e;
   }
 }
