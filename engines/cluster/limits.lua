@@ -88,8 +88,13 @@ if a.mr then
 end
 if a.x then return {'over', rate(false)} end
 
--- budgets and tokens: committed (settled + reserved) must be under each limit
+-- budgets and tokens: committed (settled + reserved) must be under each limit; a known price
+-- (a.kn: media units, a quote) must fit under each budget with it
 local function num(x) return tonumber(x or '0') or 0 end
+local function over(committed, budget)
+  if a.kn then return committed + a.s > budget end
+  return committed >= budget
+end
 for i, c in ipairs(a.checks) do
   local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
   local rs, rt = num(r[1]), num(r[2])
@@ -98,9 +103,9 @@ for i, c in ipairs(a.checks) do
   local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
   if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
   if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
-  if c.bd and num(d[1]) + rs >= c.bd then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
-  if c.bm and num(m[1]) + rs >= c.bm then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
-  if c.bt and num(t[1]) + rs >= c.bt then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
+  if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
+  if c.bm and over(num(m[1]) + rs, c.bm) then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
+  if c.bt and over(num(t[1]) + rs, c.bt) then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
 end
 
 -- admitted: take the rate slot, count the request, reserve the estimate; the counters' change

@@ -1,4 +1,4 @@
-// The gate (DESIGN.md "The gate"): every route a key can call goes through it.
+// The gate (docs/architecture.md "The gate", docs/gate.md): every route a key can call goes through it.
 //   authenticate -> key use (IP allowlist, role, scope, permissions.actions) -> policy
 //   (permissions.models, AccessPolicy statements, price for budgeted keys) -> limits (reserve)
 //   -> [the route's call] -> settle -> audit entry -> alerts
@@ -19,7 +19,7 @@ import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
 import { auditRow, codeOf, reservationWritten, storeUnavailable, withRate } from "./pipeline-records";
 import type { RateState } from "../errors";
 import type { RouteTarget } from "../providers/types";
-import type { PipelineMetrics } from "../metrics/gateway";
+import type { PipelineMetrics } from "./metrics-sink";
 
 export interface AuditSink {
   record(e: AuditRecord): void;
@@ -43,6 +43,11 @@ export interface GateCall {
   spendMicros?: number;
   /** why the call has no price, for the refusal of a budgeted key */
   unpriced?: string;
+  /** metered as a request (rate limits, max_requests) but outside budgets (count_tokens) */
+  unbudgeted?: boolean;
+  /** the providers that could serve the call: the gate keeps those the key's policy allows
+   * (Verdict.targets), so a route never picks a provider the policy denies */
+  targets?: readonly RouteTarget[];
   metadata?: Record<string, unknown>;
 }
 
@@ -55,6 +60,8 @@ export interface Verdict {
   adm?: Admission;
   /** the key's rate window after admission (api/ renders it as x-ratelimit-* headers) */
   rate?: RateState;
+  /** GateCall.targets that the key's policy allows (all of them without a key or a policy) */
+  targets?: readonly RouteTarget[];
   t0: number;
   ts: Date;
 }
@@ -215,13 +222,30 @@ export class Gate {
     this.modelAllowed(key, c.model);
     this.actionAllowed(key, c.action);
     const kp = this.boundPolicy(key);
-    if (kp.statements.length) {
+    // a call with candidate targets is judged per target's provider (allowedTargets)
+    if (kp.statements.length && !c.targets) {
       const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: c.provider, resource: c.resource, monthSpendMicros: this.o.limits.monthSpend(key), now });
       if (!d.allowed) throw new SvcError("forbidden", "policy_denied", d.message, c.resource ? null : c.model !== undefined ? "model" : null);
     }
     if (c.metered && c.spendMicros === undefined && this.o.limits.needsPrice(key, now)) {
       throw new SvcError("forbidden", "permission_denied", `${c.unpriced ?? `${c.action} has no price in svc`}; keys with a budget (their own, their team's or their organization's) may only make priced calls`, c.model !== undefined ? "model" : null);
     }
+  }
+
+  /** The call's targets whose provider the key's policy statements allow (403 when none is). */
+  private allowedTargets(key: KeyEntry, c: GateCall, now: number): readonly RouteTarget[] {
+    const kp = this.boundPolicy(key);
+    const all = c.targets!;
+    if (!kp.statements.length) return all;
+    const monthSpendMicros = this.o.limits.monthSpend(key);
+    let denial: string | undefined;
+    const out = all.filter((t) => {
+      const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: t.provider, resource: c.resource, monthSpendMicros, now });
+      if (!d.allowed) denial ??= d.message;
+      return d.allowed;
+    });
+    if (out.length === 0 && all.length > 0) throw new SvcError("forbidden", "policy_denied", denial!, "model");
+    return out;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -233,15 +257,18 @@ export class Gate {
     const now = this.now();
     const key = caller.key !== undefined ? caller.key : this.authenticate(caller, c.audit, now);
     caller.key = key;
-    const v: Verdict = { caller, key, call: c, rate: undefined, t0, ts: new Date(now) };
+    const v: Verdict = { caller, key, call: c, rate: undefined, targets: c.targets, t0, ts: new Date(now) };
     if (!key) return v;
     try {
       this.use(key, caller, c.scope, undefined, c.scope === null ? managementAccessAction(c.audit) : undefined);
       if (key.role !== "key" || c.scope === null) return v;
       this.authorizeCall(key, c, now);
+      if (c.targets) v.targets = this.allowedTargets(key, c, now);
       if (c.metered) {
         const spend = c.spendMicros ?? 0;
-        v.adm = this.o.limits.admit(key, { spend, tokens: 0, requestTokens: 0, promptTokens: 0, priced: c.spendMicros !== undefined, model: c.model ?? c.resource ?? c.action }, now, {
+        // a call through enter() has a known price (media units, a quote) or none: reserved whole
+        const est = { spend, tokens: 0, requestTokens: 0, promptTokens: 0, priced: c.spendMicros !== undefined, known: spend > 0, unbudgeted: c.unbudgeted, model: c.model ?? c.resource ?? c.action };
+        v.adm = this.o.limits.admit(key, est, now, {
           requestId: caller.requestId,
           action: c.audit,
           ip: caller.ip,

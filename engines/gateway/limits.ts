@@ -1,4 +1,4 @@
-// Limits (DESIGN.md "Gateway pipeline" / Limits), all checked synchronously in memory.
+// Limits (docs/architecture.md "The gate"; decisions in engines/gateway/README.md), all checked synchronously in memory.
 //
 //   rate      per_minute token bucket (+burst), per_hour / per_day sliding windows  -> limits/rate.ts,
 //             per key, restored after a restart or a crash                          -> limits/key-rates.ts
@@ -116,7 +116,7 @@ export class Limits extends UsageRollup {
     if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
       throw this.err(k, now, "quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     }
-    const over = usageOver(checks);
+    const over = est.unbudgeted ? null : usageOver(checks, est.known ? est.spend : 0);
     if (over) throw this.err(k, now, over.code, over.limit, over.message);
 
     // admitted: consume and reserve

@@ -2,7 +2,8 @@
 // own usage (a team key: its team's, an organization key: its organization's), plus every
 // active team key above a user key against the team's usage and every active organization key
 // against the organization's. usageOver names the first limit the committed amount (settled +
-// reserved by requests in flight) has reached.
+// reserved by requests in flight) has reached; for a call of known price, the first budget that
+// price would take it over.
 import { keyState, type KeyCache, type KeyEntry } from "../keys";
 import { usd, type EffectiveLimits, type EntityUsage } from "./usage";
 
@@ -46,7 +47,7 @@ export interface Over {
   message: string;
 }
 
-export function usageOver(checks: Check[]): Over | null {
+export function usageOver(checks: Check[], known = 0): Over | null {
   for (const c of checks) {
     const u = c.usage;
     const l = c.lim;
@@ -56,15 +57,22 @@ export function usageOver(checks: Check[]): Over | null {
     if (l.tokensMonthly !== undefined && u.month.tokens + u.reservedTokens >= l.tokensMonthly) {
       return { code: "quota_exceeded", limit: `monthly=${l.tokensMonthly}`, message: `${c.whose}token limit monthly=${l.tokensMonthly} exceeded (used ${u.month.tokens + u.reservedTokens} this month)` };
     }
-    if (l.budgetDaily !== undefined && u.day.spend + u.reservedSpend >= l.budgetDaily) {
-      return { code: "budget_exceeded", limit: `daily=${usd(l.budgetDaily)}`, message: `${c.whose}budget daily=${usd(l.budgetDaily)} ${l.currency} exceeded (spent ${usd(u.day.spend)} ${l.currency} today)` };
+    const cost = known > 0 ? `; this call costs ${usd(known)} ${l.currency}` : "";
+    if (l.budgetDaily !== undefined && over(u.day.spend + u.reservedSpend, known, l.budgetDaily)) {
+      return { code: "budget_exceeded", limit: `daily=${usd(l.budgetDaily)}`, message: `${c.whose}budget daily=${usd(l.budgetDaily)} ${l.currency} exceeded (spent ${usd(u.day.spend)} ${l.currency} today${cost})` };
     }
-    if (l.budgetMonthly !== undefined && u.month.spend + u.reservedSpend >= l.budgetMonthly) {
-      return { code: "budget_exceeded", limit: `monthly=${usd(l.budgetMonthly)}`, message: `${c.whose}budget monthly=${usd(l.budgetMonthly)} ${l.currency} exceeded (spent ${usd(u.month.spend)} ${l.currency} this month)` };
+    if (l.budgetMonthly !== undefined && over(u.month.spend + u.reservedSpend, known, l.budgetMonthly)) {
+      return { code: "budget_exceeded", limit: `monthly=${usd(l.budgetMonthly)}`, message: `${c.whose}budget monthly=${usd(l.budgetMonthly)} ${l.currency} exceeded (spent ${usd(u.month.spend)} ${l.currency} this month${cost})` };
     }
-    if (l.budgetTotal !== undefined && u.total.spend + u.reservedSpend >= l.budgetTotal) {
-      return { code: "budget_exceeded", limit: `total=${usd(l.budgetTotal)}`, message: `${c.whose}budget total=${usd(l.budgetTotal)} ${l.currency} exceeded (spent ${usd(u.total.spend)} ${l.currency})` };
+    if (l.budgetTotal !== undefined && over(u.total.spend + u.reservedSpend, known, l.budgetTotal)) {
+      return { code: "budget_exceeded", limit: `total=${usd(l.budgetTotal)}`, message: `${c.whose}budget total=${usd(l.budgetTotal)} ${l.currency} exceeded (spent ${usd(u.total.spend)} ${l.currency}${cost})` };
     }
   }
   return null;
+}
+
+/** An estimate is admitted while the committed amount is under the budget; a known price only
+ * when it fits (committed + price within the budget). */
+function over(committed: number, known: number, budget: number): boolean {
+  return known > 0 ? committed + known > budget : committed >= budget;
 }

@@ -1,4 +1,4 @@
-// Persistence of the limits (DESIGN.md "Storage"): usage counters (absolute values) and rate
+// Persistence of the limits (docs/architecture.md "Controllers and the store"): usage counters (absolute values) and rate
 // windows (snapshot JSON), saved through the store's limits repository (OpenedDb.repos.limits,
 // prisma/repos) once a second and at close, and loaded at start.
 // On SQLite's direct handle (the repository's `sync` side) one synchronous transaction also

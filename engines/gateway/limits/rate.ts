@@ -1,4 +1,4 @@
-// Rate windows of one key (DESIGN.md "Limits"): per_minute as a token bucket holding `burst`
+// Rate windows of one key (docs/architecture.md "The gate"; docs/gateway.md): per_minute as a token bucket holding `burst`
 // (default per_minute) refilling per_minute/60 a second; per_hour / per_day as sliding windows
 // (an exact ring of admission times up to 10,000 slots, above that 120 sub-buckets, which errs
 // on the strict side). Snapshots are what persist.ts saves in the RateState table.

@@ -1,4 +1,4 @@
-// Usage roll-up (DESIGN.md "Limits"): the usage counters of every entity (a key, its team,
+// Usage roll-up (docs/architecture.md "The gate"): the usage counters of every entity (a key, its team,
 // its organization) for the current UTC day and month and all time, rolled over when the day
 // changes, and what reads them: which entities a key's requests count toward, which team and
 // organization budgets cover a key, settled spend and the usage report. Limits (../limits.ts)

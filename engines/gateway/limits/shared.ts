@@ -23,7 +23,7 @@ export function sharedRate(v: SharedVerdict): RateState | undefined {
 }
 
 /** Build the request for a key (`checks` from checksOf, entities key/team/org). */
-export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[], checks: Check[], day: string, month: string, spend: number, tokens: number): SharedRequest {
+export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[], checks: Check[], day: string, month: string, spend: number, tokens: number, known = false): SharedRequest {
   const sc: SharedCheck[] = checks.map((c) => ({
     e: c.usage.id,
     whose: c.whose,
@@ -49,6 +49,7 @@ export function sharedRequest(k: KeyEntry, lim: EffectiveLimits, ents: string[],
     s: Math.max(0, Math.round(spend)),
     t: Math.max(0, Math.round(tokens)),
     checks: sc,
+    ...(known && spend > 0 ? { kn: true } : {}),
   };
 }
 
@@ -74,17 +75,18 @@ export function refusalOf(v: SharedVerdict, r: SharedRequest, lim: EffectiveLimi
     case "usage": {
       const c = r.checks[v[1] - 1];
       const used = Number(v[3]);
+      const cost = r.kn ? `; this call costs ${usd(r.s)} ${c.cur ?? "USD"}` : "";
       switch (v[2]) {
         case "td":
           return new LimitRefusal("quota_exceeded", `daily=${c.td}`, `${c.whose}token limit daily=${c.td} exceeded (used ${used} today)`, h);
         case "tm":
           return new LimitRefusal("quota_exceeded", `monthly=${c.tm}`, `${c.whose}token limit monthly=${c.tm} exceeded (used ${used} this month)`, h);
         case "bd":
-          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} today)`, h);
+          return new LimitRefusal("budget_exceeded", `daily=${usd(c.bd!)}`, `${c.whose}budget daily=${usd(c.bd!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} today${cost})`, h);
         case "bm":
-          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} this month)`, h);
+          return new LimitRefusal("budget_exceeded", `monthly=${usd(c.bm!)}`, `${c.whose}budget monthly=${usd(c.bm!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"} this month${cost})`, h);
         default:
-          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"})`, h);
+          return new LimitRefusal("budget_exceeded", `total=${usd(c.bt!)}`, `${c.whose}budget total=${usd(c.bt!)} ${c.cur ?? "USD"} exceeded (spent ${usd(used)} ${c.cur ?? "USD"}${cost})`, h);
       }
     }
   }
@@ -114,7 +116,7 @@ export function admitShared(store: SharedLimitStore, k: KeyEntry, lim: Effective
   const ids = [ents.own.id];
   if (ents.team) ids.push(ents.team.id);
   if (ents.org) ids.push(ents.org.id);
-  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens), id: store.newId(), held: false };
+  const hold: SharedHold = { req: sharedRequest(k, lim, ids, checks, day, month, est.spend, est.tokens, est.known), id: store.newId(), held: false };
   if (lim.tokensPerRequest !== undefined && est.requestTokens > lim.tokensPerRequest) {
     const over = new LimitRefusal("quota_exceeded", `per_request_max=${lim.tokensPerRequest}`, `token limit per_request_max=${lim.tokensPerRequest} exceeded (prompt estimate plus max_tokens is ${est.requestTokens})`);
     // as in embedded mode, rate and max_requests refusals come first and the 402 carries the
@@ -199,7 +201,8 @@ export function installShared(l: LimitsHost, store: SharedLimitStore): void {
     const lim = l.limitsOf(k);
     const ents = l.entitiesOf(k);
     const conv = l.inKeyCurrency(k, est, now);
-    const adm = admitShared(store, k, lim, conv.est, ents, checksOf(k, ents, now, keys, (x) => l.limitsOf(x)), day, month);
+    const checks = est.unbudgeted ? [] : checksOf(k, ents, now, keys, (x) => l.limitsOf(x));
+    const adm = admitShared(store, k, lim, conv.est, ents, checks, day, month);
     if (conv.rate !== 1) adm.rate = conv.rate;
     return adm;
   };

@@ -40,6 +40,13 @@ export interface Estimate {
   promptTokens?: number;
   /** model has a price (a budgeted key needs one) */
   priced: boolean;
+  /** `spend` is the call's known price (media units, a quote), not an estimate: the call is
+   * admitted only if that price fits under each budget (an estimate is admitted while the
+   * committed amount is under the budget, and may end above it) */
+  known?: boolean;
+  /** counted as a request (rate limits, max_requests) but outside budgets and token limits
+   * (count_tokens: it spends nothing) */
+  unbudgeted?: boolean;
   model: string;
 }
 
@@ -82,6 +89,8 @@ export interface SharedRequest {
   checks: SharedCheck[];
   /** refuse after the checks that come first (per_request_max is over; the store reports the rate state) */
   x?: boolean;
+  /** `s` is a known price: it must fit under each budget (Estimate.known) */
+  kn?: boolean;
 }
 
 /** The rate window the x-ratelimit-* headers describe: limit, remaining, ms until it is full again. */

@@ -1,4 +1,4 @@
-// Usage roll-up (DESIGN.md "Limits"): a key's effective limits, and per-entity counters of
+// Usage roll-up (docs/architecture.md "The gate"): a key's effective limits, and per-entity counters of
 // spend (micro-USD), tokens and requests for the current UTC day, month and all time. An
 // entity is a key, its team ("team:<org>/<team>") or its organization ("org:<org>").
 // Shorthands: permissions.rate_limit_per_minute -> per_minute, permissions.daily_budget ->
