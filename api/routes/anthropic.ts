@@ -5,10 +5,10 @@ import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
 import type { ChatEvent } from "../../engines/chat/types";
 import type { Svc } from "../../engines/svc";
-import { toSvcError } from "../errors";
+import { rateHeaders, toSvcError } from "../errors";
 import { jsonBody } from "../body-schema";
 import { CountTokensBody, MessagesBody } from "../../schemas/api/bodies";
-import { agentIdOf, answerChat, callerFrom, pipelineOf, startChat } from "../caller";
+import { agentIdOf, answerChat, callerFrom, setHeaders, startChat } from "../caller";
 import { clientCancellation } from "../sse";
 import { countPromptTokens } from "../../engines/providers/count-tokens";
 import { SvcError } from "../../engines/errors";
@@ -38,19 +38,23 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
     const meta = { id: newId("msg_"), model: s.start.model };
     await answerChat(ctx, s, { stream: req.stream, meta, whole: anthropicMessage, format: "sse", render: renderMessages, onError: sseError, log });
   };
-  // Counting is free (no limits spent, no audit entry), but the caller must be allowed the model.
+  // Counting is a request like any other at the gate (policy per provider, rate limits,
+  // max_requests, audit as messages.count_tokens) but spends no budget; its policy action is
+  // chat:completions (counting the prompt of a Messages call the key may make).
   const countTokens = async (ctx: HttpContext) => {
     ctx.set("request-id", String(ctx.state.requestId ?? ""));
     const body = await readCountTokens(ctx);
     const req = parseCountTokensRequest(body);
-    const visible = await pipelineOf(svc).listModels(callerFrom(ctx)); // authenticates the key
-    if (!visible.some((m) => m.id === req.model)) {
-      throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
-    }
+    const gw = svc.engines.gateway;
+    if (!gw) throw new SvcError("unavailable", "model_unavailable", "the gateway engine is not running");
+    const targets = gw.router.targets(req.model);
+    if (!targets.length) throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
+    const caller = callerFrom(ctx);
+    const v = await gw.gate.enter(caller, { action: "chat:completions", scope: "inference", audit: "messages.count_tokens", model: req.model, metered: true, spendMicros: 0, unbudgeted: true, targets });
+    setHeaders(ctx, rateHeaders(v.rate));
     // what Anthropic's count_tokens accepts, forwarded as sent to an Anthropic upstream
     const rest = Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_FIELDS.has(k)));
-    const gw = svc.engines.gateway!;
-    const n = await countPromptTokens(gw.router, svc.engines.pool, req, rest, clientCancellation(ctx));
+    const n = await gw.gate.run(v, () => countPromptTokens(v.targets!, gw.router, svc.engines.pool, req, rest, clientCancellation(ctx)), { model: req.model, provider: v.targets![0]?.provider });
     ctx.set("x-svc-token-count", n.source);
     ctx.body = { input_tokens: n.inputTokens };
   };

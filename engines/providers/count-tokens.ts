@@ -26,18 +26,20 @@ function anthropicHeaders(t: RouteTarget): Record<string, string> {
 }
 
 /**
- * Count the prompt tokens of `req` on the first provider that serves its model. `anthropicBody`
- * is the client's count_tokens body, forwarded (with the upstream model name) to an Anthropic
- * upstream as it came, so fields svc does not model still count.
+ * Count the prompt tokens of `req` on the first of `targets` (the providers serving its model that
+ * the gate allowed the caller). `anthropicBody` is the client's count_tokens body, forwarded (with
+ * the upstream model name) to an Anthropic upstream as it came, so fields svc does not model still
+ * count.
  */
 export async function countPromptTokens(
+  targets: readonly RouteTarget[],
   router: ProviderRouter,
   pool: TokenCounterPool | undefined,
   req: ChatRequest,
   anthropicBody: Record<string, unknown>,
   cancel?: Cancellation,
 ): Promise<{ inputTokens: number; source: TokenCountSource }> {
-  const target = router.targets(req.model)[0];
+  const target = targets[0];
   if (!target) throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway`, "model");
   if (target.type === "local") {
     if (!pool) throw new SvcError("unavailable", "model_unavailable", "local inference is not available in this server");
