@@ -1,4 +1,4 @@
-// Prisma 6.19 with the JS engine and a driver adapter: no native engine download (see DESIGN.md, Storage).
+// Prisma 6.19 with the JS engine and a driver adapter: no native engine download (docs/architecture.md, "Controllers and the store").
 import path from "node:path";
 import { defineConfig } from "prisma/config";
 import { PrismaBetterSQLite3 } from "@prisma/adapter-better-sqlite3";

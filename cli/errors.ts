@@ -1,4 +1,4 @@
-// Exit codes (DESIGN.md): 0 done / no change, 1 failed, 2 changes pending, 3 confirmation needed.
+// Exit codes (docs/cli.md, docs/architecture.md): 0 done / no change, 1 failed, 2 changes pending, 3 confirmation needed.
 export const EXIT = { ok: 0, failed: 1, pending: 2, confirm: 3 } as const;
 
 /** An expected failure: its message is printed as it is (no stack trace) and the process exits with `code`. */

@@ -7,7 +7,7 @@
 // so a change made by apply or by the key routes is in force for the very next request.
 import type { Host } from "../host";
 import type { ModelPool } from "../inference/pool";
-import type { PipelineMetrics } from "../metrics/gateway";
+import type { PipelineMetrics } from "./metrics-sink";
 
 /** What the gateway uses of the running svc: its core, the local model pool (the "local"
  * provider) and the request metrics. */

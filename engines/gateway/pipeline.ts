@@ -1,4 +1,4 @@
-// The one enforcement pipeline every inference route goes through (DESIGN.md "Gateway pipeline"):
+// The one enforcement pipeline every inference route goes through (docs/architecture.md "The gate"):
 // authenticate -> IP allowlist -> permissions and policy -> limits (reserve) -> route ->
 // forward (streaming passes through) -> settle cost and tokens -> audit entry -> alerts.
 // Everything before forwarding is synchronous and in memory; nothing here touches Prisma.
@@ -34,7 +34,7 @@ import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
-import type { PipelineMetrics } from "../metrics/gateway";
+import type { PipelineMetrics } from "./metrics-sink";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement

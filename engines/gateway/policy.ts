@@ -1,4 +1,4 @@
-// Access policy evaluation (DESIGN.md "Gateway pipeline" / Policy).
+// Access policy evaluation (docs/architecture.md "The gate"; docs/gate.md).
 //
 // A key's statements are: every statement of each AccessPolicy bound by name (spec.policies),
 // the statements of its inline `policy` document, and its `permissions.models/actions`

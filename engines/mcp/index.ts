@@ -2,10 +2,14 @@
 import type { Host } from "../host";
 import type { Gateway } from "../gateway";
 import type { MemoryEngine } from "../memory/engine";
-import type { Metrics } from "../metrics";
+
+/** Where tool calls are counted (engines/metrics implements it; observers sit above the engines). */
+export interface ToolCallSink {
+  toolCall(service: string, outcome: string): void;
+}
 
 /** What the MCP engine uses: the gateway's model listing and memory search (built-in tools), metrics. */
-export type McpHost = Host & { engines: { gateway?: Gateway; memory?: MemoryEngine; metrics?: Pick<Metrics, "toolCall"> } };
+export type McpHost = Host & { engines: { gateway?: Gateway; memory?: MemoryEngine; metrics?: ToolCallSink } };
 import { builtinTools } from "../tools/builtins";
 import { McpEngine } from "./engine";
 import { KINDS } from "../memory/types";

@@ -3,14 +3,9 @@
 // pre-made cells, then number adds.
 import { CellIndex, CounterFamily, HistogramFamily, type CounterCell, type HistogramCell } from "./cells";
 import { LimitRefusal } from "../gateway/limits/refusal";
+import type { PipelineMetrics } from "../gateway/metrics-sink";
 
-/** The sink engines/gateway/pipeline.ts calls (PipelineOptions.metrics). */
-export interface PipelineMetrics {
-  /** a request that reached a provider ended (success, upstream failure or cancellation) */
-  completed(route: string, provider: string, model: string, inputTokens: number, outputTokens: number, costMicros: number, ms: number): void;
-  /** a request failed before or while forwarding; counted when it is a limit refusal */
-  refused(e: unknown): void;
-}
+export type { PipelineMetrics } from "../gateway/metrics-sink";
 
 /** Seconds; model calls run from milliseconds (a cached local answer) to minutes (long streams). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];

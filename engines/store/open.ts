@@ -1,4 +1,4 @@
-// Which store a server opens (DESIGN.md "Storage"): the embedded SQLite file in the data dir by
+// Which store a server opens (docs/architecture.md "Controllers and the store"): the embedded SQLite file in the data dir by
 // default; PostgreSQL when SVC_DATABASE_URL is a postgres:// or postgresql:// URL (several
 // replicas share it). In PostgreSQL mode the shared state (objects, counters, rate state, audit,
 // webhooks, alert marks) goes to PostgreSQL through the @prisma/adapter-pg client; the data dir

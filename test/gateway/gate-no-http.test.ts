@@ -1,4 +1,4 @@
-// Engines speak no HTTP (DESIGN.md "The gate"): no module under engines/ builds a status code, a
+// Engines speak no HTTP (docs/architecture.md "Engines speak no HTTP"): no module under engines/ builds a status code, a
 // response header of svc's or a protocol's error body. The one error type (engines/errors.ts)
 // carries a kind and typed limit data; api/errors.ts maps them. Providers are HTTP clients of
 // upstreams, so reading an upstream's answer (its status, its Retry-After) is allowed; building
