@@ -23,8 +23,8 @@ import { UsageRollup } from "./limits/rollup";
 import { LimitRefusal } from "./limits/refusal";
 import { LimitsPersistence, type AuditDrain } from "./limits/persist";
 import { checksOf, usageOver } from "./limits/checks";
-import { installShared, syncShared, type SharedLimitStore } from "./limits/shared";
-import type { Admission, Estimate, RequestInfo } from "./limits/types";
+import { sharedAdmission, type SharedLimitStore } from "./limits/shared";
+import type { Admission, AdmissionStrategy, Estimate, RequestInfo } from "./limits/types";
 import type { RateState } from "../errors";
 import { rateBetween, type ExchangeRate } from "../../schemas/kinds/currency";
 import { toKeyCurrency } from "./limits/currency";
@@ -41,11 +41,10 @@ export class Limits extends UsageRollup {
   /** counters changed since the last flush (the store's) */
   private readonly dirty: Set<PeriodCounter>;
   private timer: NodeJS.Timeout | null = null;
-  // scale-out (useShared): `declare`d, so an embedded instance has exactly the fields it had before
-  /** limits kept in a store shared by replicas (Redis) instead of in memory */
-  declare shared?: SharedLimitStore;
-  /** this replica writes the shared counters to the database (the lease holder) */
-  declare mirror?: () => boolean;
+  /** embedded (this process's memory, the default) or shared by replicas (useShared) */
+  private strategy: AdmissionStrategy;
+  /** a request was admitted: the strategy is settled for good */
+  private serving = false;
   private flushing: Promise<void> = Promise.resolve();
   private readonly exchangeRates: () => readonly ExchangeRate[] | undefined;
   /** needsPrice, made once: no closure per converted request */
@@ -72,6 +71,12 @@ export class Limits extends UsageRollup {
     this.rates = new KeyRates((k) => this.limitsOf(k));
     this.store = new LimitsPersistence(repo, this.rates, { now: this.now, audit: opts.audit, writesPaused: opts.writesPaused });
     this.dirty = this.store.dirty;
+    this.strategy = {
+      admit: (k, est, now, info) => this.admitHere(k, est, now, info),
+      settle: (a, spend, tokens, served) => this.settleHere(a, spend, tokens, served),
+      rate: (k, now) => this.rates.window(k, now),
+      flush: () => this.store.write(),
+    };
     if (opts.flushMs !== 0) {
       this.timer = setInterval(() => void this.flush().catch(() => undefined), opts.flushMs ?? 1000);
       this.timer.unref();
@@ -99,7 +104,13 @@ export class Limits extends UsageRollup {
    * Throws a LimitRefusal (429 / 402) naming the limit that tripped. When any limit applies, the
    * admission is written ahead: await `written` before answering (forwarding may start first).
    */
-  admit(k: KeyEntry, est0: Estimate, now = this.now(), info?: RequestInfo): Admission {
+  admit(k: KeyEntry, est: Estimate, now = this.now(), info?: RequestInfo): Admission {
+    this.serving = true;
+    return this.strategy.admit(k, est, now, info);
+  }
+
+  /** The embedded strategy's admission: every check and reservation in this process's memory. */
+  private admitHere(k: KeyEntry, est0: Estimate, now: number, info?: RequestInfo): Admission {
     this.periods(now);
     const { est, rate } = this.inKeyCurrency(k, est0, now);
     const lim = this.limitsOf(k);
@@ -182,17 +193,17 @@ export class Limits extends UsageRollup {
     return rate === undefined ? micros : Math.round(micros * rate);
   }
 
-  /** Scale-out: from now on every limit is checked and reserved in the shared store
-   * (limits/shared.ts installShared; the embedded path keeps the prototype's code untouched). */
+  /** Scale-out: every limit is checked and reserved in the shared store (limits/shared.ts), chosen
+   * once at start-up, before the first request (engines/cluster); `mirror`: this replica writes
+   * the shared counters to the database (the lease holder). */
   useShared(store: SharedLimitStore, mirror: () => boolean): void {
-    this.shared = store;
-    this.mirror = mirror;
-    installShared(this, store);
+    if (this.serving) throw new Error("limits: the shared store must be chosen before the first request is admitted");
+    this.strategy = sharedAdmission(this, store, () => (mirror() ? (counters) => this.store.saveCounters(counters) : undefined));
   }
 
   /** x-ratelimit-* headers for a key (the per_minute bucket, else the hour, else the day window). */
   rate(k: KeyEntry, now = this.now()): RateState | undefined {
-    return this.rates.window(k, now);
+    return this.strategy.rate(k, now);
   }
 
   private err(k: KeyEntry, now: number, code: "quota_exceeded" | "budget_exceeded", limit: string, msg: string) {
@@ -203,7 +214,11 @@ export class Limits extends UsageRollup {
    * Release the reservation and count what was actually used. `served: false` (the request
    * failed before any output) also gives the request back (max_requests counts served requests).
    */
-  settle(a: Admission, spend0: number, tokens: number, served: boolean): void {
+  settle(a: Admission, spend: number, tokens: number, served: boolean): void {
+    this.strategy.settle(a, spend, tokens, served);
+  }
+
+  private settleHere(a: Admission, spend0: number, tokens: number, served: boolean): void {
     if (a.settled) return;
     a.settled = true;
     const spend = a.rate === undefined ? spend0 : Math.ceil(spend0 * a.rate);
@@ -239,8 +254,7 @@ export class Limits extends UsageRollup {
   }
 
   private doFlush(): Promise<void> {
-    if (this.shared) return syncShared(this.shared, this, this.mirror?.() ? (counters) => this.store.saveCounters(counters) : undefined);
-    return this.store.write();
+    return this.strategy.flush();
   }
 
   /** Forget a deleted key's rate state (usage rows stay for audit). */

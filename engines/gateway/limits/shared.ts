@@ -2,15 +2,15 @@
 // engines/cluster/shared-limits.ts) every check and reservation of a request is made there,
 // atomically, in one round trip; the in-memory counters of limits.ts are not used. This file is
 // the engine side: what a request asks for, and the refusal (same codes and messages as the
-// in-memory limits) its answer turns into. Only Limits.admit/settle branch here, so the
-// embedded SQLite path is unchanged.
+// in-memory limits) its answer turns into. It is one AdmissionStrategy of Limits (limits.ts), the
+// embedded one being the other.
 import { SvcError } from "../../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
 import { LimitRefusal } from "./refusal";
 import { usd, type EffectiveLimits } from "./usage";
 import { checksOf, type Check, type Entities } from "./checks";
 import type { RateState } from "../../errors";
-import type { Admission, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "./types";
+import type { Admission, AdmissionStrategy, Estimate, LimitsHost, SharedCheck, SharedHold, SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "./types";
 import { PeriodCounter, type EntityUsage } from "./usage";
 
 export type { SharedCheck, SharedRequest, SharedRate, SharedVerdict, SharedUsage, SharedLimitStore, SharedHold } from "./types";
@@ -193,24 +193,28 @@ async function syncOnce(store: SharedLimitStore, view: SharedView, write?: (c: P
   return store.copied!(mark, true);
 }
 
-/** Replace admit/settle/rate on this Limits instance with the shared-store versions. */
-export function installShared(l: LimitsHost, store: SharedLimitStore): void {
+/** The shared-store strategy: every check and reservation in the shared store, nothing counted
+ * in memory; each flush copies the shared counters in (and, on the lease holder, to the database). */
+export function sharedAdmission(l: LimitsHost & SharedView, store: SharedLimitStore, write: () => ((c: PeriodCounter[]) => Promise<void>) | undefined): AdmissionStrategy {
   const keys = l.keys;
-  l.admit = (k, est, now = l.now()) => {
-    const [day, month] = l.periodNames();
-    const lim = l.limitsOf(k);
-    const ents = l.entitiesOf(k);
-    const conv = l.inKeyCurrency(k, est, now);
-    const checks = est.unbudgeted ? [] : checksOf(k, ents, now, keys, (x) => l.limitsOf(x));
-    const adm = admitShared(store, k, lim, conv.est, ents, checks, day, month);
-    if (conv.rate !== 1) adm.rate = conv.rate;
-    return adm;
+  return {
+    admit(k, est, now) {
+      const [day, month] = l.periodNames();
+      const lim = l.limitsOf(k);
+      const ents = l.entitiesOf(k);
+      const conv = l.inKeyCurrency(k, est, now);
+      const checks = est.unbudgeted ? [] : checksOf(k, ents, now, keys, (x) => l.limitsOf(x));
+      const adm = admitShared(store, k, lim, conv.est, ents, checks, day, month);
+      if (conv.rate !== 1) adm.rate = conv.rate;
+      return adm;
+    },
+    settle(a, spend, tokens, served) {
+      if (a.settled) return;
+      a.settled = true;
+      if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.ceil(Math.round(spend) * (a.rate ?? 1)), tokens, served);
+    },
+    // the windows live in the shared store: a request's rate window comes with its verdict (SharedHold.rate)
+    rate: () => undefined,
+    flush: () => syncShared(store, l, write()),
   };
-  l.settle = (a, spend, tokens, served) => {
-    if (a.settled) return;
-    a.settled = true;
-    if (a.shared?.held) store.settle(a.shared.req, a.shared.id, Math.ceil(Math.round(spend) * (a.rate ?? 1)), tokens, served);
-  };
-  // the windows live in the shared store: a request's rate window comes with its verdict (SharedHold.rate)
-  l.rate = () => undefined;
 }

@@ -141,16 +141,25 @@ export interface SharedHold {
   over?: LimitRefusal;
 }
 
-/** What the shared-store variant replaces and reads on a Limits instance (installShared). */
+/** How a Limits instance admits and settles: in this process's memory (embedded, limits.ts) or in
+ * a store shared by replicas (limits/shared.ts sharedAdmission). Chosen once, before the server
+ * admits its first request; Limits delegates to it and never swaps methods. */
+export interface AdmissionStrategy {
+  admit(k: KeyEntry, est: Estimate, now: number, info?: RequestInfo): Admission;
+  settle(a: Admission, spend: number, tokens: number, served: boolean): void;
+  /** the key's rate window for the x-ratelimit-* headers (shared: it comes with each verdict) */
+  rate(k: KeyEntry, now: number): RateState | undefined;
+  /** persist (embedded) or copy the shared counters (shared); each second and at close */
+  flush(): Promise<void>;
+}
+
+/** What the shared strategy reads on its Limits instance. */
 export interface LimitsHost {
   readonly keys: KeyCache;
   readonly now: () => number;
   periodNames(): [string, string];
   limitsOf(k: KeyEntry): EffectiveLimits;
   entitiesOf(k: KeyEntry): { own: EntityUsage; team?: EntityUsage; org?: EntityUsage };
-  admit(k: KeyEntry, est: Estimate, now?: number, info?: RequestInfo): Admission;
   /** the estimate in the key's budget currency, and the rate used (limits/currency.ts) */
   inKeyCurrency(k: KeyEntry, est: Estimate, now?: number): { est: Estimate; rate: number };
-  settle(a: Admission, spend: number, tokens: number, served: boolean): void;
-  rate(k: KeyEntry, now?: number): RateState | undefined;
 }
