@@ -69,6 +69,9 @@ function basicKey(b64: string): string {
   return key;
 }
 
+/** The routes whose model call is an embedding (audited as `embeddings`, not chat). */
+const EMBEDDING_ROUTES = new Set(["/v1/embeddings", "/api/embed", "/api/embeddings"]);
+
 /** Who is calling; built once per request (kept in ctx.state) and carrying the key once it was
  * authenticated, so the pipeline does not authenticate a second time. */
 export function callerFrom(ctx: HttpContext): Caller {
@@ -84,6 +87,7 @@ export function callerFrom(ctx: HttpContext): Caller {
     route: typeof route === "string" ? route : ctx.path,
     key: undefined,
   };
+  if (EMBEDDING_ROUTES.has(caller.route)) caller.modelCall = "embeddings";
   ctx.state.caller = caller;
   return caller;
 }

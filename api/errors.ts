@@ -6,7 +6,7 @@
 // generic message; details go to the log only.
 import type { Context, Next } from "koa";
 import type { HttpContext } from "./http-context";
-import { kindOfStatus, SvcError, type ErrorCode, type ErrorKind, type RateState } from "../engines/errors";
+import { SvcError, type ErrorCode, type ErrorKind, type RateState } from "../engines/errors";
 import type { Logger } from "../engines/svc";
 
 export type ErrorRenderer = (ctx: HttpContext, err: SvcError) => void;
@@ -28,6 +28,10 @@ const STATUS: Record<ErrorKind, number> = {
   unavailable: 503,
   timeout: 504,
 };
+
+/** The kind a status stands for (an HttpError Koa or a body parser threw). */
+const KIND_OF_STATUS = new Map<number, ErrorKind>([...Object.entries(STATUS).map(([k, s]) => [s, k as ErrorKind] as const), [408, "timeout"], [422, "invalid"]]);
+const kindOfStatus = (status: number): ErrorKind => KIND_OF_STATUS.get(status) ?? (status >= 500 ? "internal" : "invalid");
 
 /** The HTTP status of an error kind, and of an engine error. */
 export const statusOfKind = (k: ErrorKind): number => STATUS[k] ?? 500;

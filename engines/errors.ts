@@ -100,28 +100,3 @@ export const invalidRequest = (message: string, param: string | null = null) => 
 export const notFound = (message: string) => new SvcError("not_found", "not_found", message);
 /** The requested model is served by no Provider and no local Model (404, like OpenAI). */
 export const modelNotFound = (model: string) => new SvcError("not_found", "model_not_found", `model ${JSON.stringify(model)} is not served by this gateway`, "model");
-
-const KIND_OF_STATUS: Record<number, ErrorKind> = {
-  400: "invalid",
-  401: "unauthenticated",
-  402: "payment",
-  403: "forbidden",
-  404: "not_found",
-  405: "method_not_allowed",
-  408: "timeout",
-  409: "conflict",
-  410: "gone",
-  413: "too_large",
-  422: "invalid",
-  426: "upgrade_required",
-  429: "rate_limited",
-  500: "internal",
-  502: "upstream",
-  503: "unavailable",
-  504: "timeout",
-};
-
-/** The kind an HTTP status stands for (an upstream's answer, or code written before kinds). */
-export function kindOfStatus(status: number): ErrorKind {
-  return KIND_OF_STATUS[status] ?? (status >= 500 ? "upstream" : "invalid");
-}

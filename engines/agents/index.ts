@@ -1,7 +1,7 @@
 // The agents engine: custom agents (Agent objects), synchronous runs, and detached tasks.
 // Every model call goes through the gateway pipeline with the caller's identity, so the key's
 // permissions, limits, budget and audit apply to agent work exactly as to direct inference.
-import { kindOfStatus, SvcError } from "../errors";
+import { SvcError } from "../errors";
 import { requireAudience } from "../gateway/scopes";
 import type { Host } from "../host";
 import type { Gateway } from "../gateway";
@@ -104,7 +104,7 @@ export class Agents {
     const r = readiness(this.svc, spec, modelOverride);
     if (!r.ready) {
       const code = r.reason === "ModelNotFound" ? "model_not_found" : "model_unavailable";
-      throw new SvcError(kindOfStatus(r.reason === "ModelNotFound" ? 404 : 503), code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
+      throw new SvcError(r.reason === "ModelNotFound" ? "not_found" : "unavailable", code, `agent ${name} is not ready: ${r.reason}: ${r.message}`);
     }
     return { spec, model: r.model! };
   }

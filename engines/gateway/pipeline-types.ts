@@ -13,8 +13,11 @@ export interface Caller {
   loopback: boolean;
   userAgent?: string;
   requestId: string;
-  /** route path, for the audit log */
+  /** route path, for the audit log and the metrics' route label */
   route: string;
+  /** the model call the route makes, named as the audit log names it (api/ sets it from its route
+   * table; default chat.completions): a key refused before the body is read is audited under it */
+  modelCall?: "chat.completions" | "embeddings";
   /** set once the caller was admitted (InferencePipeline.admit): its key, or null for anonymous
    * loopback; undefined until then (the pipeline then authenticates itself) */
   key?: KeyEntry | null;

@@ -91,13 +91,13 @@ export class GatewayPipeline implements InferencePipeline {
 
   /** Who is calling: a key, or null for unauthenticated loopback. Throws 401 (audited, alerted). */
   authenticate(caller: Caller, now = this.now()): KeyEntry | null {
-    return this.gate.authenticate(caller, caller.route.includes("embed") ? "embeddings" : "chat.completions", now);
+    return this.gate.authenticate(caller, caller.modelCall ?? "chat.completions", now);
   }
 
   /** authenticate + key use, before the body is read (InferencePipeline.admit); a refused key
    * use is audited as chat() would have. */
   admit(caller: Caller): KeyEntry | null {
-    return this.gate.admit(caller, "inference", caller.route.includes("embed") ? "embeddings" : "chat.completions");
+    return this.gate.admit(caller, "inference", caller.modelCall ?? "chat.completions");
   }
 
   /** The scope a model call needs: inference, or the agent grant it is made under (an agent's

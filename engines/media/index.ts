@@ -2,9 +2,10 @@
 // capability (engines/media/providers.ts), jobs tracked in the store (jobs.ts), and a
 // provider's credit balance. Upstream failures become 502 upstream_error / 504 upstream_timeout
 // with credentials redacted from the message.
-import { kindOfStatus, SvcError } from "../errors";
+import { SvcError } from "../errors";
 import type { Host } from "../host";
 import { redactSecrets } from "../providers/redact";
+import { kindOfUpstreamStatus } from "../providers/http";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
 import { VideoQuotes } from "./quotes";
@@ -69,9 +70,8 @@ export class Media {
       } catch {
         /* not JSON */
       }
-      const status = res.status === 429 ? 429 : res.status >= 500 ? 502 : res.status;
       const code = res.status === 429 ? "rate_limit_exceeded" : res.status === 404 ? "not_found" : res.status >= 500 ? "upstream_error" : res.status === 400 || res.status === 422 ? "invalid_request" : "upstream_error";
-      throw new SvcError(kindOfStatus(status), code, `provider ${t.provider} answered ${res.status}: ${msg || "(no message)"}`);
+      throw new SvcError(kindOfUpstreamStatus(res.status), code, `provider ${t.provider} answered ${res.status}: ${msg || "(no message)"}`);
     }
     if (!o.stream && contentType.includes("json")) return { status: res.status, contentType, body: null, json: await res.json() };
     return { status: res.status, contentType, body: res.body };

@@ -148,7 +148,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
         if (j.usage?.input_tokens !== undefined) input = j.usage.input_tokens;
         break;
       case "error":
-        throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error?.message ?? "error"), 500)}`);
+        throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error?.message ?? "error"), 500)}`);
       case "message_stop":
         break;
     }

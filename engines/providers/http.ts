@@ -9,7 +9,7 @@
 // 502/503/504 are "fallback-able": routing may try the next provider when fallback is on.
 // Every message built from upstream text goes through upstreamError, which redacts secrets
 // (redact.ts): an upstream that echoes our credential never hands it to the caller.
-import { kindOfStatus, SvcError, type ErrorCode, type LimitData } from "../errors";
+import { SvcError, type ErrorCode, type ErrorKind, type LimitData } from "../errors";
 import type { IncomingHttpHeaders } from "node:http";
 import { Pool, type Dispatcher } from "undici";
 import { createParser } from "eventsource-parser";
@@ -58,8 +58,30 @@ export function splitUrl(base: string): { origin: string; prefix: string } {
 }
 
 /** A SvcError whose message holds upstream text: the one place such text is redacted. */
-export function upstreamError(status: number, code: ErrorCode, message: string, limit: LimitData = {}): SvcError {
-  return new SvcError(kindOfStatus(status), code, redactSecrets(message), null, limit);
+export function upstreamError(kind: ErrorKind, code: ErrorCode, message: string, limit: LimitData = {}): SvcError {
+  return new SvcError(kind, code, redactSecrets(message), null, limit);
+}
+
+/** What an upstream's answer status means for svc's caller (its own media answers pass through
+ * this; chat's go through statusError). Upstream statuses are read here and where an answer is
+ * parsed, never turned into the client's status by an engine. */
+const UPSTREAM_KIND: Record<number, ErrorKind> = {
+  400: "invalid",
+  401: "unauthenticated",
+  402: "payment",
+  403: "forbidden",
+  404: "not_found",
+  405: "method_not_allowed",
+  408: "timeout",
+  409: "conflict",
+  410: "gone",
+  413: "too_large",
+  422: "invalid",
+  426: "upgrade_required",
+  429: "rate_limited",
+};
+export function kindOfUpstreamStatus(status: number): ErrorKind {
+  return status >= 500 ? "upstream" : (UPSTREAM_KIND[status] ?? "invalid");
 }
 
 /** An upstream's Retry-After (seconds, or an HTTP date) as seconds to wait. */
@@ -83,7 +105,7 @@ export function transportError(provider: string, e: any, timeoutMs: number, midS
     return new SvcError("timeout", "upstream_timeout", `provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)}s`);
   }
   const why = code ? `${code}${e?.message && !String(e.message).includes(code) ? ` (${e.message})` : ""}` : String(e?.message ?? e);
-  return upstreamError(502, "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
+  return upstreamError("upstream", "upstream_error", midStream ? `connection to provider ${provider} failed mid-response: ${why}` : `provider ${provider} unreachable: ${why}`);
 }
 
 /** Upstream text fit for a message: redacted first, then cut to `max` (so no secret is left half). */
@@ -108,16 +130,16 @@ export function statusError(provider: string, status: number, body: string, head
   const msg = upstreamMessage(body);
   if (status === 429) {
     const ra = retryAfterOf(headers["retry-after"]);
-    return upstreamError(429, "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra !== undefined ? { retryAfterSeconds: ra } : {});
+    return upstreamError("rate_limited", "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra !== undefined ? { retryAfterSeconds: ra } : {});
   }
   if (status === 400 || status === 413 || status === 422) {
-    return upstreamError(400, "invalid_request", `provider ${provider} refused the request: ${msg}`);
+    return upstreamError("invalid", "invalid_request", `provider ${provider} refused the request: ${msg}`);
   }
   if (status === 401 || status === 403) {
-    return upstreamError(502, "upstream_error", `provider ${provider} rejected the gateway's credential (${status}): ${msg}`);
+    return upstreamError("upstream", "upstream_error", `provider ${provider} rejected the gateway's credential (${status}): ${msg}`);
   }
-  if (status === 504 || status === 408) return upstreamError(504, "upstream_timeout", `provider ${provider} timed out (${status}): ${msg}`);
-  return upstreamError(502, "upstream_error", `provider ${provider} answered ${status}: ${msg}`);
+  if (status === 504 || status === 408) return upstreamError("timeout", "upstream_timeout", `provider ${provider} timed out (${status}): ${msg}`);
+  return upstreamError("upstream", "upstream_error", `provider ${provider} answered ${status}: ${msg}`);
 }
 
 /** May the router try the next provider after this failure? */
@@ -266,7 +288,7 @@ function parseUpstreamJson(provider: string, text: string): any {
   try {
     return JSON.parse(text);
   } catch {
-    throw upstreamError(502, "upstream_error", `provider ${provider} sent a body that is not JSON: ${upstreamText(text, 120)}`);
+    throw upstreamError("upstream", "upstream_error", `provider ${provider} sent a body that is not JSON: ${upstreamText(text, 120)}`);
   }
 }
 

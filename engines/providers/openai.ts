@@ -118,7 +118,7 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
     } catch {
       continue;
     }
-    if (j.error) throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error.message ?? JSON.stringify(j.error)), 500)}`);
+    if (j.error) throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error.message ?? JSON.stringify(j.error)), 500)}`);
     if (j.usage) usage = j.usage;
     const ch = j.choices?.[0];
     if (!ch) continue;

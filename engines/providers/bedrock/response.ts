@@ -9,7 +9,7 @@ export const finishOf = (r: unknown, calls: number): FinishReason =>
 
 export function* converseEvents(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
   const content = j?.output?.message?.content;
-  if (!Array.isArray(content)) throw upstreamError(502, "upstream_error", `provider ${t.provider} sent no output message`);
+  if (!Array.isArray(content)) throw upstreamError("upstream", "upstream_error", `provider ${t.provider} sent no output message`);
   let calls = 0;
   let chars = 0;
   for (const b of content) {

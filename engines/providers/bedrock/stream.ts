@@ -55,7 +55,7 @@ export async function* converseStreamEvents(t: RouteTarget, req: ChatRequest, re
   const toolIndex = new Map<number, number>(); // contentBlockIndex -> tool call index
   for await (const f of frames(t, res, cancel)) {
     if (f.messageType !== "event") {
-      throw upstreamError(502, "upstream_error", `provider ${t.provider} failed mid-stream: ${f.type}: ${upstreamText(String(f.body?.message ?? ""), 500)}`);
+      throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${f.type}: ${upstreamText(String(f.body?.message ?? ""), 500)}`);
     }
     const b = f.body;
     switch (f.type) {

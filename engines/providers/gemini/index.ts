@@ -31,7 +31,7 @@ export async function geminiChat(t: RouteTarget, req: ChatRequest, cancel: Cance
  * 502 like any other vendor's 401, not the client's mistake. */
 function keyRefusal(t: RouteTarget, e: unknown): unknown {
   if (e instanceof SvcError && e.kind === "invalid" && /API key not valid|API_KEY_INVALID|API key expired/i.test(e.message)) {
-    return upstreamError(502, "upstream_error", e.message.replace(/refused the request: /, "rejected the gateway's credential (400): "));
+    return upstreamError("upstream", "upstream_error", e.message.replace(/refused the request: /, "rejected the gateway's credential (400): "));
   }
   return e;
 }

@@ -18,7 +18,7 @@ export const newFold = (): GeminiFold => ({ calls: 0, chars: 0 });
 
 /** Events of one GenerateContentResponse (the whole answer, or one stream chunk). */
 export function* chunkEvents(t: RouteTarget, j: any, f: GeminiFold): Generator<ChatEvent> {
-  if (j?.error) throw upstreamError(502, "upstream_error", `provider ${t.provider} failed: ${upstreamText(String(j.error.message ?? JSON.stringify(j.error)), 500)}`);
+  if (j?.error) throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed: ${upstreamText(String(j.error.message ?? JSON.stringify(j.error)), 500)}`);
   if (j?.usageMetadata) f.usage = j.usageMetadata;
   const cand = j?.candidates?.[0];
   if (!cand) {
@@ -51,7 +51,7 @@ export function doneEvent(req: ChatRequest, f: GeminiFold): ChatEvent {
 }
 
 export function* responseEvents(t: RouteTarget, req: ChatRequest, j: any): Generator<ChatEvent> {
-  if (!Array.isArray(j?.candidates) && !j?.promptFeedback) throw upstreamError(502, "upstream_error", `provider ${t.provider} sent no candidates`);
+  if (!Array.isArray(j?.candidates) && !j?.promptFeedback) throw upstreamError("upstream", "upstream_error", `provider ${t.provider} sent no candidates`);
   const f = newFold();
   yield* chunkEvents(t, j, f);
   yield doneEvent(req, f);

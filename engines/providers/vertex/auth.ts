@@ -79,7 +79,7 @@ async function mint(provider: string, sa: ServiceAccount, url: string, timeoutMs
   }
   if (status !== 200 || typeof j?.access_token !== "string") {
     const why = typeof j?.error_description === "string" ? j.error_description : typeof j?.error === "string" ? j.error : text;
-    throw upstreamError(502, "upstream_error", `provider ${provider} could not get an access token (${status}): ${upstreamText(String(why), 300)}`);
+    throw upstreamError("upstream", "upstream_error", `provider ${provider} could not get an access token (${status}): ${upstreamText(String(why), 300)}`);
   }
   rememberSecret(j.access_token);
   const life = (Number(j.expires_in) > 0 ? Number(j.expires_in) : 3600) * 1000;
