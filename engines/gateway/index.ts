@@ -24,8 +24,8 @@ import { ProviderRouter } from "../providers/router";
 import { closePools } from "../providers/http";
 import { resolveSecretRef } from "../providers/credentials";
 import { AuditLog } from "./audit/log";
-import { WebhookOutbox } from "./webhooks/outbox";
-import { EmailOutbox } from "../notify/email-outbox";
+import { WebhookOutbox } from "./outbox/webhooks";
+import { EmailOutbox } from "./outbox/email";
 import { Alerts } from "./alerts/alerts";
 import { withAlertDefaults } from "./alerts/settings";
 

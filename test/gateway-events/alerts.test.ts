@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Alerts } from "../../engines/gateway/alerts/alerts";
-import { WebhookOutbox } from "../../engines/gateway/webhooks/outbox";
+import { WebhookOutbox } from "../../engines/gateway/outbox/webhooks";
 import type { KeyRef } from "../../engines/gateway/key-types";
 import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 import { clock, receiver, tempDb } from "./helpers";

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
-import { FAILED_AT, WebhookOutbox } from "../../engines/gateway/webhooks/outbox";
+import { FAILED_AT, WebhookOutbox } from "../../engines/gateway/outbox/webhooks";
 import type { KeyRef, WebhookEventName } from "../../engines/gateway/key-types";
 import { clock, receiver, tempDb } from "./helpers";
 

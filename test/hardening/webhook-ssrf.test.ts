@@ -10,7 +10,7 @@ import type dns from "node:dns";
 import { startEnv, type Env } from "../gateway/fixtures";
 import { receiver, tempDb } from "../gateway-events/helpers";
 import { until } from "../helpers/http";
-import { FAILED_AT, WebhookOutbox } from "../../engines/gateway/webhooks/outbox";
+import { FAILED_AT, WebhookOutbox } from "../../engines/gateway/outbox/webhooks";
 import type { KeyRef } from "../../engines/gateway/key-types";
 
 /** A loopback TCP listener that counts connections (a webhook that reached it would connect). */

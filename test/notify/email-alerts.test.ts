@@ -7,8 +7,8 @@ import { tempDir } from "../helpers/svc";
 import { until } from "../helpers/http";
 import { smtpSink, type SmtpSink } from "./smtp-sink";
 import { Alerts } from "../../engines/gateway/alerts/alerts";
-import { WebhookOutbox } from "../../engines/gateway/webhooks/outbox";
-import { EmailOutbox } from "../../engines/notify/email-outbox";
+import { WebhookOutbox } from "../../engines/gateway/outbox/webhooks";
+import { EmailOutbox } from "../../engines/gateway/outbox/email";
 import { tempDb } from "../gateway-events/helpers";
 import type { AlertSettingsSpec } from "../../schemas/kinds/alert-settings";
 

@@ -4,7 +4,7 @@
 // and a name that is refused without a lookup, so nothing is contacted even if the guard broke:
 // a broken guard shows as a timeout or an unreachable error instead of the guard's message.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { WebhookOutbox } from "../../engines/gateway/webhooks/outbox";
+import { WebhookOutbox } from "../../engines/gateway/outbox/webhooks";
 import { checkOutbound, outboundFetch, NETNS_RANGE } from "../../engines/net/outbound-guard";
 import { receiver, tempDb } from "../gateway-events/helpers";
 import { startEnv, type Env } from "../gateway/fixtures";

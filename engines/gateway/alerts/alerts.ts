@@ -7,7 +7,7 @@
 import type { PrismaClient } from "../../../prisma/client";
 import type { AlertSettingsSpec } from "../../../schemas/kinds/alert-settings";
 import type { KeyRef, WebhookEventName } from "../key-types";
-import type { WebhookOutbox } from "../webhooks/outbox";
+import type { WebhookOutbox } from "../outbox/webhooks";
 import { BUDGET_PERIODS, budgetMark, periodId, type BudgetPeriod } from "./periods";
 import { SlidingCount } from "./sliding-count";
 import { UsagePatterns } from "./usage-patterns";
@@ -18,7 +18,7 @@ const SUSPICIOUS_INTERVAL_MS = 60 * 60_000;
 
 export interface AlertsOptions {
   outbox: WebhookOutbox;
-  /** alert e-mails to budget_alerts.notify_email (engines/notify/email-outbox.ts) */
+  /** alert e-mails to budget_alerts.notify_email (engines/gateway/outbox/email.ts) */
   email?: { alert(key: KeyRef, event: WebhookEventName, data: Record<string, unknown>): void };
   prisma: PrismaClient;
   settings: () => AlertSettingsSpec;

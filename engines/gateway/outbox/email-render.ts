@@ -1,6 +1,6 @@
 // The words of an alert e-mail: subject and plain-text body, rendered once when the alert fires
 // (the outbox stores them, so a later settings change cannot alter what was raised).
-import type { WebhookEventName } from "../gateway/key-types";
+import type { WebhookEventName } from "../key-types";
 
 export interface AlertMail {
   subject: string;
