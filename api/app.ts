@@ -8,6 +8,7 @@ import { SvcError } from "../engines/errors";
 import { beginRequest } from "./request-id";
 import { inferenceRoutes, routers } from "./routes";
 import { inferenceListener } from "./inference-listener";
+import { assertRegistered, protocolOf, servedRoutes } from "./route-table";
 import { registerHandler } from "./secure-dispatch";
 import { withCors } from "./cors";
 import { canonicalize } from "./canonical-path";
@@ -15,7 +16,7 @@ import { hostRefusal, sendRefusal } from "./host-guard";
 import { consoleAuth } from "./console-session";
 import type { Svc } from "../engines/svc";
 
-export function createApp(svc: Svc): Koa {
+export function createApp(svc: Svc, made: Router[] = routers.map((make) => make(svc))): Koa {
   const app = new Koa({ proxy: false }); // never trust X-Forwarded-For: loopback checks use the socket
   app.silent = true;
   app.use(async (ctx, next) => {
@@ -24,14 +25,15 @@ export function createApp(svc: Svc): Koa {
       await next();
     } finally {
       // the route pattern, never the raw path: unmatched paths share one series
-      svc.engines.metrics?.http.count(typeof ctx._matchedRoute === "string" ? ctx._matchedRoute : "unmatched", ctx.status);
+      const route = typeof ctx._matchedRoute === "string" ? ctx._matchedRoute : "unmatched";
+      svc.engines.metrics?.http.count(route, ctx.status, protocolOf(route));
     }
   });
   app.use(errorMiddleware(svc.log));
   app.use(consoleAuth()); // a console session's cookie stands for its key (api/console-session.ts)
   // One root router: a request is matched once, not once per surface.
   const root = new Router();
-  for (const make of routers) root.use(make(svc).routes());
+  for (const r of made) root.use(r.routes());
   app.use(root.routes());
   app.use(root.allowedMethods());
   app.use(async (ctx) => {
@@ -42,9 +44,11 @@ export function createApp(svc: Svc): Koa {
 
 /** The server's request listener: the path made canonical and the Host rule (DNS rebinding,
  * api/host-guard.ts) before anything else, then CORS, then the inference routes or the Koa app. */
-export function createHandler(svc: Svc): RequestListener {
+export function createHandler(svc: Svc, extra: Router[] = []): RequestListener {
   const inference = inferenceRoutes.flatMap((make) => make(svc));
-  const routed = withCors(svc, inferenceListener(svc, inference, createApp(svc).callback()));
+  const made = [...routers.map((make) => make(svc)), ...extra];
+  assertRegistered(servedRoutes(made, inference)); // a route without its line in the route table never serves
+  const routed = withCors(svc, inferenceListener(svc, inference, createApp(svc, made).callback()));
   const handler: RequestListener = (req, res) => {
     let refusal: SvcError | undefined;
     try {

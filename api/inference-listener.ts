@@ -13,6 +13,7 @@ import { renderFailure } from "./errors";
 import { beginRequest } from "./request-id";
 import { SvcError } from "../engines/errors";
 import { authenticateCaller } from "./caller";
+import { protocolOf } from "./route-table";
 import { canonicalize } from "./canonical-path";
 
 export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], fallback: RequestListener): RequestListener {
@@ -46,5 +47,5 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
     renderFailure(ctx, e, svc.log);
     sendBody(ctx);
   }
-  svc.engines.metrics?.http.count(route.path, ctx.status);
+  svc.engines.metrics?.http.count(route.path, ctx.status, protocolOf(route.path));
 }

@@ -4,6 +4,7 @@
 // to open; progress goes to stderr.
 import type { McpServerSpec } from "../schemas/kinds/mcp-server";
 import { runLogin, usesAuthorizationCode } from "../engines/mcp/oauth";
+import { oauthCallbackListener } from "../api/oauth-callback";
 import { admin, errorOf, probe, resolveTarget, type TargetOptions } from "./connect";
 import { CliError } from "./errors";
 
@@ -23,6 +24,7 @@ export async function mcpLogin(server: string, o: TargetOptions): Promise<void> 
       home: target.home,
       service: server,
       spec,
+      listen: oauthCallbackListener,
       print: (url) => {
         process.stderr.write(`Open this URL in a browser to authorize svc for ${server}:\n`);
         process.stdout.write(`${url}\n`);

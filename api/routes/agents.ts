@@ -19,11 +19,12 @@ import type { Svc } from "../../engines/svc";
 import type { ChatMessage, ToolChoice } from "../../engines/chat/types";
 import type { LoopEvent } from "../../engines/agents/types";
 import type { Agents, RunResult } from "../../engines/agents";
-import { SvcError, invalidRequest, type ErrorKind } from "../../engines/errors";
+import { SvcError, invalidRequest } from "../../engines/errors";
 import { jsonBody } from "../body-schema";
 import { AgentRunBody, ClarifyBody, DispatchBody } from "../../schemas/api/bodies";
-import { openAIBody, statusOfKind } from "../errors";
-import { callerFrom } from "../caller";
+import { openAIBody, rateHeaders } from "../errors";
+import { runBody, taskBody, taskPath } from "../task-shapes";
+import { callerFrom, setHeaders } from "../caller";
 import { requireSecureIfRemote } from "../secure-mark";
 import { clientCancellation, EventStream, sseEvent } from "../sse";
 import { inTaskScope, taskScopeOf } from "../../engines/agents/task-list";
@@ -84,18 +85,6 @@ function frame(ev: LoopEvent): string | undefined {
   }
 }
 
-/** A run as the API shows it (JSON answer, SSE done frame). */
-const runBody = (r: RunResult) => ({ object: "agent.run" as const, ...r });
-
-/** A task as the API shows it: a failure's error kind (engines/errors.ts) as its HTTP status. */
-function taskBody<T>(view: T): T {
-  const err = (view as { result?: { error?: { kind?: ErrorKind; status?: number } } | null }).result?.error;
-  if (!err || err.kind === undefined) return view;
-  const { kind, ...rest } = err;
-  const r = (view as { result: Record<string, unknown> }).result;
-  return { ...view, result: { ...r, error: { ...rest, status: statusOfKind(kind) } } };
-}
-
 export default function routes(svc: Svc): Router {
   const r = new Router();
 
@@ -134,7 +123,13 @@ export default function routes(svc: Svc): Router {
     const idem = ctx.get("idempotency-key").trim();
     if (idem.length > 200) throw invalidRequest("Idempotency-Key is longer than 200 characters", "Idempotency-Key");
     const { spec, model: resolved } = a.resolve(ctx.params.id, model);
-    const { view, created } = await a.tasks.dispatch({
+    // a dispatch is a request at the gate like a tool call: policy (agents:dispatch on the model
+    // and the providers that serve it), rate limits, max_requests, an exhausted budget, audit;
+    // the task's model calls then meet the gate again, each with its price
+    const gw = svc.engines.gateway!;
+    const v = await gw.gate.enter(caller, { action: "agents:dispatch", scope: "agents:dispatch", audit: "agents.dispatch", model: resolved, targets: gw.router.targets(resolved), metered: true, spendMicros: 0 });
+    setHeaders(ctx, rateHeaders(v.rate));
+    const { view, created } = await gw.gate.run(v, () => a.tasks.dispatch({
       agent: ctx.params.id,
       spec,
       model: resolved,
@@ -144,10 +139,10 @@ export default function routes(svc: Svc): Router {
       caller: { ...caller, route: "/agents/:id/dispatch" },
       keyId: key?.id ?? null,
       idempotencyKey: idem || undefined,
-    });
+    }), { metadata: { agent_id: ctx.params.id } });
     ctx.status = created ? 202 : 200;
     if (!created) ctx.set("idempotent-replayed", "true");
-    ctx.set("location", view.poll_url);
+    ctx.set("location", taskPath(view.id));
     ctx.body = taskBody(view);
   });
 

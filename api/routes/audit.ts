@@ -27,7 +27,7 @@ export default function routes(svc: Svc): Router {
     await audited(gw, ctx, caller, "audit_logs.list", headerId ? { target_key_id: headerId } : {}, async () => {
       const scope = resolveScope(gw, caller, caller.role === "admin", headerId);
       const page = await gw.audit.query({ ...scope, ...filters(ctx) });
-      ctx.body = { object: "list", data: page.data, next_cursor: page.next_cursor, has_more: page.has_more };
+      ctx.body = { object: "list", data: page.data, next_cursor: page.cursor, has_more: page.more };
     });
   });
 

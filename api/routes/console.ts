@@ -18,11 +18,12 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import type { Svc } from "../../engines/svc";
 import { SvcError, invalidRequest } from "../../engines/errors";
-import { AUTH_MESSAGES, ipAllowed, loadAdminKey, tokenPrefix } from "../../engines/gateway/keys";
+import { loadAdminKey } from "../../engines/gateway/keys";
 import { accessLevelOf } from "../../engines/gateway/access-level";
 import { jsonBody } from "../body-schema";
 import { ConsoleSignInBody } from "../../schemas/api/pairing";
-import { clientIp, isLoopback } from "../loopback";
+import { isLoopback } from "../loopback";
+import { callerFrom } from "../caller";
 import { gatewayOf } from "../management";
 import { createSession, csrfOk, endSession, sameOrigin, sessionOf, setSessionCookie } from "../console-session";
 
@@ -142,19 +143,13 @@ export default function routes(svc: Svc): Router {
     secure(ctx);
     if (!sameOrigin(ctx)) throw new SvcError("forbidden", "permission_denied", "sign-in from another site is refused");
     const token = (await readSignIn(ctx)).api_key.trim();
-    const gw = gatewayOf(svc);
-    const a = gw.keys.authenticate(token);
-    if (!a.ok) {
-      gw.alerts.failedAuth(tokenPrefix(token), clientIp(ctx), a.key?.ref);
-      throw new SvcError("unauthenticated", a.code, AUTH_MESSAGES[a.code]);
-    }
-    if (a.key.ipRanges && !ipAllowed(clientIp(ctx), a.key.ipRanges)) {
-      throw new SvcError("forbidden", "ip_not_allowed", `address ${clientIp(ctx)} is not in this key's IP allowlist`);
-    }
+    // the gate judges the key (revoked, expired, IP allowlist; a failed attempt alerts and is
+    // audited): never anonymous, even on loopback, since a session must stand for a key
+    const key = gatewayOf(svc).gate.identify({ ...callerFrom(ctx), token, loopback: false }, "models:list")!;
     const { id } = createSession(token, false);
     setSessionCookie(ctx, id);
     ctx.set("cache-control", "no-store");
-    ctx.body = { ok: true, key_id: a.key.id };
+    ctx.body = { ok: true, key_id: key.id };
   });
 
   r.post("/console/session/loopback", (ctx) => {

@@ -1,5 +1,10 @@
 // One router per surface; the order here is the order they are mounted. The POST inference
 // routes are listed apart: the lean inference listener serves them (api/inference-listener.ts).
+// Why two HTTP stacks: the inference POSTs are the hot path, and Koa's per-request context graph
+// cost about a quarter of the gateway's throughput there (measured: the listener serves ~25% more
+// requests/s); everything else keeps Koa's routing, parameters and middleware. Both answer from
+// the one route table (api/openapi/catalogue.ts), which start-up holds them to (api/route-table.ts),
+// and both render errors through api/errors.ts.
 import type Router from "@koa/router";
 import type { Svc } from "../../engines/svc";
 import type { InferenceRoute } from "../inference-route";

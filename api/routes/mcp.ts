@@ -10,6 +10,7 @@ import { readRaw } from "../body";
 import { jsonBody } from "../body-schema";
 import { ToolCallBody } from "../../schemas/api/bodies";
 import type { Verdict } from "../../engines/gateway/gate";
+import { callerFrom } from "../caller";
 import { callStatus, enterToolCall, exposedTool, exposedTools, finishToolCall, registryOf, toolCaller, toolHttpError } from "../mcp-access";
 import { McpSessions } from "../mcp-sessions";
 
@@ -37,6 +38,8 @@ export default function mcp(svc: Svc): Router {
   };
 
   r.get("/mcp/health", (ctx) => {
+    // a health read: a key that is sent is checked (revoked, IP allowlist) like on every route
+    svc.engines.gateway?.gate.identify(callerFrom(ctx), "models:list");
     const reg = svc.engines.tools;
     ctx.body = reg ? { status: "ok", tools: exposedTools(reg).length } : { status: "unavailable", tools: 0 };
     if (!reg) ctx.status = 503;

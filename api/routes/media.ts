@@ -145,16 +145,23 @@ export default function media(svc: Svc): Router {
 
   r.post("/v1/videos/generations", async (ctx) => {
     const { m, c, b, model, t } = await videoCall(svc, ctx, "media.videos.generations");
-    // quote and consent checked (and the quote claimed) before anything is charged or sent upstream
-    const quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
+    // the gate first (key, policy, limits), reserving the quoted price: the key is charged the
+    // quote, whatever the provider's per-second price says; then the quote and consent are
+    // checked and the quote claimed, all before anything is sent upstream
     const id = newJobId("vid_");
+    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, provider: t.provider, metered: true, spendMicros: (await m.quotes.priceOf(b.quote_id, c.key?.id ?? null)) ?? 0, jobId: id });
+    let quote: Awaited<ReturnType<typeof m.quotes.claim>>;
+    try {
+      quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
+    } catch (e) {
+      c.gate.failed(v, e);
+      throw e;
+    }
     const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
     const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
     let up: Awaited<ReturnType<typeof m.forward>>;
     let upstreamId: unknown;
     try {
-      // the key is charged the quoted price, whatever the provider's per-second price says
-      const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, provider: t.provider, metered: true, spendMicros: Number(priceMicros), jobId: id });
       up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }));
       upstreamId = up.json?.id;
       if (typeof upstreamId !== "string" || !upstreamId) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);

@@ -11,6 +11,7 @@ import { SvcError, invalidRequest } from "../../engines/errors";
 import { listTasks, taskScopeOf, MAX_TASK_PAGE, TASK_STATUSES, type TaskListQuery } from "../../engines/agents/task-list";
 import type { TaskStatus } from "../../engines/agents/task-view";
 import { callerFrom } from "../caller";
+import { taskListBody } from "../task-shapes";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -24,7 +25,7 @@ export default function routes(svc: Svc): Router {
     const keys = gw.keys;
     const scope = taskScopeOf(keys.all(), key, callerFrom(ctx).loopback);
     ctx.set("cache-control", "no-store");
-    ctx.body = await listTasks(svc.db.prisma, scope, parseQuery(ctx), (id) => keys.get(id)?.name ?? null);
+    ctx.body = taskListBody(await listTasks(svc.db.prisma, scope, parseQuery(ctx), (id) => keys.get(id)?.name ?? null));
   });
 
   return r;

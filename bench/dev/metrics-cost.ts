@@ -20,7 +20,7 @@ const gw = new GatewayMetrics();
 const http = new HttpMetrics();
 const cells = () =>
   run("svc cells: http.count + gateway.completed", (i) => {
-    http.count(route, 200);
+    http.count(route, 200, "openai");
     gw.completed(route, "up", "gpt-x", 10, 5, 20, (i & 1023) / 10);
   });
 

@@ -5,7 +5,7 @@ import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { Cancellation } from "../chat/cancel";
 import type { StepRow, TaskRow } from "../../prisma/repos/tasks";
 import type { LoopState, Pending } from "./types";
-import { publicPending, pollUrl, type StepView, type TaskStatus, type TaskView } from "./task-view";
+import { publicPending, type StepView, type TaskStatus, type TaskView } from "./task-view";
 
 export interface Active {
   id: string;
@@ -81,6 +81,5 @@ export function viewOf(t: Active): TaskView {
     pending: publicPending(t.pending),
     recent_activity: [...t.recent],
     result: t.result,
-    poll_url: pollUrl(t.id),
   };
 }

@@ -23,18 +23,19 @@ export interface TaskListQuery {
 }
 
 /** A task as the list shows it: the task's own fields (task-view.ts) and who dispatched it. */
-export type TaskListItem = Pick<TaskView, "id" | "object" | "agent" | "title" | "status" | "reason" | "created_at" | "updated_at" | "finished_at" | "poll_url"> & {
+export type TaskListItem = Pick<TaskView, "id" | "object" | "agent" | "title" | "status" | "reason" | "created_at" | "updated_at" | "finished_at"> & {
   /** the key that dispatched it (null: unauthenticated loopback) */
   key_id: string | null;
   key_name: string | null;
 };
 
+/** One page of tasks, newest first (api/ shows it as a list envelope). */
 export interface TaskPage {
-  object: "list";
-  data: TaskListItem[];
-  has_more: boolean;
-  /** pass as ?cursor= for the next (older) page; null on the last page */
-  next_cursor: string | null;
+  items: TaskListItem[];
+  /** older tasks follow */
+  more: boolean;
+  /** where the next (older) page starts; null on the last page */
+  cursor: string | null;
 }
 
 /** The tasks a caller may see. The administrative key sees every task; a key with
@@ -65,7 +66,7 @@ function decodeCursor(c: string): { at: Date; id: string } {
   } catch {
     /* below */
   }
-  throw invalidRequest("cursor is not a cursor this list returned (next_cursor)", "cursor");
+  throw invalidRequest("cursor is not a cursor this list returned", "cursor");
 }
 
 export async function listTasks(prisma: PrismaClient, scope: TaskScope, q: TaskListQuery, keyName: (id: string) => string | null): Promise<TaskPage> {
@@ -74,7 +75,7 @@ export async function listTasks(prisma: PrismaClient, scope: TaskScope, q: TaskL
     const owners: Record<string, unknown>[] = [];
     if (scope.ownerKeyIds.length) owners.push({ ownerKeyId: { in: scope.ownerKeyIds } });
     if (scope.unowned) owners.push({ ownerKeyId: null });
-    if (!owners.length) return { object: "list", data: [], has_more: false, next_cursor: null };
+    if (!owners.length) return { items: [], more: false, cursor: null };
     and.push({ OR: owners });
   }
   if (q.agent !== undefined) and.push({ agent: q.agent });
@@ -93,8 +94,7 @@ export async function listTasks(prisma: PrismaClient, scope: TaskScope, q: TaskL
   const page = rows.slice(0, q.limit);
   const last = page.at(-1);
   return {
-    object: "list",
-    data: page.map((r) => ({
+    items: page.map((r) => ({
       id: r.id,
       object: "task",
       agent: r.agent,
@@ -106,9 +106,8 @@ export async function listTasks(prisma: PrismaClient, scope: TaskScope, q: TaskL
       finished_at: r.finishedAt?.toISOString() ?? null,
       key_id: r.ownerKeyId,
       key_name: r.ownerKeyId ? keyName(r.ownerKeyId) : null,
-      poll_url: `/tasks/${r.id}`,
     })),
-    has_more: more,
-    next_cursor: more && last ? encodeCursor(last.createdAt, last.id) : null,
+    more,
+    cursor: more && last ? encodeCursor(last.createdAt, last.id) : null,
   };
 }

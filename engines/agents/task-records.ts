@@ -3,7 +3,7 @@
 import type { PrismaClient } from "../../prisma/client";
 import type { ResourceStore } from "../../prisma/resource-store";
 import type { AgentSpec } from "../../schemas/kinds/agent";
-import { publicPending, pollUrl, type TaskStatus, type TaskView } from "./task-view";
+import { publicPending, type TaskStatus, type TaskView } from "./task-view";
 
 const RECENT = 10;
 
@@ -33,7 +33,6 @@ export async function storedTask(prisma: PrismaClient, store: ResourceStore, id:
     pending: publicPending(row.pending ? JSON.parse(row.pending) : null),
     recent_activity: steps.reverse().map((s) => ({ ...JSON.parse(s.data), seq: s.seq, type: s.type, at: s.at.toISOString() })),
     result: row.result ? JSON.parse(row.result) : null,
-    poll_url: pollUrl(row.id),
   };
   return { view, ownerKeyId: row.ownerKeyId };
 }

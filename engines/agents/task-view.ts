@@ -29,23 +29,20 @@ export interface TaskView {
   pending: PublicPending | null;
   recent_activity: StepView[];
   result: Record<string, unknown> | null;
-  poll_url: string;
 }
 
 export type PublicPending =
-  | { kind: "clarify"; call_id: string; question: string; answer_with: string }
-  | { kind: "approval"; call_id: string; tool: string; arguments: unknown; answer_with: string };
+  | { kind: "clarify"; call_id: string; question: string }
+  | { kind: "approval"; call_id: string; tool: string; arguments: unknown };
 
 export function publicPending(p: Pending | undefined | null): PublicPending | null {
   if (!p) return null;
-  if (p.kind === "clarify") return { kind: "clarify", call_id: p.callId, question: p.question, answer_with: 'POST clarify {"response": "<your answer>"}' };
+  if (p.kind === "clarify") return { kind: "clarify", call_id: p.callId, question: p.question };
   let args: unknown = p.arguments;
   try {
     args = JSON.parse(p.arguments);
   } catch {
     /* keep the raw text */
   }
-  return { kind: "approval", call_id: p.callId, tool: p.tool, arguments: args, answer_with: 'POST clarify {"response": "approve"} or {"response": "deny"}' };
+  return { kind: "approval", call_id: p.callId, tool: p.tool, arguments: args };
 }
-
-export const pollUrl = (id: string) => `/tasks/${id}`;

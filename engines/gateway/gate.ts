@@ -119,14 +119,18 @@ export class Gate {
     throw err;
   }
 
-  /** Authenticate and judge the access level only, for routes that decide the rest themselves
-   * (pairing's host operations; agent routes, whose runs and dispatches then enter the gate): null
-   * on unauthenticated loopback, 401 for a bad key, 403 for a read_only key. The Caller is left
-   * unadmitted, so a gate call made later for the same request still runs every key-use check. */
-  identify(caller: Caller): KeyEntry | null {
+  /** Authenticate and judge the IP allowlist and the access level only, for routes that decide
+   * the rest themselves (pairing's host operations; agent and task routes, whose runs and
+   * dispatches then enter the gate): null on unauthenticated loopback, 401 for a bad key, 403 from
+   * outside the key's allowlist or for a read_only key. The Caller is left unadmitted, so a gate
+   * call made later for the same request still runs every key-use check. */
+  identify(caller: Caller, level: AccessAction = "route"): KeyEntry | null {
     const key = this.authenticate(caller);
-    const level = accessRefusal(key, "route");
-    if (level) throw new SvcError("forbidden", "permission_denied", level);
+    if (key?.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
+      throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
+    }
+    const refusal = accessRefusal(key, level);
+    if (refusal) throw new SvcError("forbidden", "permission_denied", refusal);
     return key;
   }
 

@@ -6,8 +6,6 @@
 //   AuthorizationRequired naming the command to run.
 // - `svc mcp login <service>` (runLogin) uses it interactively: it prints the authorization URL,
 //   waits for the browser's redirect on a loopback callback server, and stores the tokens.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { auth, type OAuthClientProvider, type OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
@@ -144,6 +142,24 @@ export interface LoginOptions {
   print: (url: string) => void;
   /** give up after (default 5 minutes) */
   timeoutMs?: number;
+  /** open the loopback listener the authorization server redirects to (api/oauth-callback.ts:
+   * engines run no HTTP server); `port` 0 picks a free one */
+  listen: (port: number) => Promise<OAuthCallback>;
+}
+
+/** What the redirect brought back (the authorization code, or the server's refusal). */
+export interface Callback {
+  code?: string;
+  state?: string;
+  error?: string;
+  description?: string;
+}
+
+/** The loopback listener of one login: its port, the first callback, and how to close it. */
+export interface OAuthCallback {
+  port: number;
+  code: Promise<Callback>;
+  close(): Promise<void>;
 }
 
 /**
@@ -154,7 +170,7 @@ export interface LoginOptions {
 export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
   if (!usesAuthorizationCode(o.spec)) throw new Error(`McpServer ${o.service} does not use auth.type oauth with grant authorization_code`);
   const serverUrl = o.spec.url!;
-  const { server, port, code } = await callbackServer(o.spec.auth.callbackPort ?? 0);
+  const { port, code, close } = await o.listen(o.spec.auth.callbackPort ?? 0);
   const previous = loadOAuthState(o.home, o.service);
   let ok = false;
   try {
@@ -185,38 +201,8 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
     return { scope: provider.tokens()?.scope };
   } finally {
     if (!ok) saveOAuthState(o.home, o.service, previous);
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
+    await close();
   }
-}
-
-interface Callback {
-  code?: string;
-  state?: string;
-  error?: string;
-  description?: string;
-}
-
-async function callbackServer(port: number): Promise<{ server: Server; port: number; code: Promise<Callback> }> {
-  let deliver!: (c: Callback) => void;
-  const code = new Promise<Callback>((r) => (deliver = r));
-  const server = createServer((req, res) => {
-    const u = new URL(req.url ?? "/", "http://127.0.0.1");
-    if (u.pathname !== "/callback") {
-      res.writeHead(404).end();
-      return;
-    }
-    const q = u.searchParams;
-    const c: Callback = { code: q.get("code") ?? undefined, state: q.get("state") ?? undefined, error: q.get("error") ?? undefined, description: q.get("error_description") ?? undefined };
-    res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
-    res.end(c.error ? `svc: authorization failed (${c.error}). You can close this window.\n` : "svc: authorization received. You can close this window.\n");
-    deliver(c);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => resolve());
-  });
-  return { server, port: (server.address() as AddressInfo).port, code };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {

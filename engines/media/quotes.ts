@@ -89,6 +89,15 @@ export class VideoQuotes {
     return { id, object: "video.quote", provider: q.provider, model: q.model ?? null, price_usd: price, currency: "USD", expires_at: result.expiresAt, upstream_quote_id: upstreamQuoteId };
   }
 
+  /** The price (micro-USD) of this key's open quote `qid`, for the gate to reserve before the
+   * quote is checked and claimed; undefined for anything else (claim() then says what is wrong). */
+  async priceOf(qid: unknown, ownerKeyId: string | null): Promise<number | undefined> {
+    if (typeof qid !== "string" || qid === "") return undefined;
+    const row = await this.prisma.mediaJob.findUnique({ where: { id: qid } });
+    if (!row || row.kind !== "video_quote" || row.status !== "open" || (row.ownerKeyId ?? null) !== (ownerKeyId ?? null)) return undefined;
+    return Number(row.priceMicros ?? 0n);
+  }
+
   /**
    * Check a generation body against its quote and claim the quote. Throws 400 with code
    * quote_required | consent_required | quote_not_found | quote_expired | quote_used |

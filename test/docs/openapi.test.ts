@@ -4,6 +4,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inferenceRoutes, routers } from "../../api/routes";
 import { routeDocs } from "../../api/openapi/catalogue";
+import { servedRoutes as served } from "../../api/route-table";
 import { startTestSvc, type TestSvc } from "../helpers/svc";
 
 let s: TestSvc;
@@ -14,20 +15,9 @@ afterAll(async () => {
   await s?.stop();
 });
 
-/** METHOD path of every route the routers really serve (HEAD is implied by GET). */
+/** METHOD path of every route the routers really serve (api/route-table.ts, as start-up checks). */
 function servedRoutes(): Set<string> {
-  const out = new Set<string>();
-  for (const make of routers) {
-    for (const layer of (make(s.svc) as any).stack as Array<{ path: string | RegExp; methods: string[] }>) {
-      if (typeof layer.path !== "string") continue; // a pattern is a fallback (unknown /api/* paths answer Ollama's 404), not a route
-      const methods = layer.methods.filter((m) => m !== "HEAD");
-      // router.all() lists every method: the document writes it once as `all`
-      if (methods.length > 5) out.add(`ALL ${layer.path}`);
-      else for (const m of methods) out.add(`${m} ${layer.path}`);
-    }
-  }
-  for (const make of inferenceRoutes) for (const route of make(s.svc)) out.add(`POST ${route.path}`);
-  return out;
+  return served(routers.map((make) => make(s.svc)), inferenceRoutes.flatMap((make) => make(s.svc)));
 }
 
 describe("/openapi.json", () => {

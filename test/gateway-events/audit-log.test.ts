@@ -139,11 +139,11 @@ describe("AuditLog", () => {
       seen.push(...page.data.map((e) => e.request_id));
       // newer entries recorded mid-way sort before the cursor and do not disturb later pages
       if (pages === 2) log.record(rec(0, { requestId: "late", timestamp: new Date("2026-11-23T00:00:00Z") }));
-      if (!page.has_more) {
-        expect(page.next_cursor).toBeNull();
+      if (!page.more) {
+        expect(page.cursor).toBeNull();
         break;
       }
-      cursor = page.next_cursor!;
+      cursor = page.cursor!;
     }
     expect(pages).toBe(9);
     expect(seen).toHaveLength(250);

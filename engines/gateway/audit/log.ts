@@ -32,10 +32,13 @@ export interface AuditQuery {
   limit?: number;
 }
 
+/** One page of entries, newest first (api/ shows it as a list envelope). */
 export interface AuditPage {
   data: AuditEntryJson[];
-  next_cursor: string | null;
-  has_more: boolean;
+  /** where the next (older) page starts; null on the last page */
+  cursor: string | null;
+  /** older entries follow */
+  more: boolean;
 }
 
 
@@ -161,13 +164,13 @@ export class AuditLog {
       orderBy: [{ timestamp: "desc" }, { id: "desc" }],
       take: limit + 1,
     });
-    const has_more = rows.length > limit;
-    const page = has_more ? rows.slice(0, limit) : rows;
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
     const last = page[page.length - 1];
     return {
       data: page.map(toEntryJson),
-      next_cursor: has_more && last ? encodeCursor({ ts: last.timestamp.getTime(), id: last.id }) : null,
-      has_more,
+      cursor: more && last ? encodeCursor({ ts: last.timestamp.getTime(), id: last.id }) : null,
+      more,
     };
   }
 
