@@ -9,7 +9,7 @@ import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Caller } from "../engines/gateway/pipeline-types";
 import type { Gate, GateCall, Verdict } from "../engines/gateway/gate";
-import type { Media } from "../engines/media";
+import type { Media, MediaCandidate, MediaTarget } from "../engines/media";
 import { SvcError } from "../engines/errors";
 import { mediaPrice, type MediaUnit } from "../engines/gateway/media-prices";
 import { callerFrom, setHeaders } from "./caller";
@@ -46,7 +46,11 @@ export interface MediaOp {
   /** audit action: media.images.generations, credits.balance, ... (the policy action is media:<operation>) */
   audit: string;
   model?: string;
-  provider: string;
+  /** the providers that could serve the call (Media.candidates); the gate keeps those the key's
+   * policy allows, and the call goes to the first (Verdict.target) */
+  candidates?: readonly MediaCandidate[];
+  /** or the one provider a stored job is at (polls, content, cancel) */
+  provider?: string;
   /** counted against rate limits, max_requests and budgets (false: polls, cancel, balance) */
   metered: boolean;
   /** how the call is priced: unit and quantity; absent with metered: a free call (a quote) */
@@ -56,25 +60,41 @@ export interface MediaOp {
   jobId?: string;
 }
 
-/** Describe one media call to the gate; the x-ratelimit-* state goes on the response. */
-export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: MediaOp): Promise<Verdict> {
-  const call: GateCall = {
+/** Describe one media call to the gate; the x-ratelimit-* state goes on the response. The gate
+ * picks the first provider the key's policy allows and prices the call there; the verdict comes
+ * back with that provider resolved (`target`). */
+export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: MediaOp): Promise<Verdict<MediaCandidate> & { target: MediaTarget }> {
+  const first = op.candidates?.[0];
+  const call: GateCall<MediaCandidate> = {
     action: op.audit.startsWith("media.") ? `media:${op.audit.slice(6)}` : `media:${op.audit}`,
     scope: "inference",
     audit: op.audit,
     model: op.model,
-    provider: op.provider,
+    provider: first?.provider ?? op.provider,
+    targets: op.candidates,
     metered: op.metered,
     metadata: op.jobId ? { job_id: op.jobId } : {},
   };
   if (op.metered) {
     if (op.spendMicros !== undefined) call.spendMicros = op.spendMicros;
-    else if (op.price) Object.assign(call, mediaPrice(svc.store, op.provider, op.model, op.price.unit, op.price.quantity));
-    else call.spendMicros = 0;
+    else if (op.price) {
+      const { unit, quantity } = op.price;
+      call.priceOf = (t) => mediaPrice(svc.store, t.provider, op.model, unit, quantity);
+      if (first) Object.assign(call, call.priceOf(first)); // without a key (loopback) the first is used
+    } else call.spendMicros = 0;
   }
   const v = await c.gate.enter(c.caller, call);
   setHeaders(ctx, rateHeaders(v.rate));
-  return v;
+  const chosen = (v.targets ?? op.candidates)?.[0];
+  let target: MediaTarget | undefined;
+  try {
+    if (chosen) target = mediaOf(svc).resolve(chosen);
+  } catch (e) {
+    c.gate.failed(v, e); // its credential does not resolve: released and audited
+    throw e;
+  }
+  // a job call (op.provider) resolves its own target (Media.targetOf)
+  return Object.assign(v, { target: target! });
 }
 
 /** May this caller see a job? Jobs made with a key: that key or the admin key; without: loopback. */

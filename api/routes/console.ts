@@ -17,7 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import type { Svc } from "../../engines/svc";
-import { SvcError, invalidRequest } from "../../engines/errors";
+import { SvcError } from "../../engines/errors";
 import { loadAdminKey } from "../../engines/gateway/keys";
 import { accessLevelOf } from "../../engines/gateway/access-level";
 import { jsonBody } from "../body-schema";

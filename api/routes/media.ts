@@ -60,9 +60,9 @@ export default function media(svc: Svc): Router {
     const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
     const type = ctx.get("content-type") || "application/octet-stream";
     const model = modelOf(raw, type);
-    const t = m.target("transcription", model);
     // a minute is reserved; the answer's `duration` (verbose_json) settles the actual length
-    const v = await enterMedia(svc, ctx, c, { audit: "media.transcription", model, provider: t.provider, metered: true, price: { unit: "perAudioMinute", quantity: 1 } });
+    const v = await enterMedia(svc, ctx, c, { audit: "media.transcription", model, candidates: m.candidates("transcription", model), metered: true, price: { unit: "perAudioMinute", quantity: 1 } });
+    const t = v.target;
     const up = await c.gate.run(v, () => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
     passThrough(ctx, up);
   });
@@ -98,11 +98,12 @@ export default function media(svc: Svc): Router {
       const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
       const type = ctx.get("content-type") || "application/json";
       const model = modelOf(raw, type);
-      const t = m.target(cap, model);
+      const candidates = m.candidates(cap, model);
       const id = wanted ? `img_${wanted}` : newJobId("img_");
       if (await m.jobs.get(id)) throw new SvcError("conflict", "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
       const price = { unit: "perImage" as const, quantity: countOf(raw, type) };
-      const v = await enterMedia(svc, ctx, c, { audit: `media.images.${op}`, model, provider: t.provider, metered: true, price, jobId: id });
+      const v = await enterMedia(svc, ctx, c, { audit: `media.images.${op}`, model, candidates, metered: true, price, jobId: id });
+      const t = v.target;
       await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
       const abort = m.jobs.track(id);
       ctx.set("x-svc-job-id", id);
@@ -136,20 +137,22 @@ export default function media(svc: Svc): Router {
   });
 
   r.post("/v1/videos/quote", async (ctx) => {
-    const { m, c, b, model, t } = await videoCall(svc, ctx, "media.videos.quote");
-    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.quote", model, provider: t.provider, metered: true });
+    const { m, c, b, model, candidates } = await videoCall(svc, ctx, "media.videos.quote");
+    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.quote", model, candidates, metered: true });
+    const t = v.target;
     const up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }));
     const quote = await m.quotes.issue({ provider: t.provider, model, ownerKeyId: c.key?.id ?? null, body: b, up: up.json });
     ctx.body = { ...quote, upstream: up.json ?? null };
   });
 
   r.post("/v1/videos/generations", async (ctx) => {
-    const { m, c, b, model, t } = await videoCall(svc, ctx, "media.videos.generations");
+    const { m, c, b, model, candidates } = await videoCall(svc, ctx, "media.videos.generations");
     // the gate first (key, policy, limits), reserving the quoted price: the key is charged the
     // quote, whatever the provider's per-second price says; then the quote and consent are
     // checked and the quote claimed, all before anything is sent upstream
     const id = newJobId("vid_");
-    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, provider: t.provider, metered: true, spendMicros: (await m.quotes.priceOf(b.quote_id, c.key?.id ?? null)) ?? 0, jobId: id });
+    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, candidates, metered: true, spendMicros: (await m.quotes.priceOf(b.quote_id, c.key?.id ?? null)) ?? 0, jobId: id });
+    const t = v.target;
     let quote: Awaited<ReturnType<typeof m.quotes.claim>>;
     try {
       quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
@@ -209,8 +212,8 @@ export default function media(svc: Svc): Router {
       throw new SvcError("not_found", "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
     }
     const want = typeof ctx.query.provider === "string" ? ctx.query.provider : undefined;
-    const t = m.target("credits", undefined, want);
-    const v = await enterMedia(svc, ctx, c, { audit: "credits.balance", provider: t.provider, metered: false });
+    const v = await enterMedia(svc, ctx, c, { audit: "credits.balance", candidates: m.candidates("credits", undefined, want), metered: false });
+    const t = v.target;
     const up = await c.gate.run(v, () => m.forward(t, "GET", "/credits"));
     const j = up.json ?? {};
     // OpenRouter-style {data: {total_credits, total_usage}}, or a plain {balance}
@@ -231,5 +234,5 @@ async function videoCall(svc: Svc, ctx: Context, audit: string) {
   const c = admitMedia(svc, ctx, audit);
   const b = await (ctx.path.endsWith("/quote") ? readVideo.quote : readVideo.generations)(ctx);
   const model = b.model;
-  return { m, c, b, model, t: m.target("video", model) };
+  return { m, c, b, model, candidates: m.candidates("video", model) };
 }

@@ -5,98 +5,23 @@
 // A route describes its call with a GateCall (action, scope, model, provider, resource, price) and
 // gets a Verdict back, which it hands to finish() once the call is done. Chat, completions,
 // responses, messages, Ollama and embeddings reach it through GatewayPipeline (pipeline.ts), which
-// adds routing and streaming; media, tools, agents, memory and key management call it directly.
+// adds the price estimate, routing, fallback and streaming and settles through the same ledger
+// (gate-ledger.ts: reserve, finish, refused); media, tools, agents, memory and key management
+// call enter() and run() directly.
 import { performance } from "node:perf_hooks";
 import type { Caller } from "./pipeline-types";
-import type { AuditRecord } from "./key-types";
 import { SvcError } from "../errors";
-import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyCache, type KeyEntry } from "./keys";
+import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyEntry } from "./keys";
 import { SCOPE_BIT, scopeDenied, type Scope } from "./scopes";
 import { accessRefusal, managementAccessAction, type AccessAction } from "./access-level";
-import { evaluate, globMatch, type PolicyIndex } from "./policy";
-import type { Admission, Limits } from "./limits";
-import { PipelineAlerts, type AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, reservationWritten, storeUnavailable, withRate } from "./pipeline-records";
-import type { RateState } from "../errors";
+import { evaluate, globMatch } from "./policy";
+import { reservationWritten } from "./pipeline-records";
 import type { RouteTarget } from "../providers/types";
-import type { PipelineMetrics } from "./metrics-sink";
+import { GateLedger, type GateCall, type Target, type Verdict } from "./gate-ledger";
 
-export interface AuditSink {
-  record(e: AuditRecord): void;
-}
+export type { AuditSink, GateCall, GateOptions, Outcome, Target, Verdict } from "./gate-ledger";
 
-/** What a route asks of the gate: the internal descriptor of one call. */
-export interface GateCall {
-  /** the policy action: chat:completions, embeddings, media:<operation>, tools:call, agents:run, memory:<op>, ... */
-  action: string;
-  /** the key scope the call needs; null: key management and audit (any key; no policy, no limits) */
-  scope: Scope | null;
-  /** the audit log's name for the call (e.g. media.images.generations, tools.call) */
-  audit: string;
-  model?: string;
-  provider?: string;
-  /** a resource beyond model/provider: tool:<name> */
-  resource?: string;
-  /** counts against the key's rate limits, max_requests and budgets */
-  metered?: boolean;
-  /** reserved spend in micro-USD; undefined: the call has no price (refused for budgeted keys) */
-  spendMicros?: number;
-  /** why the call has no price, for the refusal of a budgeted key */
-  unpriced?: string;
-  /** metered as a request (rate limits, max_requests) but outside budgets (count_tokens) */
-  unbudgeted?: boolean;
-  /** the providers that could serve the call: the gate keeps those the key's policy allows
-   * (Verdict.targets), so a route never picks a provider the policy denies */
-  targets?: readonly RouteTarget[];
-  metadata?: Record<string, unknown>;
-}
-
-/** The gate's answer for an admitted call (refusals are thrown). */
-export interface Verdict {
-  caller: Caller;
-  /** null: unauthenticated loopback */
-  key: KeyEntry | null;
-  call: GateCall;
-  adm?: Admission;
-  /** the key's rate window after admission (api/ renders it as x-ratelimit-* headers) */
-  rate?: RateState;
-  /** GateCall.targets that the key's policy allows (all of them without a key or a policy) */
-  targets?: readonly RouteTarget[];
-  t0: number;
-  ts: Date;
-}
-
-export interface Outcome {
-  /** "success", "cancelled", "tool_error" or an error code */
-  status: string;
-  /** actual spend in micro-USD (default: the reservation for a success, 0 otherwise) */
-  costMicros?: number;
-  provider?: string;
-  model?: string;
-  metadata?: Record<string, unknown>;
-}
-
-export interface GateOptions {
-  keys: KeyCache;
-  policies: PolicyIndex;
-  limits: Limits;
-  audit?: AuditSink;
-  alerts?: AlertsSink;
-  metrics?: PipelineMetrics;
-  /** Server.allowUnauthenticatedLoopback, read live */
-  allowUnauthenticatedLoopback: () => boolean;
-  now?: () => number;
-}
-
-export class Gate {
-  readonly now: () => number;
-  readonly alerts: PipelineAlerts;
-
-  constructor(readonly o: GateOptions) {
-    this.now = o.now ?? Date.now;
-    this.alerts = new PipelineAlerts(o.alerts, o.limits);
-  }
-
+export class Gate extends GateLedger {
   // ------------------------------------------------------------------------------------------
   // authenticate and key use
 
@@ -222,7 +147,7 @@ export class Gate {
   }
 
   /** The policy step for a call that is not routed by model name (media, tools, agents, memory). */
-  private authorizeCall(key: KeyEntry, c: GateCall, now: number): void {
+  private authorizeCall<T extends Target>(key: KeyEntry, c: GateCall<T>, now: number): void {
     this.modelAllowed(key, c.model);
     this.actionAllowed(key, c.action);
     const kp = this.boundPolicy(key);
@@ -237,7 +162,7 @@ export class Gate {
   }
 
   /** The call's targets whose provider the key's policy statements allow (403 when none is). */
-  private allowedTargets(key: KeyEntry, c: GateCall, now: number): readonly RouteTarget[] {
+  private allowedTargets<T extends Target>(key: KeyEntry, c: GateCall<T>, now: number): readonly T[] {
     const kp = this.boundPolicy(key);
     const all = c.targets!;
     if (!kp.statements.length) return all;
@@ -256,83 +181,35 @@ export class Gate {
   // one call: enter (authenticate, use, policy, limits) ... finish (settle, audit, alerts)
 
   /** Admit one call or throw the refusal (audited and alerted like a refused chat). */
-  async enter(caller: Caller, c: GateCall): Promise<Verdict> {
+  async enter<T extends Target = RouteTarget>(caller: Caller, c: GateCall<T>): Promise<Verdict<T>> {
     const t0 = performance.now();
     const now = this.now();
     const key = caller.key !== undefined ? caller.key : this.authenticate(caller, c.audit, now);
     caller.key = key;
-    const v: Verdict = { caller, key, call: c, rate: undefined, targets: c.targets, t0, ts: new Date(now) };
+    const v: Verdict<T> = { caller, key, call: c, rate: undefined, targets: c.targets, t0, ts: new Date(now) };
     if (!key) return v;
     try {
       this.use(key, caller, c.scope, undefined, c.scope === null ? managementAccessAction(c.audit) : undefined);
       if (key.role !== "key" || c.scope === null) return v;
+      if (c.targets) {
+        const allowed = (v.targets = this.allowedTargets(key, c, now));
+        // the price/target step: the call goes to the first provider the policy allows, at its price
+        if (c.priceOf && allowed.length) Object.assign(c, { provider: allowed[0].provider, spendMicros: undefined, unpriced: undefined }, c.priceOf(allowed[0]));
+      }
       this.authorizeCall(key, c, now);
-      if (c.targets) v.targets = this.allowedTargets(key, c, now);
       if (c.metered) {
         const spend = c.spendMicros ?? 0;
         // a call through enter() has a known price (media units, a quote) or none: reserved whole
         const est = { spend, tokens: 0, requestTokens: 0, promptTokens: 0, priced: c.spendMicros !== undefined, known: spend > 0, unbudgeted: c.unbudgeted, model: c.model ?? c.resource ?? c.action };
-        v.adm = this.o.limits.admit(key, est, now, {
-          requestId: caller.requestId,
-          action: c.audit,
-          ip: caller.ip,
-        });
-        v.rate = this.o.limits.rate(key, now);
-        if (v.adm.durable) await v.adm.durable.catch(storeUnavailable);
-        if (v.adm.shared) v.rate = v.adm.shared.rate; // the shared store's verdict carries it
-        if (v.adm.written) await reservationWritten(v.adm.written);
-        this.alerts.admitted(key, v.rate, caller.ip);
+        const shared = this.reserve(v, est, now);
+        if (shared) await shared;
+        if (v.adm!.written) await reservationWritten(v.adm!.written);
       }
       return v;
     } catch (e) {
       this.refused(v, e);
       throw e;
     }
-  }
-
-  /** Settle the reservation and write the audit entry of a call the gate admitted. */
-  finish(v: Verdict, o: Outcome): void {
-    const ok = o.status === "success" || o.status === "tool_error";
-    const cost = o.costMicros ?? (ok ? (v.call.spendMicros ?? 0) : 0);
-    if (v.adm && !v.adm.settled) {
-      this.o.limits.settle(v.adm, cost, 0, true);
-      if (v.key && cost > 0) this.alerts.spent(v.key);
-    }
-    if (!v.key) return;
-    const meta = o.metadata ?? v.call.metadata ?? {};
-    this.o.audit?.record(auditRow(v.caller, v.key, v.ts, v.call.audit, o.model ?? v.call.model, o.provider ?? v.call.provider, o.status, v.t0, 0, 0, v.adm ? cost : 0, meta, ok ? undefined : o.status));
-  }
-
-  /** A call that failed after the gate admitted it: released, audited with its code. */
-  failed(v: Verdict, e: unknown, info: Omit<Outcome, "status"> = {}): void {
-    if (v.adm && !v.adm.settled) this.o.limits.settle(v.adm, 0, 0, false);
-    this.finish(v, { ...info, status: codeOf(e), costMicros: 0 });
-  }
-
-  /** Run `f` as one admitted call: finish on success, failed() on error. */
-  async run<T>(v: Verdict, f: () => Promise<T>, info: Omit<Outcome, "status"> = {}): Promise<T> {
-    try {
-      const r = await f();
-      this.finish(v, { ...info, status: "success" });
-      return r;
-    } catch (e) {
-      this.failed(v, e, info);
-      throw e;
-    }
-  }
-
-  private refused(v: Verdict, e: unknown): void {
-    if (v.adm) this.o.limits.settle(v.adm, 0, 0, false);
-    this.o.metrics?.refused(e);
-    if (!v.key) return;
-    withRate(e, v.rate ?? v.adm?.shared?.rate);
-    this.auditFailure(v.caller, v.key, v.call.audit, v.call.model, v.call.provider, e, v.t0, v.call.metadata ?? {});
-    this.alerts.refused(v.key, e);
-  }
-
-  auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>): void {
-    const code = codeOf(e);
-    this.o.audit?.record(auditRow(caller, key, new Date(), action, model, provider, code, t0, 0, 0, 0, metadata, code));
   }
 }
 

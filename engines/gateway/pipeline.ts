@@ -21,11 +21,11 @@ import type { KeyCache, KeyEntry } from "./keys";
 import { SCOPE_BIT } from "./scopes";
 import type { PolicyAction, PolicyIndex } from "./policy";
 import type { AccessAction } from "./access-level";
-import type { Admission, Limits } from "./limits";
-import type { PipelineAlerts, AlertsSink } from "./pipeline-alerts";
-import { auditRow, codeOf, count, reservationWritten, storeUnavailable, withRate, type Tally } from "./pipeline-records";
+import type { Limits } from "./limits";
+import type { AlertsSink } from "./pipeline-alerts";
+import { codeOf, count, reservationWritten, type Tally } from "./pipeline-records";
 import type { RateState } from "../errors";
-import type { Gate, AuditSink } from "./gate";
+import type { Gate, AuditSink, GateCall, Verdict } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
@@ -59,31 +59,23 @@ export interface PipelineOptions {
 }
 
 
-interface RunCtx {
-  caller: Caller;
-  key: KeyEntry | null;
-  adm?: Admission;
+/** One chat call at the gate: its verdict (gate-ledger.ts), the target that serves it, and the
+ * prompt estimate settlement falls back on when the answer reports no usage. */
+interface RunCtx extends Verdict {
+  call: GateCall & { model: string; metadata: Record<string, unknown> };
   target?: RouteTarget;
-  model: string;
-  action: string;
   promptEst: number;
-  t0: number;
-  metadata: Record<string, unknown>;
-  ts: Date;
 }
 
 export class GatewayPipeline implements InferencePipeline {
   private readonly now: () => number;
   private readonly started = Math.floor(Date.now() / 1000);
 
-  private readonly alerts: PipelineAlerts;
-
   constructor(
     private readonly o: PipelineOptions,
     readonly gate: Gate,
   ) {
     this.now = o.now ?? Date.now;
-    this.alerts = gate.alerts;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -128,18 +120,24 @@ export class GatewayPipeline implements InferencePipeline {
     const run: RunCtx = {
       caller,
       key: null,
-      model: req.model,
-      action: req.stream ? "chat.stream" : "chat.completions",
+      call: {
+        action,
+        scope: "inference",
+        audit: req.stream ? "chat.stream" : "chat.completions",
+        model: req.model,
+        // X-Svc-Agent-Id is attribution only: it lands in the audit entry and grants nothing.
+        metadata: req.agentId ? { ...req.metadata, agent_id: req.agentId } : (req.metadata ?? {}),
+      },
+      adm: undefined,
+      rate: undefined,
+      target: undefined,
       promptEst: 0,
       t0,
-      // X-Svc-Agent-Id is attribution only: it lands in the audit entry and grants nothing.
-      metadata: req.agentId ? { ...req.metadata, agent_id: req.agentId } : (req.metadata ?? {}),
       ts: new Date(now),
     };
     const admitted = caller.key !== undefined; // by admit(), before the body was read
     run.key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const key = run.key;
-    let rate: RateState | undefined;
     try {
       if (key && (!admitted || caller.grant)) this.checkUse(key, caller);
       if (key && req.agentId && key.role === "key") this.attribution(key, caller, req.agentId);
@@ -174,22 +172,11 @@ export class GatewayPipeline implements InferencePipeline {
         // so it still covers an upstream that bills more than the tokenizer says (a hidden prompt)
         const held = Math.max(run.promptEst, est);
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, reserveOut), req.model, now));
-        run.adm = this.o.limits.admit(key, {
-          spend,
-          currency: keyCurrency(key),
-          tokens: held + reserveOut,
-          requestTokens: run.promptEst + (req.maxTokens ?? 0),
-          promptTokens: held,
-          priced: true,
-          model: req.model,
-        }, now, { requestId: caller.requestId, action: run.action, ip: caller.ip });
-        rate = this.o.limits.rate(key, now);
-        // shared mode: the shared store's own admission decides before the upstream sees it, and
-        // its verdict carries the rate window
-        if (run.adm.durable) await run.adm.durable.catch(storeUnavailable);
-        if (run.adm.shared) rate = run.adm.shared.rate;
-        this.alerts.admitted(key, rate, caller.ip);
+        for (const t of cands) spend = Math.max(spend, this.gate.keyCost(key, t, costMicros(t, held, reserveOut), req.model, now));
+        // the gate's limits step with the estimate; in shared mode the shared store decides before
+        // the upstream sees the request, and its verdict carries the rate window
+        const shared = this.gate.reserve(run, { spend, currency: keyCurrency(key), tokens: held + reserveOut, requestTokens: run.promptEst + (req.maxTokens ?? 0), promptTokens: held, priced: true, model: req.model }, now);
+        if (shared) await shared;
       } else {
         if (!fallback && cands.length > 1) cands = cands.slice(0, 1);
         run.promptEst = estimateTokens(req); // no limit to judge: the usage of an answer without any
@@ -199,6 +186,7 @@ export class GatewayPipeline implements InferencePipeline {
       let lastErr: unknown;
       for (const t of cands) {
         run.target = t;
+        run.call.provider = t.provider;
         try {
           events = await this.o.router.adapter(t.type).chat(this.o.router.resolve(t), out, cancel);
           break;
@@ -211,15 +199,9 @@ export class GatewayPipeline implements InferencePipeline {
       // The reservation is written at the end of this event-loop turn, while the upstream works;
       // no answer leaves before it is (a crash loses at most requests in flight).
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
-      return { provider: run.target!.provider, model: req.model, rate, events: this.track(events, run) };
+      return { provider: run.target!.provider, model: req.model, rate: run.rate, events: this.track(events, run) };
     } catch (e) {
-      if (run.adm) this.o.limits.settle(run.adm, 0, 0, false);
-      this.o.metrics?.refused(e);
-      if (key) {
-        withRate(e, rate ?? run.adm?.shared?.rate);
-        this.auditFailure(caller, key, run.action, run.model, run.target?.provider, e, t0, run.metadata);
-        this.alerts.refused(key, e);
-      }
+      this.gate.refused(run, e);
       throw e;
     }
   }
@@ -265,55 +247,29 @@ export class GatewayPipeline implements InferencePipeline {
     }
   }
 
+  /** The answer ended (complete, failed mid-way, or the client left): settle what was used. */
   private finish(run: RunCtx, usage: Usage | undefined, chars: number, failure: unknown) {
     const prompt = usage?.promptTokens ?? run.promptEst;
     const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
     const t = run.target!;
-    const key = run.key;
     const priceCost = costMicros(t, prompt, completion);
-    const cost = key && run.adm ? this.keyCost(key, t, priceCost, run.model) : priceCost;
-    if (run.adm) {
-      this.o.limits.settle(run.adm, cost, prompt + completion, true);
-      if (key && cost > 0) this.alerts.spent(key);
-    }
-    // the audit log's cost_usd and the spend metric are in USD whatever the key's budget currency
-    const usd = this.o.limits.usd(priceCost, t.currency);
-    this.o.metrics?.completed(run.caller.route, t.provider, run.model, prompt, completion, usd, performance.now() - run.t0);
-    if (!key) return;
-    const status = failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure);
-    this.o.audit?.record(auditRow(run.caller, key, run.ts, run.action, run.model, t.provider, status, run.t0, prompt, completion, usd, run.metadata));
-  }
-
-  /** A price (micro-units of the target's currency) in the key's budget currency
-   * (limits/currency.ts). Before admission a missing rate refuses a budgeted key; after it (a
-   * rate removed meanwhile) the admission's own conversion stands. */
-  private keyCost(key: KeyEntry, t: RouteTarget, micros: number, model: string, now?: number): number {
-    if ((t.currency ?? "USD") === keyCurrency(key)) return micros; // the common case: nothing to convert
-    const est = { spend: micros, currency: t.currency, tokens: 0, requestTokens: 0, priced: true, model };
-    if (now !== undefined) return this.o.limits.inKeyCurrency(key, est, now).est.spend;
-    try {
-      return this.o.limits.inKeyCurrency(key, est).est.spend;
-    } catch {
-      return micros;
-    }
-  }
-
-  private auditFailure(caller: Caller, key: KeyEntry, action: string, model: string | undefined, provider: string | undefined, e: unknown, t0: number, metadata: Record<string, unknown>) {
-    this.gate.auditFailure(caller, key, action, model, provider, e, t0, metadata);
+    this.gate.finish(run, {
+      status: failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure),
+      costMicros: run.key && run.adm ? this.gate.keyCost(run.key, t, priceCost, run.call.model) : priceCost,
+      usdMicros: this.o.limits.usd(priceCost, t.currency),
+      promptTokens: prompt,
+      completionTokens: completion,
+    });
   }
 
   // ------------------------------------------------------------------------------------------
   // embeddings and model listing
 
   async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }> {
-    const t0 = performance.now();
     const now = this.now();
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
-    let adm: Admission | undefined;
-    let target: RouteTarget | undefined;
-    let rate: RateState | undefined;
-    let promptEst = 0;
+    const v: Verdict = { caller, key, call: { action: "embeddings", scope: "inference", audit: "embeddings", model: req.model, metadata: {} }, adm: undefined, rate: undefined, t0: performance.now(), ts: new Date(now) };
     try {
       if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);
@@ -321,43 +277,31 @@ export class GatewayPipeline implements InferencePipeline {
       if (key && key.role === "key") {
         cands = this.gate.authorize(key, "embeddings", req.model, cands, now);
         const counted = inputTokens(cands[0], req.input);
-        promptEst = typeof counted === "number" ? counted : await counted;
+        const promptEst = typeof counted === "number" ? counted : await counted;
         const held = Math.max(promptEst, req.input.reduce((n, x) => n + estimateTextTokens(x) + 1, 0)); // as for chat
         let spend = 0;
-        for (const t of cands) spend = Math.max(spend, this.keyCost(key, t, costMicros(t, held, 0), req.model, now));
-        adm = this.o.limits.admit(key, { spend, currency: keyCurrency(key), tokens: held, requestTokens: promptEst, promptTokens: held, priced: true, model: req.model }, now, {
-          requestId: caller.requestId,
-          action: "embeddings",
-          ip: caller.ip,
-        });
-        rate = this.o.limits.rate(key, now);
-        if (adm.durable) await adm.durable.catch(storeUnavailable);
-        if (adm.shared) rate = adm.shared.rate;
-        this.alerts.admitted(key, rate, caller.ip);
+        for (const t of cands) spend = Math.max(spend, this.gate.keyCost(key, t, costMicros(t, held, 0), req.model, now));
+        const shared = this.gate.reserve(v, { spend, currency: keyCurrency(key), tokens: held, requestTokens: promptEst, promptTokens: held, priced: true, model: req.model }, now);
+        if (shared) await shared;
       }
-      const written = adm?.written;
-      target = cands[0];
+      const written = v.adm?.written;
+      const target = cands[0];
+      v.call.provider = target.provider;
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
       if (written) await reservationWritten(written); // written before the answer, as for chat
       const priceCost = costMicros(target, r.promptTokens, 0);
-      const cost = key && adm ? this.keyCost(key, target, priceCost, req.model) : priceCost;
-      if (adm) this.o.limits.settle(adm, cost, r.promptTokens, true);
-      const usd = this.o.limits.usd(priceCost, target.currency);
-      this.o.metrics?.completed(caller.route, target.provider, req.model, r.promptTokens, 0, usd, performance.now() - t0);
-      if (key) {
-        this.o.audit?.record(auditRow(caller, key, new Date(now), "embeddings", req.model, target.provider, "success", t0, r.promptTokens, 0, usd, {}));
-      }
-      return { ...r, provider: target.provider, model: req.model, rate };
+      this.gate.finish(v, {
+        status: "success",
+        costMicros: key && v.adm ? this.gate.keyCost(key, target, priceCost, req.model) : priceCost,
+        usdMicros: this.o.limits.usd(priceCost, target.currency),
+        promptTokens: r.promptTokens,
+        completionTokens: 0,
+      });
+      return { ...r, provider: target.provider, model: req.model, rate: v.rate };
     } catch (e) {
-      if (adm) this.o.limits.settle(adm, 0, 0, false);
-      this.o.metrics?.refused(e);
-      if (key) {
-        withRate(e, rate ?? adm?.shared?.rate);
-        this.auditFailure(caller, key, "embeddings", req.model, target?.provider, e, t0, {});
-        this.alerts.refused(key, e);
-      }
+      this.gate.refused(v, e);
       throw e;
     }
   }

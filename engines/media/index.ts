@@ -9,9 +9,9 @@ import { kindOfUpstreamStatus } from "../providers/http";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
 import { VideoQuotes } from "./quotes";
-import { targetFor, capableProviders, longestCallMs, resolveTarget, unavailable, type MediaCapability, type MediaTarget } from "./providers";
+import { candidatesFor, targetFor, capableProviders, longestCallMs, resolveTarget, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget } from "./providers";
 
-export { targetFor, capableProviders, unavailable, type MediaCapability, type MediaTarget };
+export { targetFor, capableProviders, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget };
 
 export interface Upstream {
   status: number;
@@ -35,6 +35,16 @@ export class Media {
 
   target(cap: MediaCapability, model?: string, provider?: string): MediaTarget {
     return targetFor(this.svc.store, cap, model, provider);
+  }
+
+  /** The providers that could serve the call, preferred first; the gate keeps those the caller's
+   * policy allows and the call goes to the first of them (resolve). */
+  candidates(cap: MediaCapability, model?: string, provider?: string): MediaCandidate[] {
+    return candidatesFor(this.svc.store, cap, model, provider);
+  }
+
+  resolve(c: MediaCandidate): MediaTarget {
+    return resolveTarget(c.provider, c.spec, c.upstreamModel);
   }
 
   /** The target of a stored job's provider (it must still exist and declare the capability). */

@@ -53,24 +53,36 @@ export function longestCallMs(store: ResourceStore): number {
   return Math.max(providerTimeoutMs({}), ...each) + 60_000;
 }
 
-export function targetFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaTarget {
+/** A provider that could serve a media call, not yet resolved (its credential is read only for
+ * the one the gate lets the call go to). */
+export interface MediaCandidate {
+  provider: string;
+  spec: ProviderSpec;
+  upstreamModel?: string;
+}
+
+/** The providers that could serve `cap` for `model`, in the order svc prefers them: a named
+ * `provider` alone; else those listing the model, then those that list no models; without a
+ * model, all of them. Throws 503 (what to configure) when there is none. */
+export function candidatesFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaCandidate[] {
   const all = capableProviders(store, cap).filter((p) => p.spec.type !== "local");
-  let pick: { name: string; spec: ProviderSpec } | undefined;
-  let upstreamModel = model;
-  if (provider) pick = all.find((p) => p.name === provider);
+  let out: MediaCandidate[];
+  if (provider) out = all.filter((p) => p.name === provider).map((p) => ({ provider: p.name, spec: p.spec, upstreamModel: model }));
   else if (model) {
+    const listing: MediaCandidate[] = [];
     for (const p of all) {
       const m = (p.spec.models ?? []).find((x) => x.name === model);
-      if (m) {
-        pick = p;
-        upstreamModel = m.upstreamName ?? m.name;
-        break;
-      }
+      if (m) listing.push({ provider: p.name, spec: p.spec, upstreamModel: m.upstreamName ?? m.name });
     }
-    pick ??= all.find((p) => !(p.spec.models ?? []).length);
-  } else pick = all[0];
-  if (!pick) throw unavailable(cap, model);
-  return resolveTarget(pick.name, pick.spec, upstreamModel);
+    out = [...listing, ...all.filter((p) => !(p.spec.models ?? []).length).map((p) => ({ provider: p.name, spec: p.spec, upstreamModel: model }))];
+  } else out = all.map((p) => ({ provider: p.name, spec: p.spec }));
+  if (!out.length) throw unavailable(cap, model);
+  return out;
+}
+
+export function targetFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaTarget {
+  const c = candidatesFor(store, cap, model, provider)[0];
+  return resolveTarget(c.provider, c.spec, c.upstreamModel);
 }
 
 export function resolveTarget(name: string, spec: ProviderSpec, upstreamModel?: string): MediaTarget {
