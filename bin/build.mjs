@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+// `npm run build` (also `prepare`, which `npm ci` runs, and `pretest`): compile svc's TypeScript
+// into dist/, one .js file (plus source map) per .ts file, mirroring the tree, so that `svc` starts
+// without compiling anything at run time and still loads only the modules a command imports.
+//
+// The sources import each other without extensions (`moduleResolution: Bundler`), which Node's ESM
+// loader cannot resolve; each relative import is rewritten here to the file it names (`./x` ->
+// `./x.js` or `./x/index.js`) and left external, packages stay external too.
+//
+// Modules read files next to themselves (package.json, console/, examples/quickstart, migrations,
+// .lua scripts, worker .mjs files) through `import.meta.url`. In dist/ each module's
+// `import.meta.url` is the URL of the source file it was compiled from, so those reads find the
+// package's files where they are, with nothing copied (and nothing to go stale).
+// Types are not checked here: `npm run typecheck` (tsc --noEmit) does that.
+import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const outdir = path.join(root, "dist");
+const SOURCES = ["api", "boot", "cli", "controllers", "engines", "manifests", "schemas", "prisma"];
+
+/** Every .ts file under the source folders (the generated Prisma clients included). */
+function sources() {
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith(".ts") && !e.name.endsWith(".d.ts")) out.push(p);
+    }
+  };
+  for (const d of SOURCES) walk(path.join(root, d));
+  return out;
+}
+
+/** The file an extensionless relative import names, as the path to write in dist/, or null. */
+function compiledPath(spec, importer) {
+  const base = path.resolve(path.dirname(importer), spec);
+  const tries = [
+    [`${base}.ts`, `${spec}.js`],
+    [path.join(base, "index.ts"), `${spec.replace(/\/$/, "")}/index.js`],
+  ];
+  for (const [file, out] of tries) if (existsSync(file)) return out;
+  // an import that already names a file (.mjs worker helpers, .json): kept as written
+  if (existsSync(base) && statSync(base).isFile()) return spec;
+  return null;
+}
+
+const SRC_URL = "__svcSourceUrl";
+
+const mirror = {
+  name: "svc-mirror",
+  setup(build) {
+    build.onResolve({ filter: /^\.\.?(\/|$)/ }, (args) => {
+      if (args.kind === "entry-point") return undefined;
+      const out = compiledPath(args.path, args.importer);
+      if (!out) return { errors: [{ text: `cannot resolve ${args.path} from ${path.relative(root, args.importer)}` }] };
+      return { path: out, external: true };
+    });
+    build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      let text = await readFile(args.path, "utf8");
+      if (text.includes("import.meta.url")) {
+        // prepended on line 1 so that source-map lines stay the source's lines
+        const fromDist = path.relative(path.dirname(distFile(args.path)), args.path).split(path.sep).join("/");
+        text = `const ${SRC_URL} = new URL(${JSON.stringify(fromDist)}, import.meta.url).href; ` + text.replaceAll("import.meta.url", SRC_URL);
+      }
+      return { contents: text, loader: "ts" };
+    });
+  },
+};
+
+function distFile(src) {
+  return path.join(outdir, path.relative(root, src)).replace(/\.ts$/, ".js");
+}
+
+const started = performance.now();
+rmSync(outdir, { recursive: true, force: true });
+const entryPoints = sources();
+const result = await esbuild.build({
+  entryPoints,
+  outdir,
+  outbase: root,
+  bundle: true,
+  packages: "external",
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  sourcemap: "linked",
+  sourcesContent: false,
+  logLevel: "warning",
+  plugins: [mirror],
+});
+if (result.errors.length) process.exit(1);
+process.stderr.write(`svc: compiled ${entryPoints.length} files into dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
