@@ -51,9 +51,53 @@ function compiledPath(spec, importer) {
 
 const SRC_URL = "__svcSourceUrl";
 
+// Packages made of hundreds of small modules (TypeBox: ~250 files) or required file by file
+// (ajv) cost more to load than to run: each is bundled once into dist/vendor/ (shared code in
+// common chunks, so one copy of each), and svc's imports of them point there. The names each
+// exports are read from the package itself, so an import of a new name keeps working.
+const VENDOR = ["@sinclair/typebox", "@sinclair/typebox/value", "ajv", "ajv/dist/2020.js", "ajv-formats", "yaml", "js-yaml"];
+const vendorFile = (spec) => path.join(outdir, "vendor", `${spec.replace(/\.js$/, "").replace(/[@/]/g, (c) => (c === "/" ? "__" : ""))}.js`);
+
+async function vendorEntry(spec) {
+  const names = Object.keys(await import(spec)).filter((n) => n !== "default" && /^[A-Za-z_$][\w$]*$/.test(n));
+  const mod = await import(spec);
+  return [names.length ? `export { ${names.join(", ")} } from ${JSON.stringify(spec)};` : "", "default" in mod ? `export { default } from ${JSON.stringify(spec)};` : ""].join("\n");
+}
+
+async function buildVendor() {
+  const entries = Object.fromEntries(await Promise.all(VENDOR.map(async (spec) => [spec, await vendorEntry(spec)])));
+  await esbuild.build({
+    entryPoints: VENDOR.map((spec) => ({ in: `vendor-entry:${spec}`, out: path.relative(path.join(outdir, "vendor"), vendorFile(spec)).replace(/\.js$/, "") })),
+    outdir: path.join(outdir, "vendor"),
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    // CommonJS packages that require Node's own modules get a real require
+    banner: { js: 'import { createRequire as __svcCreateRequire } from "node:module"; const require = __svcCreateRequire(import.meta.url);' },
+    platform: "node",
+    target: "node20",
+    logLevel: "warning",
+    plugins: [
+      {
+        name: "svc-vendor-entries",
+        setup(build) {
+          build.onResolve({ filter: /^vendor-entry:/ }, (args) => ({ path: args.path.slice("vendor-entry:".length), namespace: "vendor-entry" }));
+          build.onLoad({ filter: /.*/, namespace: "vendor-entry" }, (args) => ({ contents: entries[args.path], resolveDir: root, loader: "js" }));
+        },
+      },
+    ],
+  });
+}
+
 const mirror = {
   name: "svc-mirror",
   setup(build) {
+    build.onResolve({ filter: /^[@a-z]/ }, (args) => {
+      if (!VENDOR.includes(args.path)) return undefined; // other packages: external, as imported
+      let rel = path.relative(path.dirname(distFile(args.importer)), vendorFile(args.path)).split(path.sep).join("/");
+      if (!rel.startsWith(".")) rel = `./${rel}`;
+      return { path: rel, external: true };
+    });
     build.onResolve({ filter: /^\.\.?(\/|$)/ }, (args) => {
       if (args.kind === "entry-point") return undefined;
       const out = compiledPath(args.path, args.importer);
@@ -78,6 +122,7 @@ function distFile(src) {
 
 const started = performance.now();
 rmSync(outdir, { recursive: true, force: true });
+await buildVendor();
 const entryPoints = sources();
 const result = await esbuild.build({
   entryPoints,

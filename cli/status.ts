@@ -100,8 +100,8 @@ export function registerStatus(program: Command): void {
       }
       const out: string[] = [];
       if (snap.online) out.push(`svc is running at ${snap.url} (pid ${snap.pid}); store revision ${snap.revision}; data dir ${snap.home}`);
-      if (snap.online && snap.loading?.length) out.push(`still starting: loading ${snap.loading.join(", ")}`);
       else out.push(`svc is not running (${note}).`, `Stored state, store revision ${snap.revision}; conditions are as last written:`);
+      if (snap.online && snap.loading?.length) out.push(`still starting: loading ${snap.loading.join(", ")}`);
       const objs = [...snap.objects].sort((a, b) => (a.kind + "/" + a.name).localeCompare(b.kind + "/" + b.name));
       if (objs.length === 0) out.push("No objects. Apply manifests with: svc config apply FILE");
       else {

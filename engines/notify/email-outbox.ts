@@ -4,7 +4,7 @@
 // server accepted it. Failures back off exponentially; rows still pending at close() (or while no
 // SMTP server is configured) are sent by a later pass or the next start() on the same database.
 import { randomUUID } from "node:crypto";
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { PrismaClient } from "../../prisma/client";
 import type { EmailDelivery } from "../../prisma/generated/client";
 import type { SmtpSettings } from "../../schemas/kinds/alert-settings";
@@ -137,7 +137,7 @@ export class EmailOutbox {
     this.warnedUnconfigured = false;
     let transport: Transporter;
     try {
-      transport = this.transportFor(smtp);
+      transport = await this.transportFor(smtp);
     } catch (e: any) {
       for (const row of rows) await this.failed(row, String(e?.message ?? e));
       return 0;
@@ -157,11 +157,12 @@ export class EmailOutbox {
   }
 
   /** nodemailer transport for the settings in force; rebuilt when they (or the password) change. */
-  private transportFor(s: SmtpSettings): Transporter {
+  private async transportFor(s: SmtpSettings): Promise<Transporter> {
     const password = s.password ? this.opts.resolveSecret(s.password) : undefined;
     if (s.password && !password) throw new Error(`SMTP password ${s.password} could not be resolved`);
     const id = JSON.stringify([s, password]);
     if (this.transport?.id === id) return this.transport.t;
+    const nodemailer = (await import("nodemailer")).default; // loaded with the first e-mail, not with svc
     this.transport?.t.close();
     const timeout = this.opts.timeoutMs ?? 10_000;
     const t = nodemailer.createTransport({

@@ -97,17 +97,17 @@ describe("svc serve binds before it loads", () => {
       await until(() => /bound http:\/\/\S+?:\d+/.test(err) || p.exitCode !== null, 60_000);
       const url = /bound (http:\/\/\S+?:\d+)/.exec(err)?.[1];
       expect(url, err).toBeTruthy();
-      const early = await (await fetch(`${url}/health`)).json();
+      const early: any = await (await fetch(`${url}/health`)).json();
       expect(early.status).toBe("ok");
       // a chat sent now waits for the engines and the model instead of failing
       const chat = fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "svc-tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 4 }) });
       const answer = await chat;
       expect(answer.status).toBe(200);
-      expect((await answer.json()).object).toBe("chat.completion");
+      expect(((await answer.json()) as any).object).toBe("chat.completion");
       let ready = await fetch(`${url}/ready`);
       for (let i = 0; ready.status !== 200 && i < 300; i++) {
         expect(ready.status).toBe(503);
-        expect((await ready.json()).loading.length).toBeGreaterThan(0); // 503 says what
+        expect(((await ready.json()) as any).loading.length).toBeGreaterThan(0); // 503 says what
         await new Promise((r) => setTimeout(r, 100));
         ready = await fetch(`${url}/ready`);
       }
