@@ -1,7 +1,7 @@
 // The CLI's requests to its svc (http on loopback, or whatever server.json names) with node:http:
 // the global fetch loads undici and compiles its HTTP parser (WebAssembly) on first use, which
 // cost `svc status`/`svc config plan` ~0.1 s of their start-up. https URLs still use fetch.
-import http from "node:http";
+import type { IncomingMessage } from "node:http";
 
 export interface HttpAnswer {
   status: number;
@@ -9,7 +9,7 @@ export interface HttpAnswer {
 }
 
 /** A request; rejects with an Error whose `code` is the system's (ECONNREFUSED, ...). */
-export function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+export async function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<HttpAnswer> {
   const u = new URL(url);
   if (u.protocol !== "http:") {
     return fetch(url, { method: opts.method, headers: opts.headers, body: opts.body, signal: opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined }).then(
@@ -17,8 +17,10 @@ export function request(url: string, opts: { method?: string; headers?: Record<s
       (e) => Promise.reject(Object.assign(new Error(String(e?.message ?? e)), { code: e?.cause?.code ?? e?.name })),
     );
   }
+  // node:http (with net and the parser) loads with the first request, not with every command
+  const http = await import("node:http");
   return new Promise((resolve, reject) => {
-    const req = http.request(u, { method: opts.method ?? "GET", headers: { ...opts.headers, ...(opts.body !== undefined ? { "content-length": String(Buffer.byteLength(opts.body)) } : {}) }, agent: false }, (res) => {
+    const req = http.request(u, { method: opts.method ?? "GET", headers: { ...opts.headers, ...(opts.body !== undefined ? { "content-length": String(Buffer.byteLength(opts.body)) } : {}) }, agent: false }, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
