@@ -12,14 +12,17 @@
 // `import.meta.url` is the URL of the source file it was compiled from, so those reads find the
 // package's files where they are, with nothing copied (and nothing to go stale).
 // Types are not checked here: `npm run typecheck` (tsc --noEmit) does that.
-import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import * as esbuild from "esbuild";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const outdir = path.join(root, "dist");
+const dist = path.join(root, "dist");
+// built beside dist/ (same depth, so every relative path is the same) and swapped in at the end:
+// a test or command running meanwhile never sees half a build
+const outdir = path.join(root, `.dist-build-${process.pid}`);
+const STAMP = ".built-from";
 const SOURCES = ["api", "boot", "cli", "controllers", "engines", "manifests", "schemas", "prisma"];
 
 /** Every .ts file under the source folders (the generated Prisma clients included). */
@@ -64,7 +67,7 @@ async function vendorEntry(spec) {
   return [names.length ? `export { ${names.join(", ")} } from ${JSON.stringify(spec)};` : "", "default" in mod ? `export { default } from ${JSON.stringify(spec)};` : ""].join("\n");
 }
 
-async function buildVendor() {
+async function buildVendor(esbuild) {
   const entries = Object.fromEntries(await Promise.all(VENDOR.map(async (spec) => [spec, await vendorEntry(spec)])));
   await esbuild.build({
     entryPoints: VENDOR.map((spec) => ({ in: `vendor-entry:${spec}`, out: path.relative(path.join(outdir, "vendor"), vendorFile(spec)).replace(/\.js$/, "") })),
@@ -120,23 +123,39 @@ function distFile(src) {
   return path.join(outdir, path.relative(root, src)).replace(/\.ts$/, ".js");
 }
 
+/** What the build is made from: every source's path and mtime, the build script and package.json. */
+function fingerprint(files) {
+  return [...files, path.join(root, "package.json"), fileURLToPath(import.meta.url)].map((f) => `${path.relative(root, f)} ${statSync(f).mtimeMs}`).join("\n");
+}
+
 const started = performance.now();
-rmSync(outdir, { recursive: true, force: true });
-await buildVendor();
 const entryPoints = sources();
-const result = await esbuild.build({
-  entryPoints,
-  outdir,
-  outbase: root,
-  bundle: true,
-  packages: "external",
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  sourcemap: "linked",
-  sourcesContent: false,
-  logLevel: "warning",
-  plugins: [mirror],
-});
-if (result.errors.length) process.exit(1);
+const print = fingerprint(entryPoints);
+// --if-stale (vitest's global setup): nothing to do when dist/ was built from these very files
+if (process.argv.includes("--if-stale") && existsSync(path.join(dist, STAMP)) && readFileSync(path.join(dist, STAMP), "utf8") === print) process.exit(0);
+rmSync(outdir, { recursive: true, force: true });
+const esbuild = await import("esbuild");
+try {
+  await buildVendor(esbuild);
+  const result = await esbuild.build({
+    entryPoints,
+    outdir,
+    outbase: root,
+    bundle: true,
+    packages: "external",
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    sourcemap: "linked",
+    sourcesContent: false,
+    logLevel: "warning",
+    plugins: [mirror],
+  });
+  if (result.errors.length) throw new Error("the build failed");
+  writeFileSync(path.join(outdir, STAMP), print);
+  rmSync(dist, { recursive: true, force: true });
+  renameSync(outdir, dist);
+} finally {
+  rmSync(outdir, { recursive: true, force: true });
+}
 process.stderr.write(`svc: compiled ${entryPoints.length} files into dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
