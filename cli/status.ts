@@ -4,6 +4,7 @@ import { admin, connect, errorOf, storeExists } from "./connect";
 import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
 import { CliError } from "./errors";
+import { request } from "./http";
 import { resolveHome, storeFile } from "../engines/paths";
 import { objectSummary } from "../manifests/object-summary";
 
@@ -60,8 +61,8 @@ function table(rows: string[][]): string {
 async function deploymentRows(base: string): Promise<string[][]> {
   let text = "";
   try {
-    const r = await fetch(`${base}/metrics`);
-    if (r.ok) text = await r.text();
+    const r = await request(`${base}/metrics`); // node:http: fetch would load undici for this one call
+    if (r.status === 200) text = r.text;
   } catch {
     return [];
   }
