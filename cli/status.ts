@@ -113,7 +113,8 @@ export function registerStatus(program: Command): void {
         }
         out.push(table(rows));
       }
-      if (snap.online) {
+      if (snap.online && !snap.loading?.length) {
+        // (a starting svc serves /metrics once it is loaded: no waiting for it here)
         const rows = await deploymentRows(base);
         if (rows.length > 1) out.push("", "Load-balanced deployments:", table(rows));
       }
