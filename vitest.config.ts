@@ -12,6 +12,7 @@ export default defineConfig({
   test: {
     environment: "node",
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/startup/global-setup.ts"], // dist/ rebuilt when stale (bin/svc.mjs runs it)
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -14,6 +14,7 @@ const all: Record<string, () => Promise<Section>> = {
   memory: async () => (await import("./memory")).memoryBench(),
   usage: async () => (await import("./usage")).usageBench(),
   retention: async () => (await import("./retention")).retentionBench(),
+  startup: async () => (await import("./startup")).startupBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

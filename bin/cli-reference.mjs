@@ -7,5 +7,5 @@ register();
 const { buildProgram } = await import("../cli/program.ts");
 const { cliReference } = await import("../cli/reference.ts");
 const file = new URL("../docs/cli-reference.md", import.meta.url);
-writeFileSync(file, cliReference(buildProgram()));
+writeFileSync(file, cliReference(await buildProgram()));
 process.stdout.write(`wrote ${file.pathname}\n`);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The package's `svc` bin: register tsx (svc runs from its TypeScript sources) and start the CLI.
+// The package's `svc` bin: start the CLI compiled into dist/ (bin/build.mjs; `npm ci` and
+// `npm test` build it). Nothing is compiled at run time.
 import { setFlagsFromString } from "node:v8";
-import { register } from "tsx/esm/api";
 
 // V8's allocation-site pretenuring can decide, from one major GC that lands while many requests
 // are in flight, that per-request objects are long-lived; from then on they are allocated in the
@@ -10,5 +10,14 @@ import { register } from "tsx/esm/api";
 // objects are short-lived, so the heuristic is turned off before anything is allocated.
 setFlagsFromString("--no-allocation-site-pretenuring");
 
-register();
-await import("../cli/main.ts");
+// stack traces name the .ts lines (dist/ carries source maps)
+process.setSourceMapsEnabled(true);
+
+try {
+  await import("../dist/cli/main.js");
+} catch (e) {
+  // only a missing build is explained here; anything else is the CLI's own failure
+  if (e?.code !== "ERR_MODULE_NOT_FOUND" || !String(e?.message).includes("/dist/cli/main.js")) throw e;
+  process.stderr.write("svc: dist/ is missing: run `npm run build` (or `npm ci`) in the svc folder first\n");
+  process.exitCode = 1;
+}

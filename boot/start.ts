@@ -1,5 +1,6 @@
 // The composition root (boot/): open the store, apply start-up manifests (or the quickstart on an
-// empty store), build engines and controllers, listen, and stop gracefully in the reverse order.
+// empty store), listen (/health answers from here on), then load the engines (boot/engines.ts)
+// and controllers and serve every route, and stop gracefully in the reverse order.
 // It is the one module that imports api/, controllers/ and engines/ together: api/ is routes and
 // protocol shapes only, controllers/ reconcile, engines/ run; `svc serve` (cli/serve.ts) and the
 // tests start svc here.
@@ -10,17 +11,17 @@ import { type OpenedDb } from "../prisma/client";
 import { openStore, postgresUrlOf } from "../engines/store/open"; // scale-out: SQLite, or PostgreSQL by SVC_DATABASE_URL
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
-import { createHandler } from "../api/app";
-import { ControllerManager } from "../controllers/runtime";
-import { buildControllers } from "../controllers/registry";
-import { desiredAddress, effectiveServer, urlOf } from "../controllers/kinds/server";
-import { httpListener } from "./http-listener";
+import type { ControllerManager } from "../controllers/runtime";
+import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type StartOverrides } from "../controllers/kinds/server";
+import { httpListener, type HttpListener } from "./http-listener";
+import { readiness, startingHandler } from "./starting";
+import { loadEngines } from "./engines";
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../engines/paths";
-import { ManifestWatcher } from "../controllers/watch";
-import { applyPaths } from "../controllers/apply-paths";
+import type { ManifestWatcher } from "../controllers/watch";
 import { pendingMigrations } from "../prisma/migrate";
+import { objectSummary } from "../manifests/object-summary";
 import { createLogger, svcLoggerOf } from "../api/log";
-import { startupSteps, type Progress } from "../api/startup-progress";
+import { startupSteps, type Progress, type StartupSteps } from "../api/startup-progress";
 
 export interface StartOptions {
   /** data dir; default SVC_HOME, <SVC_TEST_ROOT>/.svc, ~/.svc */
@@ -58,7 +59,8 @@ export const quickstartDir = fileURLToPath(new URL("../examples/quickstart/", im
 // Logging lives in api/log.ts; jsonLogger stays importable from here for tests and benches.
 export { jsonLogger } from "../api/log";
 
-/** Start svc. Resolves once the HTTP listener is bound and controllers are running. */
+/** Start svc. /health answers once the listener is bound (early); resolves once the engines are
+ * loaded and the controllers run. */
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const log = opts.log ?? createLogger();
   const steps = startupSteps(opts.progress);
@@ -78,6 +80,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     const store = await ResourceStore.open(db.prisma, db.repos.resources);
     cleanup.push(() => store.close());
 
+    const applyPaths = async (...a: Parameters<typeof import("../controllers/apply-paths").applyPaths>) => (await import("../controllers/apply-paths")).applyPaths(...a);
     if (opts.config?.length) {
       // --config is the desired state of source "startup": say what that implies, since it is not
       // what `svc config apply` does by default (and an empty store then gets no quickstart)
@@ -94,6 +97,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
 
     const serverObj = store.list({ kind: "Server" }).sort((a, b) => a.name.localeCompare(b.name))[0];
     const eff = effectiveServer(serverObj?.spec);
+    const ready = readiness();
     const svc: Svc = {
       home,
       modelsDir: resolveModelsDir(home, eff.modelsDir),
@@ -102,113 +106,46 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       log,
       server: eff,
       engines: {},
+      readiness: ready,
     };
-    svc.engines.metrics = (await import("../engines/metrics")).createMetrics(svc);
-    await mkdir(svc.modelsDir, { recursive: true }).catch((e) => log.warn("cannot create models dir", { dir: svc.modelsDir, err: String(e?.message ?? e) }));
-    if (quickstart) {
-      // The embedded default model: generated, since no weights can be downloaded here.
-      const { ensureTinyModel, defaultModelPath } = await import("../engines/inference/gguf");
-      const tiny = defaultModelPath(svc.modelsDir);
-      if (existsSync(tiny)) await ensureTinyModel(svc.modelsDir);
-      else await steps.run(`generating the built-in model ${tiny}`, () => ensureTinyModel(svc.modelsDir), { announce: true });
-    }
 
-    cleanup.push(async () => svc.engines.pool?.close());
-
-    // Engines. Each is optional: one that cannot start is left out (logged), and the routes that
-    // need it answer 503 saying so, while configuration, status and admin keep working.
-    const optional = async <T>(unavailable: string, start: () => Promise<T> | T, close?: (e: T) => Promise<unknown>): Promise<T | undefined> => {
-      try {
-        const e = await start();
-        if (close) cleanup.push(() => close(e));
-        return e;
-      } catch (e: any) {
-        log.warn(unavailable, { err: String(e?.message ?? e) });
-        return undefined;
-      }
-    };
-    svc.engines.gateway = await optional(
-      "gateway engine not started; inference routes are unavailable",
-      () => steps.run("starting the gateway", async () => (await import("../engines/gateway")).createGateway(svc)),
-      (gw) => gw.close(),
-    );
-
-    // scale-out (engines/cluster): shared limits and store changes on Redis, before any request
-    const { startCluster } = await import("../engines/cluster");
-    const cluster = await startCluster(svc, store);
-    cleanup.push(() => cluster.close());
-
-    // MCP: tool service connections and the tool catalog (agents, /mcp, `svc mcp`).
-    const { createMcpEngine } = await import("../engines/mcp");
-    const mcp = createMcpEngine(svc);
-    svc.engines.mcp = mcp;
-    svc.engines.tools = mcp;
-    cleanup.push(() => mcp.close());
-    // Agents and tasks (fails unfinished tasks left by a previous process as interrupted).
-    svc.engines.agents = await optional(
-      "agents engine not started; agent routes are unavailable",
-      () => steps.run("starting agents and tasks", async () => (await import("../engines/agents")).createAgents(svc)),
-      (a) => a.close(),
-    );
-    // Memory (re-arms the debounce of sessions a previous process left pending).
-    svc.engines.memory = await optional("memory engine not started; memory routes are unavailable", async () => (await import("../engines/memory")).createMemory(svc), (m) => m.close());
-    // Pairing and the secure channel (the server's identity key lives in <home>/pairing).
-    svc.engines.pairing = await optional(
-      "pairing engine not started; pairing and secure-channel routes are unavailable",
-      async () => new (await import("../engines/pairing")).Pairing(store, home),
-      async (p) => p.close(),
-    );
-    // Media: forwarded to Providers that declare the capability; jobs in the store.
-    svc.engines.media = await optional("media engine not started; media routes are unavailable", async () => {
-      const media = new (await import("../engines/media")).Media(svc);
-      await media.jobs.recover();
-      return media;
-    }, (m) => m.close());
-
-    const handler = createHandler(svc);
+    const overrides = { host: opts.host, port: opts.port };
+    const want = desiredAddress(eff, overrides);
+    // Bind first: /health answers from here on; other requests wait for the routes (boot/starting.ts).
+    const starting = startingHandler({
+      revision: () => store.revision,
+      readiness: ready,
+      status: () => ({ url: urlOf(listener.address() ?? want), pid: process.pid, home, modelsDir: svc.modelsDir, revision: store.revision, loading: ready.loading(), server: svc.server, objects: store.list({ includeDeleting: true }).map(objectSummary) }),
+    });
     let info: ServerInfo | null = null;
     const infoFile = serverInfoFile(home);
-    const listener = httpListener(handler, log, (a) => {
+    const listener = httpListener(starting.handler, log, (a) => {
       info = { pid: process.pid, url: urlOf(a), port: a.port, startedAt: info?.startedAt ?? new Date().toISOString() };
       writeInfoFile(infoFile, info, log);
     }, () => (svc.server.limits?.requestTimeoutSeconds ?? 600) * 1000);
-    const overrides = { host: opts.host, port: opts.port };
-    const want = desiredAddress(eff, overrides);
-
-    // Controllers (registered in controllers/registry.ts only). Attaching feeds the engines every
-    // stored key, policy, provider, model and alert setting, and keeps them following the store,
-    // before the first request can arrive; reconciling starts below (or once this replica holds
-    // the lease).
-    let manager: ControllerManager | null = null;
-    const set = await buildControllers({
-      svc,
-      listener,
-      overrides,
-      enqueue: (ref) => manager?.enqueue(ref),
-    });
-    manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: opts.resyncMs });
-    manager.attach();
-    const mgrRef = manager;
-    cleanup.push(async () => mgrRef.detach());
-
     await listener.bind(want.host, want.port).catch((e: any) => {
       const hint = e?.code === "EADDRINUSE" ? " (another process uses this port; pass --port or set SVC_PORT)" : "";
       throw new Error(`cannot listen on ${urlOf(want)}: ${e?.code ?? e?.message ?? e}${hint}`);
     });
     cleanup.push(() => listener.close(2000));
-    svc.control = {
-      enqueue: (ref) => mgrRef.enqueue(ref),
-      waitForReady: (refs, gens, ms) => mgrRef.waitForReady(refs, gens, ms),
-      owners: set.owners,
-      listenUrl: () => urlOf(listener.address() ?? want),
-    };
-    svc.engines.metrics?.watch(manager); // reconcile results by kind
-    const mgr = manager;
-    await cluster.runControllers(mgr); // now, or once this replica holds the lease (engines/cluster/lease.ts)
-    cleanup.push(() => mgr.stop());
+    cleanup.push(() => removeInfoFile(infoFile)); // a start that fails after binding leaves no server.json behind
+    steps.say(`bound ${urlOf(listener.address() ?? want)}: /health answers; loading the engines (/ready says when they are)`);
+
+    let loaded;
+    try {
+      loaded = await ready.step("engines and controllers", () => loadAll(svc, { store, quickstart, steps, cleanup, listener, overrides, want, resyncMs: opts.resyncMs }));
+    } catch (e: any) {
+      starting.failed(String(e?.message ?? e));
+      throw e;
+    }
+    const { manager: mgr, cluster, mcp, handler } = loaded;
+    // requests that came while svc loaded are served once the controllers' first pass is done (a
+    // model is registered before a chat names it); those that come from now on at once
+    starting.ready(handler, ready.step("the controllers' first pass", () => settled(mgr, 5000)));
 
     let watcher: ManifestWatcher | undefined;
     if (opts.watch) {
+      const { ManifestWatcher } = await import("../controllers/watch");
       watcher = new ManifestWatcher({ store, dir: opts.watch, log });
       await watcher.start();
     }
@@ -269,6 +206,60 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     await undo();
     throw e;
   }
+}
+
+interface LoadInput {
+  store: ResourceStore;
+  quickstart: boolean;
+  steps: StartupSteps;
+  cleanup: Array<() => Promise<unknown>>;
+  listener: HttpListener;
+  overrides: StartOverrides;
+  want: BoundAddress;
+  resyncMs?: number;
+}
+
+/** After binding: the built-in model (first start), the engines, the routes and the controllers. */
+async function loadAll(svc: Svc, i: LoadInput) {
+  const { store, steps, cleanup, listener, want } = i;
+  const log = svc.log;
+  await mkdir(svc.modelsDir, { recursive: true }).catch((e) => log.warn("cannot create models dir", { dir: svc.modelsDir, err: String(e?.message ?? e) }));
+  if (i.quickstart) {
+    // The embedded default model: generated, since no weights can be downloaded here.
+    const { ensureTinyModel, defaultModelPath } = await import("../engines/inference/gguf");
+    const tiny = defaultModelPath(svc.modelsDir);
+    if (existsSync(tiny)) await ensureTinyModel(svc.modelsDir);
+    else await svc.readiness!.step("the built-in model", () => steps.run(`generating the built-in model ${tiny}`, () => ensureTinyModel(svc.modelsDir), { announce: true }));
+  }
+  const { cluster, mcp } = await loadEngines(svc, store, steps, cleanup);
+  const handler = (await import("../api/app")).createHandler(svc);
+
+  // Controllers (registered in controllers/registry.ts only). Attaching feeds the engines every
+  // stored key, policy, provider, model and alert setting, and keeps them following the store,
+  // before the routes serve; reconciling starts below (or once this replica holds the lease).
+  const [{ ControllerManager }, { buildControllers }] = await Promise.all([import("../controllers/runtime"), import("../controllers/registry")]);
+  let manager: ControllerManager | null = null;
+  const set = await buildControllers({ svc, listener, overrides: i.overrides, enqueue: (ref) => manager?.enqueue(ref) });
+  const mgr: ControllerManager = (manager = new ControllerManager({ store, controllers: set.controllers, fallback: set.fallback, log, resyncMs: i.resyncMs }));
+  mgr.attach();
+  cleanup.push(async () => mgr.detach());
+  svc.control = {
+    enqueue: (ref) => mgr.enqueue(ref),
+    waitForReady: (refs, gens, ms) => mgr.waitForReady(refs, gens, ms),
+    owners: set.owners,
+    listenUrl: () => urlOf(listener.address() ?? want),
+  };
+  svc.engines.metrics?.watch(mgr); // reconcile results by kind
+  await cluster.runControllers(mgr); // now, or once this replica holds the lease (engines/cluster/lease.ts)
+  cleanup.push(() => mgr.stop());
+  return { manager: mgr, cluster, mcp, handler };
+}
+
+/** Resolves once the controllers have nothing queued or running, or after `ms`. */
+function settled(mgr: ControllerManager, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([mgr.idle(), late]).finally(() => clearTimeout(timer));
 }
 
 /** Migrations openDb will apply, for the progress line; a file it cannot read counts none and

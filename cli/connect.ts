@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { DEFAULT_PORT, resolveHome, serverInfoFile, type ServerInfo } from "../engines/paths";
 import { CliError } from "./errors";
+import { request, type HttpAnswer } from "./http";
 import { offlineStoreExists, offlineStoreLabel } from "./offline";
 
 export interface TargetOptions {
@@ -68,12 +69,17 @@ export function pidAlive(pid: number): boolean {
 /** Does an svc answer at base? (GET /health answering {status: "ok"}) */
 export async function probe(base: string, timeoutMs = 1500): Promise<{ ok: boolean; revision?: number; error?: string }> {
   try {
-    const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(timeoutMs) });
-    const j: any = await res.json().catch(() => null);
-    if (res.ok && j?.status === "ok") return { ok: true, revision: j.revision };
+    const res = await request(`${base}/health`, { timeoutMs });
+    let j: any = null;
+    try {
+      j = JSON.parse(res.text);
+    } catch {
+      /* not JSON: not svc */
+    }
+    if (res.status >= 200 && res.status < 300 && j?.status === "ok") return { ok: true, revision: j.revision };
     return { ok: false, error: `${base}/health answered ${res.status} (not svc?)` };
   } catch (e: any) {
-    return { ok: false, error: e?.cause?.code ?? e?.name ?? String(e) };
+    return { ok: false, error: e?.code ?? e?.name ?? String(e) };
   }
 }
 
@@ -84,17 +90,13 @@ export interface AdminResponse {
 }
 
 export async function admin(base: string, method: "GET" | "POST", path: string, body?: unknown): Promise<AdminResponse> {
-  let res: Response;
+  let res: HttpAnswer;
   try {
-    res = await fetch(base + path, {
-      method,
-      headers: body !== undefined ? { "content-type": "application/json" } : {},
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
+    res = await request(base + path, { method, headers: body !== undefined ? { "content-type": "application/json" } : {}, body: body !== undefined ? JSON.stringify(body) : undefined });
   } catch (e: any) {
-    throw new CliError(`cannot reach svc at ${base}: ${e?.cause?.code ?? e?.message ?? e}`);
+    throw new CliError(`cannot reach svc at ${base}: ${e?.code ?? e?.message ?? e}`);
   }
-  const text = await res.text();
+  const text = res.text;
   let json: any;
   try {
     json = JSON.parse(text);

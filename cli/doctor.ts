@@ -11,7 +11,6 @@ import { probe, resolveTarget } from "./connect";
 import { snapshot, type ObjectRow } from "./status";
 import { EXIT } from "./errors";
 import { offlinePgUrl, safeUrl } from "./offline";
-import { pendingMigrations, listMigrations } from "../prisma/migrate";
 import { resolveModelsDir, storeFile } from "../engines/paths";
 
 type Level = "ok" | "warn" | "FAIL" | "info";
@@ -156,6 +155,7 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
   } else if (!existsSync(db)) add("warn", `no store at ${db} yet`, "svc serve (or svc config apply) creates and migrates it");
   else {
     try {
+      const { pendingMigrations, listMigrations } = await import("../prisma/migrate"); // better-sqlite3: only when there is a store to read
       const pending = pendingMigrations(db);
       if (pending.length === 0) add("ok", `store ${db} is migrated (${listMigrations().length} ${listMigrations().length === 1 ? "migration" : "migrations"} applied)`);
       else add("warn", `store ${db} has ${pending.length} pending migrations (${pending.join(", ")})`, "they are applied automatically at the next start of svc serve");

@@ -4,7 +4,6 @@
 import { readFileSync, existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { generateSecret, hashSecret } from "../engines/gateway/keys";
 import { resolveTarget, probe } from "./connect";
 import { CliError } from "./errors";
 
@@ -33,7 +32,8 @@ export function registerKeys(program: Command): void {
     .description("print a new API key secret and its sha256 hash (put only the hash in an ApiKey manifest)")
     .option("--json", "print JSON {api_key, secretHash}")
     .option("--name <name>", "object name for the printed manifest snippet", "my-key")
-    .action((o: { json?: boolean; name: string }) => {
+    .action(async (o: { json?: boolean; name: string }) => {
+      const { generateSecret, hashSecret } = await import("../engines/gateway/keys"); // loaded by this command only
       const secret = generateSecret();
       const hash = `sha256:${hashSecret(secret)}`;
       if (o.json) {

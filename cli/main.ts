@@ -17,7 +17,7 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
 
 export async function main(argv: string[]): Promise<number> {
   quietOnClosedPipe(process.stdout);
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   if (argv.length <= 2) {
     // `svc` alone: the help, as an answer rather than an error
     program.outputHelp();

@@ -4,15 +4,9 @@
 // needs one, comes from SVC_MCP_ACCESS_KEY and is sent as the bearer. stdout carries only the
 // protocol; messages go to stderr.
 import type { Command } from "commander";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { addTargetOptions } from "./config";
 import { probe, resolveTarget, type TargetOptions } from "./connect";
 import { CliError } from "./errors";
-import { mcpLogin } from "./mcp-login";
 
 export function registerMcp(program: Command): void {
   const mcp = addTargetOptions(program.command("mcp").description("stdio MCP server bridging to the running svc's exposed tools (key: SVC_MCP_ACCESS_KEY)")).action(
@@ -22,7 +16,7 @@ export function registerMcp(program: Command): void {
     mcp
       .command("login <server>")
       .description("authorize svc for an McpServer using OAuth (auth.type oauth, grant authorization_code): prints the URL to open, waits for the redirect on a loopback callback, stores the tokens encrypted in the data dir"),
-  ).action(async (server: string, o: TargetOptions, cmd: Command) => mcpLogin(server, { ...(cmd.parent?.opts() as TargetOptions), ...o })); // --port/--home may land on `mcp`
+  ).action(async (server: string, o: TargetOptions, cmd: Command) => (await import("./mcp-login")).mcpLogin(server, { ...(cmd.parent?.opts() as TargetOptions), ...o })); // --port/--home may land on `mcp`
 }
 
 async function runBridge(o: TargetOptions): Promise<void> {
@@ -30,6 +24,14 @@ async function runBridge(o: TargetOptions): Promise<void> {
   const p = await probe(target.base);
   if (!p.ok) throw new CliError(`svc mcp: svc is not running (no answer at ${target.base}: ${p.error}); start it with \`svc serve\`, or pass --port / set SVC_PORT`);
   const key = process.env.SVC_MCP_ACCESS_KEY?.trim();
+  // the MCP SDK (and zod under it) is loaded by this command only, not by every `svc` run
+  const [{ Client }, { StreamableHTTPClientTransport }, { Server }, { StdioServerTransport }, { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/server/index.js"),
+    import("@modelcontextprotocol/sdk/server/stdio.js"),
+    import("@modelcontextprotocol/sdk/types.js"),
+  ]);
   const upstream = new Client({ name: "svc-mcp-bridge", version: "0.1.0" });
   const transport = new StreamableHTTPClientTransport(new URL(`${target.base}/mcp`), {
     requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,

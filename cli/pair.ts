@@ -8,7 +8,10 @@ import type { Command } from "commander";
 import { resolveHome } from "../engines/paths";
 import { admin, errorOf, resolveTarget } from "./connect";
 import { CliError } from "./errors";
-import { PairError, SecureSession, acceptInvite, loadState, pairWithCode, requestPairing, saveState, waitForApproval, type DeviceState } from "./pair-client";
+import type { DeviceState } from "./pair-client";
+
+/** The device side (crypto, the secure channel), loaded by the commands that use it. */
+const client = () => import("./pair-client");
 
 interface Common {
   port?: string;
@@ -33,13 +36,13 @@ async function device<T>(f: () => Promise<T>): Promise<T> {
   try {
     return await f();
   } catch (e) {
-    if (e instanceof PairError) throw new CliError(e.message);
+    if (e instanceof (await client()).PairError) throw new CliError(e.message);
     throw e;
   }
 }
 
-function saved(o: Common, s: DeviceState) {
-  saveState(stateFile(o), s);
+async function saved(o: Common, s: DeviceState) {
+  (await client()).saveState(stateFile(o), s);
   out(o.json ? JSON.stringify({ device_id: s.device_id, scopes: s.scopes, server: s.server, state: stateFile(o) }) : `paired as ${s.device_id} (${s.scopes.join(", ")}); state in ${stateFile(o)}`);
 }
 
@@ -64,9 +67,10 @@ export function registerPair(program: Command): void {
     .action((o: Common & { wait: string }) =>
       device(async () => {
         const url = needUrl(o);
+        const { requestPairing, waitForApproval } = await client();
         const p = await requestPairing(url, o.name ?? "device");
         process.stderr.write(`waiting for approval on the host: svc pair approve ${p.requestId}\n`);
-        saved(o, await waitForApproval(url, o.name ?? "device", p, Number(o.wait) * 1000));
+        await saved(o, await waitForApproval(url, o.name ?? "device", p, Number(o.wait) * 1000));
       }),
     );
 
@@ -74,7 +78,7 @@ export function registerPair(program: Command): void {
     .option("--scopes <list>", "host: comma-separated scopes for the device")
     .action((code: string | undefined, o: Common & { scopes?: string }) =>
       code
-        ? device(async () => saved(o, await pairWithCode(needUrl(o), code, o.name ?? "device")))
+        ? device(async () => saved(o, await (await client()).pairWithCode(needUrl(o), code, o.name ?? "device")))
         : host(o, "POST", "/pair/code", o.scopes ? { scopes: o.scopes.split(",") } : {}).then((j) => out(o.json ? JSON.stringify(j) : `pairing code ${j.code} (valid until ${j.expires_at}, one use)`)),
     );
 
@@ -87,7 +91,7 @@ export function registerPair(program: Command): void {
       host(o, "POST", "/pair-invite", { expires_in: Number(o.expiresIn), scopes: o.scopes?.split(","), url: o.inviteUrl }).then((j) => out(o.json ? JSON.stringify(j) : j.invite)),
     );
   opts(invite.command("accept <invite>").description("device: pair with an invite")).action((inv: string, o: Common) =>
-    device(async () => saved(o, await acceptInvite(inv, o.name ?? "device", o.url?.replace(/\/+$/, "")))),
+    device(async () => saved(o, await (await client()).acceptInvite(inv, o.name ?? "device", o.url?.replace(/\/+$/, "")))),
   );
 
   opts(pair.command("approve <requestId>").description("host: approve a pending pairing request"))
@@ -112,7 +116,7 @@ export function registerPair(program: Command): void {
     id
       ? host(o, "POST", "/pair/unpair", { device_id: id }).then((j) => out(o.json ? JSON.stringify(j) : `unpaired ${j.device_id}`))
       : device(async () => {
-          const s = loadState(stateFile(o));
+          const s = (await client()).loadState(stateFile(o));
           const res = await fetch(`${s.url}/pair/unpair`, { method: "POST", headers: { authorization: `Bearer ${s.api_key}`, "content-type": "application/json" }, body: "{}" });
           const j: any = await res.json().catch(() => null);
           if (!res.ok) throw new CliError(j?.error?.message ?? `HTTP ${res.status}`);
@@ -124,6 +128,7 @@ export function registerPair(program: Command): void {
     .option("--data <json>", "request body (JSON)")
     .action((method: string, p: string, o: Common & { data?: string }) =>
       device(async () => {
+        const { loadState, SecureSession } = await client();
         const s = loadState(stateFile(o));
         const ses = await SecureSession.forDevice(s);
         let body: unknown;

@@ -36,7 +36,7 @@ export function registerServe(program: Command): void {
       const progress = (line: string) => void process.stderr.write(line + "\n");
       const steps = startupSteps(progress);
       steps.say(`starting (data dir ${resolveHome(o.home)}; logs on stdout at level ${level})`);
-      // the first start compiles svc's sources: on a slow disk this alone can take a while
+      // the server's modules (the engines load after the listener is bound: boot/engines.ts)
       const { startSvc } = await steps.run("loading svc", () => import("../boot/start"));
       if (format === "pretty") await loadPretty();
       const log = createLogger({ level, format });

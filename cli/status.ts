@@ -4,6 +4,7 @@ import { admin, connect, errorOf, storeExists } from "./connect";
 import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
 import { CliError } from "./errors";
+import { request } from "./http";
 import { resolveHome, storeFile } from "../engines/paths";
 import { objectSummary } from "../manifests/object-summary";
 
@@ -25,6 +26,8 @@ export interface StatusSnapshot {
   home: string;
   modelsDir?: string;
   revision: number;
+  /** what a starting server is still loading (empty once it is ready) */
+  loading?: string[];
   server?: any;
   objects: ObjectRow[];
 }
@@ -58,8 +61,8 @@ function table(rows: string[][]): string {
 async function deploymentRows(base: string): Promise<string[][]> {
   let text = "";
   try {
-    const r = await fetch(`${base}/metrics`);
-    if (r.ok) text = await r.text();
+    const r = await request(`${base}/metrics`); // node:http: fetch would load undici for this one call
+    if (r.status === 200) text = r.text;
   } catch {
     return [];
   }
@@ -99,6 +102,7 @@ export function registerStatus(program: Command): void {
       const out: string[] = [];
       if (snap.online) out.push(`svc is running at ${snap.url} (pid ${snap.pid}); store revision ${snap.revision}; data dir ${snap.home}`);
       else out.push(`svc is not running (${note}).`, `Stored state, store revision ${snap.revision}; conditions are as last written:`);
+      if (snap.online && snap.loading?.length) out.push(`still starting: loading ${snap.loading.join(", ")}`);
       const objs = [...snap.objects].sort((a, b) => (a.kind + "/" + a.name).localeCompare(b.kind + "/" + b.name));
       if (objs.length === 0) out.push("No objects. Apply manifests with: svc config apply FILE");
       else {
@@ -109,7 +113,8 @@ export function registerStatus(program: Command): void {
         }
         out.push(table(rows));
       }
-      if (snap.online) {
+      if (snap.online && !snap.loading?.length) {
+        // (a starting svc serves /metrics once it is loaded: no waiting for it here)
         const rows = await deploymentRows(base);
         if (rows.length > 1) out.push("", "Load-balanced deployments:", table(rows));
       }

@@ -17,6 +17,8 @@ export type { Logger, ControlPlane, WaitItem, WaitResult, WaitState, Host } from
 export interface Svc extends Host {
   /** engines, attached at start-up (and by the Model controller, for the pool) */
   engines: Engines;
+  /** what start-up is still loading (boot/starting.ts), for /health, /ready and `svc status` */
+  readiness?: { loading(): string[]; step<T>(label: string, fn: () => Promise<T> | T): Promise<T> };
 }
 
 /** The typed registry of running engines. Each is optional: an engine that failed to start is

@@ -37,7 +37,8 @@ export interface RouteDoc {
 const r = (method: RouteDoc["method"], path: string, tag: string, summary: string, access: Access, more: Partial<RouteDoc> = {}): RouteDoc => ({ method, path, tag, summary, access, ...more });
 
 export const routeDocs: RouteDoc[] = [
-  r("get", "/health", "health", "Reachability", "public"),
+  r("get", "/health", "health", "Reachability (answers as soon as svc listens; `ready` and `loading` say what start-up still loads)", "public"),
+  r("get", "/ready", "health", "Readiness: 200 once start-up has loaded everything, else 503 with what is still loading", "public"),
   r("get", "/", "health", "Liveness text (Ollama's probe)", "public"),
   r("get", "/metrics", "operations", "Prometheus metrics (loopback, the admin key, or metrics.public)", "loopback"),
 

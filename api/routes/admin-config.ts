@@ -72,6 +72,7 @@ export default function adminConfig(svc: Svc): Router {
       home: svc.home,
       modelsDir: svc.modelsDir,
       revision: svc.store.revision,
+      loading: svc.readiness?.loading() ?? [],
       server: svc.server,
       objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted" })),
     };

@@ -12,27 +12,31 @@ import { ToolCallBody } from "../../schemas/api/bodies";
 import type { Verdict } from "../../engines/gateway/gate";
 import { callerFrom } from "../caller";
 import { callStatus, enterToolCall, exposedTool, exposedTools, finishToolCall, registryOf, toolCaller, toolHttpError } from "../mcp-access";
-import { McpSessions } from "../mcp-sessions";
+import type { McpSessions } from "../mcp-sessions";
 
 const MAX_ADMITTED = 4096;
 const readToolCall = jsonBody("post", "/mcp/call", ToolCallBody);
 
 export default function mcp(svc: Svc): Router {
   const r = new Router();
-  let sessions: McpSessions | undefined;
+  let sessions: Promise<McpSessions> | undefined;
   // tools/call requests the gate admitted, by session and JSON-RPC id, until the session ran them
   const admitted = new Map<string, Verdict>();
   const callKey = (sid: string | undefined, id: unknown) => `${sid ?? ""}\n${JSON.stringify(id)}`;
   const sessionsOf = () => {
     if (!sessions) {
       const reg = registryOf(svc);
-      const s = (sessions = new McpSessions(reg, (sid, id, _tool, status) => {
-        const k = callKey(sid, id);
-        const v = admitted.get(k);
-        admitted.delete(k);
-        if (v) finishToolCall(svc, v, status);
-      }));
-      svc.engines.mcp?.onClose(() => s.close());
+      // the MCP SDK's server loads with the first /mcp session, not with svc
+      sessions = import("../mcp-sessions").then(({ McpSessions }) => {
+        const s = new McpSessions(reg, (sid, id, _tool, status) => {
+          const k = callKey(sid, id);
+          const v = admitted.get(k);
+          admitted.delete(k);
+          if (v) finishToolCall(svc, v, status);
+        });
+        svc.engines.mcp?.onClose(() => s.close());
+        return s;
+      });
     }
     return sessions;
   };
@@ -118,7 +122,7 @@ export default function mcp(svc: Svc): Router {
       throw e;
     }
     ctx.respond = false; // the SDK's transport writes the response
-    const outcome = await sessionsOf().handle(ctx.req, ctx.res, key, body);
+    const outcome = await (await sessionsOf()).handle(ctx.req, ctx.res, key, body);
     // calls no session will run (unknown session, no initialize); handled ones are finished by
     // the session's recorder when they end (their answer may still be streaming now)
     if (outcome !== "handled") {

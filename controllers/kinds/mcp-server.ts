@@ -14,7 +14,7 @@
 // Deleting the object closes the connection and removes its tools (finalize).
 import type { KindController, ReadyCondition } from "../types";
 import type { McpEngine } from "../../engines/mcp/engine";
-import { specProblem } from "../../engines/mcp/transports";
+import { specProblem } from "../../engines/mcp/spec";
 
 export function mcpServerController(engine: McpEngine): KindController<"McpServer"> {
   return {

@@ -3,16 +3,20 @@
 import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { getLlama, type Llama, LlamaLogLevel } from "node-llama-cpp";
+import type { Llama } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ModelSpec } from "../../schemas/kinds/model";
-import { generate, prepare, promptTokenCount } from "./chat-run";
 import { inferenceError } from "./errors";
-import { readModelInfo, type ModelInfo } from "./info";
-import { GrammarCache } from "./json-schema";
-import { type Lease, LoadedModel } from "./loaded-model";
+import type { ModelInfo } from "./info";
+import type { GrammarCache } from "./json-schema";
+import type { Lease, LoadedModel } from "./loaded-model";
 import { resolveSampling } from "./sampling";
 import type { Sampling } from "../../schemas/common";
+
+// node-llama-cpp and the code on top of it load with the first model, not with the pool
+type Runtime = typeof import("./runtime");
+let loadedRuntime: Runtime | undefined;
+const runtime = async (): Promise<Runtime> => (loadedRuntime ??= await import("./runtime"));
 
 export interface ModelPoolOptions {
   modelsDir: string;
@@ -129,6 +133,7 @@ export class ModelPool {
     // A model may unload between load and lease (idle timer, re-register): retry once.
     for (let attempt = 0; ; attempt++) {
       const lm = await this.ensureLoaded(entry);
+      const { prepare, generate } = await runtime();
       const prepared = await prepare(lm, req, await this.grammarCache(), sampling.maxTokens);
       let lease: Lease;
       try {
@@ -163,7 +168,7 @@ export class ModelPool {
   async info(name: string): Promise<ModelInfo> {
     const e = this.entryFor(name);
     this.checkFile(e);
-    return readModelInfo(e.name, e.file, e.spec);
+    return (await runtime()).readModelInfo(e.name, e.file, e.spec);
   }
 
   async countTokens(name: string, text: string): Promise<number> {
@@ -175,7 +180,7 @@ export class ModelPool {
    * own tokenizer: what the answer would report as prompt tokens. Loads the model if needed. */
   async countChatTokens(req: ChatRequest): Promise<number> {
     const lm = await this.ensureLoaded(this.entryFor(req.model));
-    return promptTokenCount(lm, req, await this.grammarCache());
+    return (await runtime()).promptTokenCount(lm, req, await this.grammarCache());
   }
 
   /** countChatTokens when the model is loaded now, else undefined: the gateway's limit check
@@ -183,7 +188,7 @@ export class ModelPool {
   loadedChatTokens(req: ChatRequest): Promise<number> | undefined {
     const lm = this.find(req.model)?.loaded;
     if (!lm || lm.disposed) return undefined;
-    return this.grammarCache().then((g) => promptTokenCount(lm, req, g));
+    return this.grammarCache().then(async (g) => (await runtime()).promptTokenCount(lm, req, g));
   }
 
   /** Unload a model now (Ollama's keep_alive 0): in-flight generations finish first; the next
@@ -259,16 +264,19 @@ export class ModelPool {
   }
 
   private getLlama(): Promise<Llama> {
-    this.llama ??= getLlama({
-      gpu: false,
-      logLevel: LlamaLogLevel.warn,
-      logger: (level, message) => this.log(`llama.cpp ${level}: ${message.trimEnd()}`),
-    });
+    this.llama ??= runtime().then(({ getLlama, LlamaLogLevel }) =>
+      getLlama({
+        gpu: false,
+        logLevel: LlamaLogLevel.warn,
+        logger: (level, message) => this.log(`llama.cpp ${level}: ${message.trimEnd()}`),
+      }),
+    );
     return this.llama;
   }
 
   private async grammarCache(): Promise<GrammarCache> {
-    return (this.grammars ??= new GrammarCache(await this.getLlama()));
+    const llama = await this.getLlama();
+    return (this.grammars ??= new (await runtime()).GrammarCache(llama));
   }
 
   private checkFile(e: Entry) {
@@ -307,7 +315,7 @@ export class ModelPool {
     const llama = await this.getLlama();
     const s = e.spec;
     try {
-      const lm = await LoadedModel.load(llama, {
+      const lm = await (await runtime()).LoadedModel.load(llama, {
         name: e.name,
         file: e.file,
         contextSize: s.contextSize ?? 2048,

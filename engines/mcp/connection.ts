@@ -13,7 +13,8 @@ import type { SvcError } from "../errors";
 import { toolError, type ToolCallOptions, type ToolCallResult, type ToolContent } from "../tools/types";
 import type { UpstreamTool } from "./exposure";
 import { buildTransport, endpointLabel, type BuiltTransport } from "./transports";
-import { classifyConnectError, failure, type ServiceFailure } from "./failures";
+import { failure, type ServiceFailure } from "./failures";
+import { classifyConnectError } from "./classify";
 import { redactSecrets } from "../secrets/redact";
 import { watchOAuthState } from "./oauth-store";
 

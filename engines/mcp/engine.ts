@@ -9,7 +9,7 @@ import type { SvcError } from "../errors";
 import { isToolError, toolError, type ToolCallOptions, type ToolCallResult, type ToolInfo, type ToolRegistry } from "../tools/types";
 import type { BuiltinTool } from "../tools/builtins";
 import { argumentProblem, compileSchema, type Compiled } from "../tools/validate";
-import { McpConnection, type Phase } from "./connection";
+import type { McpConnection, Phase } from "./connection";
 import { exposable, type UpstreamTool } from "./exposure";
 import { assignNames, serviceSlug } from "./names";
 import { failure, type ServiceFailure } from "./failures";
@@ -153,6 +153,10 @@ export class McpEngine implements ToolRegistry {
       return;
     }
     if (cur) await this.drop(service);
+    // the connection code and the MCP SDK load with the first McpServer, not with svc
+    const { McpConnection } = await import("./connection");
+    if (this.closed) return;
+    if (this.held.has(service)) return this.apply(service, spec); // applied again meanwhile: converge from there
     const conn = new McpConnection(service, spec, {
       log: this.o.log,
       home: this.o.home,

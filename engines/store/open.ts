@@ -8,10 +8,6 @@
 import { openDb, type OpenedDb } from "../../prisma/client";
 import type { PrismaClient } from "../../prisma/client";
 import { storeFile } from "../paths";
-import { migratePg } from "./pg-migrate";
-import { postgresRepos } from "../../prisma/repos/postgres";
-import { journaledAudit, recoverJournal } from "../../prisma/repos/audit-journal";
-import { storePool } from "./pg-pool";
 
 export interface StoreDb extends OpenedDb {
   /** set in PostgreSQL mode: this replica's own SQLite store (its `sqlite` handle is this one's) */
@@ -30,6 +26,13 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
   const local = await openDb(storeFile(home), { warn: opts.warn, backgroundCheckpoints: opts.backgroundCheckpoints });
   if (!url) return local;
   try {
+    // PostgreSQL's code (pg and the repositories) loads only in PostgreSQL mode
+    const [{ migratePg }, { postgresRepos }, { journaledAudit, recoverJournal }, { storePool }] = await Promise.all([
+      import("./pg-migrate"),
+      import("../../prisma/repos/postgres"),
+      import("../../prisma/repos/audit-journal"),
+      import("./pg-pool"),
+    ]);
     await migratePg(url);
     const { PrismaPg } = await import("@prisma/adapter-pg");
     const { PrismaClient: PgClient } = await import("../../prisma/generated-pg/client");

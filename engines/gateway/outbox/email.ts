@@ -3,7 +3,7 @@
 // server with nodemailer, and a row is marked delivered only once the server accepted it. While
 // no SMTP server is configured the rows wait, without spending attempts.
 import { randomUUID } from "node:crypto";
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { PrismaClient } from "../../../prisma/client";
 import type { EmailDelivery } from "../../../prisma/generated/client";
 import type { SmtpSettings } from "../../../schemas/kinds/alert-settings";
@@ -62,7 +62,7 @@ export class EmailOutbox extends DurableOutbox<EmailDelivery> {
     this.warnedUnconfigured = false;
     let transport: Transporter;
     try {
-      transport = this.transportFor(smtp);
+      transport = await this.transportFor(smtp);
     } catch (e: any) {
       for (const row of rows) await this.failed(row, String(e?.message ?? e));
       return undefined;
@@ -83,13 +83,14 @@ export class EmailOutbox extends DurableOutbox<EmailDelivery> {
   }
 
   /** nodemailer transport for the settings in force; rebuilt when they (or the password) change. */
-  private transportFor(s: SmtpSettings): Transporter {
+  private async transportFor(s: SmtpSettings): Promise<Transporter> {
     const password = s.password ? this.opts.resolveSecret(s.password) : undefined;
     if (s.password && !password) throw new Error(`SMTP password ${s.password} could not be resolved`);
     const id = JSON.stringify([s, password]);
     if (this.transport?.id === id) return this.transport.t;
     this.transport?.t.close();
     const timeout = this.opts.timeoutMs ?? 10_000;
+    const nodemailer = (await import("nodemailer")).default; // loaded with the first e-mail, not with svc
     const t = nodemailer.createTransport({
       host: s.host,
       port: s.port ?? 587,

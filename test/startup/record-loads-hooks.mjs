@@ -1,0 +1,13 @@
+// The loader hooks of record-loads.mjs (they run on the loader's thread).
+import { appendFileSync } from "node:fs";
+
+let file;
+
+export function initialize(data) {
+  file = data?.file;
+}
+
+export async function load(url, context, next) {
+  if (file) appendFileSync(file, url + "\n");
+  return next(url, context);
+}
