@@ -201,6 +201,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
       return { provider: run.target!.provider, model: req.model, rate: run.rate, events: this.track(events, run) };
     } catch (e) {
+      if (run.target) run.call.provider = run.target.provider; // a balanced target names the deployment it tried last
       this.gate.refused(run, e);
       throw e;
     }
@@ -255,6 +256,7 @@ export class GatewayPipeline implements InferencePipeline {
     const priceCost = costMicros(t, prompt, completion);
     this.gate.finish(run, {
       status: failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure),
+      provider: t.provider, // a balanced target names the deployment that served, once it has
       costMicros: run.key && run.adm ? this.gate.keyCost(run.key, t, priceCost, run.call.model) : priceCost,
       usdMicros: this.o.limits.usd(priceCost, t.currency),
       promptTokens: prompt,
