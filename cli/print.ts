@@ -53,8 +53,24 @@ export function formatWait(w: WaitResult): string {
     if (o.state === "ready") out.push(`  ready    ${what}: ${o.message ?? ""}`);
     else if (o.state === "deleted") out.push(`  deleted  ${what}`);
     else if (o.state === "not-implemented") out.push(`  accepted ${what}: ${o.message ?? ""}`);
+    else if (o.state === "failed") out.push(`  failed   ${what}: ${o.reason ?? ""}: ${o.message ?? ""}`, `           fix: ${o.fix ?? ""}`);
     else out.push(`  pending  ${what}: ${o.reason ?? ""} ${o.message ?? ""}`.trimEnd());
   }
-  out.push(w.ready ? "All objects converged." : w.timedOut ? "Timed out waiting for Ready." : "Not every object is Ready.");
+  out.push(waitVerdict(w));
   return out.join("\n");
+}
+
+function waitVerdict(w: WaitResult): string {
+  if (w.ready) return "All objects converged.";
+  const failed = w.objects.filter((o) => o.state === "failed");
+  if (failed.length) {
+    const names = failed.map((o) => `${o.kind}/${o.name} (${o.reason})`).join(", ");
+    return `Stopped waiting: ${names} cannot become Ready until the fix above is made; waiting longer would not change it.`;
+  }
+  const pending = w.objects.filter((o) => o.state === "pending").map((o) => `${o.kind}/${o.name}`);
+  if (w.timedOut) {
+    const secs = w.timeoutMs !== undefined ? ` after ${Math.round(w.timeoutMs / 100) / 10} s` : "";
+    return `Timed out${secs} waiting for ${pending.join(", ") || "the objects"} to be Ready at their new generation (raise --timeout to wait longer).`;
+  }
+  return "Not every object is Ready.";
 }

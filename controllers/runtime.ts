@@ -295,7 +295,8 @@ export class ControllerManager extends EventEmitter {
   /**
    * Wait until every ref is Ready at (at least) its generation, or gone when it has no entry in
    * generationByRef (a delete). Objects whose kind has no engine in this build (NotImplemented)
-   * settle without being Ready and are reported as such.
+   * settle without being Ready and are reported as such. An object Ready=False for a reason its
+   * controller marks terminal ends the wait at once (state "failed", with the fix).
    */
   waitForReady(refs: Ref[], generationByRef: Map<string, number> | Record<string, number>, timeoutMs: number): Promise<WaitResult> {
     const genOf = (r: Ref) =>
@@ -312,8 +313,11 @@ export class ControllerManager extends EventEmitter {
         if (!observed || !ready) return { ...base, state: "pending", reason: ready?.reason ?? "Pending", message: ready?.message ?? "not reconciled yet" };
         if (ready.status === "True") return { ...base, state: "ready", reason: ready.reason, message: ready.message };
         if (ready.reason === NOT_IMPLEMENTED) return { ...base, state: "not-implemented", reason: ready.reason, message: ready.message };
+        const fix = ready.status === "False" ? this.controllerFor(r.kind).terminal?.({ reason: ready.reason, message: ready.message }) : undefined;
+        if (fix) return { ...base, state: "failed", reason: ready.reason, message: ready.message, fix };
         return { ...base, state: "pending", reason: ready.reason, message: ready.message };
       });
+    const started = Date.now();
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | null = null;
       const finish = (timedOut: boolean) => {
@@ -323,12 +327,18 @@ export class ControllerManager extends EventEmitter {
         this.off("reconciled", onEvent);
         if (timer) clearTimeout(timer);
         const objects = check();
-        resolve({ ready: objects.every((o) => o.state !== "pending"), timedOut, objects });
+        const ready = objects.every((o) => o.state !== "pending" && o.state !== "failed");
+        resolve({ ready, timedOut, objects, timeoutMs, waitedMs: Date.now() - started });
+      };
+      // settled when nothing is pending, or at once when one object can no longer become Ready
+      const settled = () => {
+        const items = check();
+        return items.some((o) => o.state === "failed") || items.every((o) => o.state !== "pending");
       };
       const onEvent = () => {
-        if (check().every((o) => o.state !== "pending")) finish(false);
+        if (settled()) finish(false);
       };
-      if (check().every((o) => o.state !== "pending")) return finish(false);
+      if (settled()) return finish(false);
       this.store.on("status", onEvent);
       this.store.on("change", onEvent);
       this.on("purged", onEvent);

@@ -1,0 +1,60 @@
+// Issue 38: what an operator meets with the real `svc` command against a running server:
+// --wait stops on a terminal condition, diagnostics name their file, export round-trips,
+// listing commands take -o, status and doctor tell the truth.
+import path from "node:path";
+import { writeFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
+import { runCli } from "../helpers/cli";
+
+let s: TestSvc;
+let dir: string;
+let env: Record<string, string>;
+const f = (name: string) => path.join(dir, name);
+
+beforeAll(async () => {
+  delete process.env.DEADONLY_KEY_38;
+  s = await startTestSvc();
+  dir = await tempDir("svc-cli38-");
+  env = { SVC_HOME: s.home, SVC_PORT: String(s.port) };
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+describe("apply --wait (item 1)", () => {
+  it("stops at once, non-zero, on a missing credential, naming CredentialMissing, the variable and the fix", async () => {
+    await writeFile(
+      f("dead.yaml"),
+      "apiVersion: svc/v1\nkind: Provider\nmetadata:\n  name: dead\nspec:\n  type: openai\n  baseUrl: http://127.0.0.1:9/v1\n  credential: env:DEADONLY_KEY_38\n  models:\n    - name: dead-model\n",
+    );
+    const t0 = Date.now();
+    const r = await runCli(["config", "apply", "--wait", "--source", "dead", f("dead.yaml")], env);
+    const took = Date.now() - t0;
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(took).toBeLessThan(5000);
+    expect(r.stdout).toMatch(/failed +Provider\/dead .*CredentialMissing/);
+    expect(r.stdout).toContain("DEADONLY_KEY_38");
+    expect(r.stdout).toMatch(/fix: set DEADONLY_KEY_38 in svc's environment and restart svc/);
+    expect(r.stdout).toMatch(/Stopped waiting: Provider\/dead \(CredentialMissing\)/);
+  });
+
+  it("a timeout says what it waited for and how long", async () => {
+    await writeFile(f("agent.yaml"), "apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: waiter\nspec:\n  instructions: hi\n");
+    const r = await runCli(["config", "apply", "--wait", "--timeout", "1", "--source", "waiter", f("agent.yaml")], env);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/Timed out after 1 s waiting for Agent\/waiter to be Ready/);
+  });
+});
+
+describe("a routed Model naming a Provider that does not exist (item 9)", () => {
+  it("says the Provider does not exist, and --wait stops on it", async () => {
+    await writeFile(f("smart.yaml"), "apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: smart\nspec:\n  router:\n    deployments:\n      - provider: nosuch\n");
+    const t0 = Date.now();
+    const r = await runCli(["config", "apply", "--wait", "--source", "smart", f("smart.yaml")], env);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toContain("Provider nosuch does not exist");
+    expect(r.stdout).not.toContain("does not list model");
+  });
+});
