@@ -58,3 +58,27 @@ describe("a routed Model naming a Provider that does not exist (item 9)", () => 
     expect(r.stdout).not.toContain("does not list model");
   });
 });
+
+describe("diagnostics name the file and the line in it (item 2)", () => {
+  it("plan warnings from the server name the file, not <documents>, and a line counted in that file", async () => {
+    const folder = f("two");
+    await import("node:fs/promises").then((fs) => fs.mkdir(folder));
+    await writeFile(path.join(folder, "a.yaml"), "apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: first38\nspec:\n  instructions: one\n");
+    await writeFile(path.join(folder, "b.yaml"), "# the second file\napiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: second38\nspec:\n  instructions: two\n");
+    const own = await runCli(["config", "apply", "--source", "elsewhere", path.join(folder, "b.yaml")], env);
+    expect(own.code, own.stderr).toBe(0);
+    const r = await runCli(["config", "plan", folder], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain("<documents>");
+    expect(r.stdout).toContain(`warning: ${path.join(folder, "b.yaml")}:2:1: /metadata/name: Agent/second38 is owned by config:elsewhere`);
+  });
+
+  it("a key indented too deep is reported once, on the line that is wrong", async () => {
+    await writeFile(f("indent.yaml"), "apiVersion: svc/v1\nkind: Agent\nmetadata:\n  name: a\nspec:\n  instructions: hi\n   maxIterations: 3\n");
+    const r = await runCli(["config", "validate", f("indent.yaml")], env);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.split("\n").filter((l) => l.includes("indent.yaml:"));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`${f("indent.yaml")}:7:4: /: YAML: bad indentation`);
+  });
+});
