@@ -33,20 +33,21 @@ export function registerConfig(program: Command): void {
       .description("write the current desired state as manifests (no secrets)")
       .option("-o, --output <file>", "write to a file instead of stdout")
       .option("--format <format>", "yaml or json (default: from the file name, else yaml)")
-      .option("--include-api-owned", "also export objects made through the HTTP API"),
+      .option("--include-api-owned", "also export objects made through the HTTP API")
+      .option("--show-defaults", "also write fields left at their default (by default only the fields that were set)"),
   ).action(async (o) => {
     const format = pickFormat(o.format, o.output);
     const { target, online, note: how } = await connect(o);
     let text: string;
     if (online) {
-      const r = await admin(target.base, "GET", `/admin/config/export?format=${format}${o.includeApiOwned ? "&includeApiOwned=true" : ""}`);
+      const r = await admin(target.base, "GET", `/admin/config/export?format=${format}${o.includeApiOwned ? "&includeApiOwned=true" : ""}${o.showDefaults ? "&showDefaults=true" : ""}`);
       if (r.status !== 200) throw new CliError(errorOf(r));
       text = r.text;
     } else {
       note(how);
       if (!(await storeExists(target.home))) throw new CliError(`no store at ${storeFile(target.home)}: svc has not run with this data dir`);
       const { exportObjects } = await manifests();
-      text = await withOfflineStore(target.home, async (store) => exportObjects(store, { format, includeApiOwned: !!o.includeApiOwned }));
+      text = await withOfflineStore(target.home, async (store) => exportObjects(store, { format, includeApiOwned: !!o.includeApiOwned, showDefaults: !!o.showDefaults }));
     }
     await output(text, o.output);
   });
@@ -187,7 +188,7 @@ function toDocuments(objects: DesiredObject[]) {
   return objects.map((o) => ({
     apiVersion: "svc/v1",
     kind: o.kind,
-    metadata: Object.keys(o.labels ?? {}).length ? { name: o.name, labels: o.labels } : { name: o.name },
+    metadata: { name: o.name, ...(Object.keys(o.labels ?? {}).length ? { labels: o.labels } : {}), ...(o.owner ? { owner: o.owner } : {}) },
     spec: o.spec,
   }));
 }

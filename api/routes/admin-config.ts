@@ -53,8 +53,9 @@ export default function adminConfig(svc: Svc): Router {
   r.get("/admin/config/export", loopbackOnly, (ctx) => {
     const format = formatParam(ctx);
     const includeApiOwned = boolParam(ctx.query.includeApiOwned, "includeApiOwned") ?? false;
+    const showDefaults = boolParam(ctx.query.showDefaults, "showDefaults") ?? false;
     ctx.type = format === "json" ? "application/json" : "application/yaml";
-    ctx.body = exportObjects(svc.store, { format, includeApiOwned });
+    ctx.body = exportObjects(svc.store, { format, includeApiOwned, showDefaults });
   });
 
   r.get("/admin/config/schema", loopbackOnly, (ctx) => {

@@ -82,3 +82,32 @@ describe("diagnostics name the file and the line in it (item 2)", () => {
     expect(lines[0]).toContain(`${f("indent.yaml")}:7:4: /: YAML: bad indentation`);
   });
 });
+
+describe("export round-trips (item 3)", () => {
+  it("records the owner and only the fields that were set; plan of the export is no change, exit 0", async () => {
+    const qs = await runCli(["config", "apply", "--source", "quickstart", path.join("examples", "quickstart")], env);
+    expect(qs.code, qs.stderr).toBe(0);
+    await writeFile(
+      f("routed.yaml"),
+      "apiVersion: svc/v1\nkind: Provider\nmetadata:\n  name: up38\nspec:\n  type: openai\n  baseUrl: http://127.0.0.1:9/v1\n  models:\n    - name: m38\n---\n" +
+        "apiVersion: svc/v1\nkind: Model\nmetadata:\n  name: routed38\nspec:\n  router:\n    deployments:\n      - provider: up38\n        model: m38\n",
+    );
+    const ap = await runCli(["config", "apply", f("routed.yaml")], env);
+    expect(ap.code, ap.stderr).toBe(0);
+
+    const ex = await runCli(["config", "export", "-o", f("export.yaml")], env);
+    expect(ex.code, ex.stderr).toBe(0);
+    const text = await import("node:fs/promises").then((fs) => fs.readFile(f("export.yaml"), "utf8"));
+    const routed = text.split("---\n").find((d) => d.includes("name: routed38"))!;
+    expect(routed).toContain("owner: config:default");
+    for (const field of ["contextSize", "threads", "parallel", "idleUnloadSeconds", "embeddings"]) expect(routed).not.toContain(field);
+    expect(text.split("---\n").find((d) => d.includes("name: svc-tiny"))).toContain("owner: config:quickstart");
+
+    const plan = await runCli(["config", "plan", "--detailed-exitcode", f("export.yaml")], env);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/^No changes: \d+ unchanged/m);
+
+    const all = await runCli(["config", "export", "--show-defaults"], env);
+    expect(all.stdout.split("---\n").find((d) => d.includes("name: routed38"))).toContain("contextSize");
+  });
+});
