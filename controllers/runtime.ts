@@ -51,6 +51,8 @@ export class ControllerManager extends EventEmitter {
   private readonly again = new Set<string>();
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
+  /** the Ready=False reason last logged for a key, so each change is one warn line, not one per resync */
+  private readonly notReady = new Map<string, string>();
   private idleWaiters: Array<() => void> = [];
   private resyncTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
@@ -229,6 +231,7 @@ export class ControllerManager extends EventEmitter {
         if (ctl.finalize) await ctl.finalize(obj, ctx);
         await this.store.purge(obj.kind, obj.name);
         this.failures.delete(key);
+        this.notReady.delete(key);
         this.clearTimer(key);
         this.emit("purged", ref);
         return;
@@ -241,6 +244,7 @@ export class ControllerManager extends EventEmitter {
         extra: res?.extra,
       };
       this.writeStatus(obj, cond, false);
+      this.noteReadiness(key, obj, cond);
       this.failures.delete(key);
       this.emit("reconciled", ref, cond);
       if (res?.requeueAfterMs && res.requeueAfterMs > 0) this.enqueueAfter(ref, res.requeueAfterMs);
@@ -284,6 +288,18 @@ export class ControllerManager extends EventEmitter {
     // An identical status is already written: skip the store flush (resync touches every object).
     if (JSON.stringify(status) === JSON.stringify(prevStatus)) return;
     this.store.setStatus(obj.kind, obj.name, status);
+  }
+
+  /** An object that turns not Ready (or not Ready for another reason) is one warn line: an
+   * operator reading the log sees a credential go missing or a key's webhook secret vanish. */
+  private noteReadiness(key: string, obj: StoredObject, cond: ReadyCondition): void {
+    if (cond.status !== "False" || cond.reason === NOT_IMPLEMENTED) {
+      this.notReady.delete(key);
+      return;
+    }
+    if (this.notReady.get(key) === cond.reason) return;
+    this.notReady.set(key, cond.reason);
+    this.log.warn(`${obj.kind}/${obj.name} is not Ready: ${cond.reason}`, { kind: obj.kind, name: obj.name, reason: cond.reason, message: redactSecrets(cond.message) });
   }
 
   private clearTimer(key: string): void {

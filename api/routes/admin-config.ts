@@ -47,6 +47,13 @@ interface ConfigRequest {
   waitTimeoutMs: number;
 }
 
+/** What the engines know now and the last written condition may not: is a Model loaded. */
+function liveState(svc: Svc, o: { kind: string; name: string }): { loaded?: boolean } {
+  if (o.kind !== "Model" || !svc.engines.pool) return {};
+  const m = svc.engines.pool.list().find((x) => x.name === o.name);
+  return m ? { loaded: m.loaded } : {};
+}
+
 export default function adminConfig(svc: Svc): Router {
   const r = new Router();
 
@@ -74,7 +81,7 @@ export default function adminConfig(svc: Svc): Router {
       modelsDir: svc.modelsDir,
       revision: svc.store.revision,
       server: svc.server,
-      objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted" })),
+      objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted", ...liveState(svc, o) })),
     };
   });
 
