@@ -4,8 +4,12 @@
 import path from "node:path";
 import { writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { runCli } from "../helpers/cli";
+import { postJson, until } from "../helpers/http";
+import { DEAD_PORT } from "../helpers/services";
+import { ensureTinyModel } from "../../engines/inference";
 
 let s: TestSvc;
 let dir: string;
@@ -109,5 +113,75 @@ describe("export round-trips (item 3)", () => {
 
     const all = await runCli(["config", "export", "--show-defaults"], env);
     expect(all.stdout.split("---\n").find((d) => d.includes("name: routed38"))).toContain("contextSize");
+  });
+});
+
+describe("listing commands, status and doctor (item 8)", () => {
+  it("status, keys list, models list and usage take -o json|yaml|wide; --json stays an alias", async () => {
+    const json = await runCli(["status", "-o", "json"], env);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ online: true });
+    expect(JSON.parse((await runCli(["status", "--json"], env)).stdout)).toMatchObject({ online: true });
+    const yaml = await runCli(["status", "-o", "yaml"], env);
+    expect(yaml.stdout).toMatch(/^online: true$/m);
+    const wide = await runCli(["status", "-o", "wide"], env);
+    expect(wide.stdout).toMatch(/^OBJECT +READY +REASON +GENERATION +OWNER +CONTROLLER +SINCE +MESSAGE$/m);
+    const bad = await runCli(["status", "-o", "toml"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('-o/--output: "toml" is not one of table, wide, json, yaml');
+    for (const args of [["keys", "list"], ["models", "list", "--home", s.home], ["usage"]]) {
+      const r = await runCli([...args, "-o", "json"], env);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(() => JSON.parse(r.stdout), args.join(" ")).not.toThrow();
+      const y = await runCli([...args, "-o", "yaml"], env);
+      expect(y.code, `${args.join(" ")}: ${y.stderr}`).toBe(0);
+    }
+  });
+
+  it("status lists an API-made key with its name beside its id", async () => {
+    const admin = readFileSync(path.join(s.home, "admin.key"), "utf8").trim();
+    const k = await postJson(`${s.url}/v1/api-keys`, { name: "ci-bot-38" }, { authorization: `Bearer ${admin}` });
+    expect(k.status, k.text).toBe(201);
+    const r = await runCli(["status"], env);
+    expect(r.stdout).toContain(`ApiKey/${k.json.id} (ci-bot-38)`);
+  });
+
+  it("status says a loaded model is loaded", async () => {
+    await ensureTinyModel(s.svc.modelsDir);
+    await s.svc.store.write([{ op: "upsert", kind: "Model", name: "tiny38", owner: "config:t38", spec: { file: "svc-tiny.gguf", contextSize: 512, threads: 1, parallel: 1 } }]);
+    await until(() => s.svc.store.get("Model", "tiny38")?.status.conditions?.[0]?.reason === "Registered", 20_000);
+    const admin = readFileSync(path.join(s.home, "admin.key"), "utf8").trim();
+    const chat = await postJson(`${s.url}/v1/chat/completions`, { model: "tiny38", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }, { authorization: `Bearer ${admin}` });
+    expect(chat.status, chat.text).toBe(200);
+    const r = await runCli(["status"], env);
+    const line = r.stdout.split("\n").find((l) => l.startsWith("Model/tiny38"))!;
+    expect(line).toContain("registered; loaded");
+    expect(line).not.toContain("loads on first use");
+  }, 60_000);
+
+  it("doctor: the objects summary is not [ok] after [FAIL] lines, the last line agrees, hints name the fix", async () => {
+    const r = await runCli(["doctor"], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("[FAIL] Provider/dead: Ready=False CredentialMissing");
+    expect(r.stdout).toContain("hint: set DEADONLY_KEY_38 in svc's environment and restart svc");
+    expect(r.stdout).not.toContain("see the message");
+    expect(r.stdout).toMatch(/^\[FAIL\] \d+ of \d+ objects Ready; \d+ not Ready \(listed above\)/m);
+    expect(r.stdout).not.toMatch(/^\[ok\] +\d+ of \d+ objects Ready/m);
+    expect(r.stdout.trimEnd().split("\n").pop()).toMatch(/^\d+ checks? failed/);
+  });
+
+  it("status with svc stopped says it is not running, not Listening", async () => {
+    const s2 = await startTestSvc();
+    await s2.svc.store.write([{ op: "upsert", kind: "Server", name: "local", owner: "config:t38", spec: {} }]);
+    await until(() => s2.svc.store.get("Server", "local")?.status.conditions?.[0]?.reason === "Listening");
+    await s2.stop();
+    const r = await runCli(["status"], { SVC_HOME: s2.home, SVC_PORT: String(DEAD_PORT) });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^svc is not running/);
+    const line = r.stdout.split("\n").find((l) => l.startsWith("Server/local"))!;
+    expect(line).toMatch(/^Server\/local +False +NotRunning .*svc is not running \(last recorded: Listening/);
+    const doc = await runCli(["doctor"], { SVC_HOME: s2.home, SVC_PORT: String(DEAD_PORT) });
+    expect(doc.stdout).toMatch(/^No failures; \d+ warnings?: see the \[warn\] lines/m);
+    expect(doc.stdout).not.toContain("No problems found");
   });
 });
