@@ -11,6 +11,7 @@ import type { KeyRef, WebhookEventName } from "../key-types";
 import { sign } from "./signature";
 import { guardedLookup, refuseReason } from "./url-policy";
 import { outboundConnect } from "../../net/outbound-guard";
+import { redactSecrets } from "../../secrets/redact";
 
 export { verifySignature, sign } from "./signature";
 
@@ -206,6 +207,7 @@ export class WebhookOutbox {
     if (refused) {
       // Never called: parked as failed with the reason, attempts untouched.
       await this.prisma.webhookDelivery.update({ where: { id: row.id }, data: { nextAttemptAt: FAILED_AT, lastError: refused } });
+      this.log(`webhook: ${row.event} ${row.id} for key ${row.keyId} refused, not sent: ${refused}`);
       return false;
     }
     const headers: Record<string, string> = {
@@ -280,7 +282,11 @@ export class WebhookOutbox {
         nextAttemptAt: giveUp ? FAILED_AT : new Date(this.now().getTime() + this.backoffMs(attempts)),
       },
     });
-    if (giveUp) this.log(`webhook: gave up on ${row.event} ${row.id} for key ${row.keyId}: ${error}`);
+    // one line per failed attempt: what failed and what happens next (the reason names no secret:
+    // a receiver's status, a timeout, or a reference that does not resolve)
+    const reason = redactSecrets(error);
+    if (giveUp) this.log(`webhook: gave up on ${row.event} ${row.id} for key ${row.keyId} after ${attempts} attempts: ${reason}`);
+    else this.log(`webhook: ${row.event} ${row.id} for key ${row.keyId} failed (attempt ${attempts} of ${this.maxAttempts}; retrying later): ${reason}`);
     return false;
   }
 }
