@@ -7,7 +7,6 @@
 import type { ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import { uniqueId } from "../engines/ids";
-import { enterRequest } from "../engines/request-scope";
 import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import { redactString, svcLoggerOf, type SvcLogger } from "./log";
@@ -28,7 +27,6 @@ type Tracked = ServerResponse & { [kCtx]?: HttpContext; [kLog]?: SvcLogger; [kSt
 export function beginRequest(ctx: HttpContext, svc: Svc): void {
   const id = requestIdFor(ctx.req.headers["x-request-id"]);
   ctx.state.requestId = id;
-  enterRequest(id); // engine log lines (a failed upstream, a retry) carry it
   ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
   ctx.set("x-request-id", id);
   const log = svcLoggerOf(svc.log);

@@ -154,7 +154,7 @@ function retryAfterMs(e: unknown): number | undefined {
 
 /** Count a failure; cool the deployment down when it has failed enough (a 429: at once).
  * Returns the cooldown started (ms), if this failure started one. */
-export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string): number | undefined {
+export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string): number | undefined {
   const s = d.state;
   s.failuresTotal++;
   let cooled: number | undefined;
@@ -173,7 +173,7 @@ export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger
     }
   }
   if (cooled !== undefined && log) {
-    log.warn("deployment cooling down", { ...upstreamFields(d.target, e), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
+    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
   }
   return cooled;
 }
@@ -200,12 +200,12 @@ function adopt(t: RoutedTarget, d: Deployment): void {
   t.priced = d.target.priced;
 }
 
-async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number, log: Logger | undefined, model: string): AsyncGenerator<ChatEvent> {
+async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number, log: Logger | undefined, model: string, requestId: string | undefined): AsyncGenerator<ChatEvent> {
   try {
     yield* events;
   } catch (e) {
-    noteFailure(d, e, now(), log, model); // counted, never retried: part of the answer may be out
-    if (!isAbort(e)) logUpstreamFailure(log, d.target, e, { routedModel: model }, "upstream stream failed");
+    noteFailure(d, e, now(), log, model, requestId); // counted, never retried: part of the answer may be out
+    if (!isAbort(e)) logUpstreamFailure(log, d.target, e, requestId, { routedModel: model }, "upstream stream failed");
     throw e;
   } finally {
     d.state.inFlight--;
@@ -237,11 +237,11 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
     } catch (e) {
       s.inFlight--;
       if (cancel.aborted) throw e;
-      noteFailure(d, e, h.now(), h.log, g.model);
+      noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId);
       lastErr = e;
       const retry = retryable(e) && attempt < g.settings.maxAttempts;
       // one line per failed attempt, saying what happens next
-      logUpstreamFailure(h.log, d.target, e, { routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
+      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
       if (!retry) throw e;
       await sleep(g.settings.backoffMs * 2 ** (attempt - 1), cancel);
       if (cancel.aborted) throw e;
@@ -253,7 +253,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
       s.inFlight--; // the whole answer is here
       return events;
     }
-    return released(events, d, h.now, h.log, g.model);
+    return released(events, d, h.now, h.log, g.model, cancel.requestId);
   }
 }
 

@@ -1,20 +1,19 @@
 // Upstream trouble as log lines an operator can work from: one warn line per event (a failed
 // upstream call, a retry, a deployment cooling down), naming the provider and model, the status
-// the client gets, the reason with any secret cut out, and the request id.
+// the client gets, the reason with any secret cut out, and the request id (the request's
+// Cancellation carries it from the HTTP layer: no async context is needed).
 import type { Logger } from "../host";
 import { SvcError, type ErrorKind } from "../errors";
 import { redactSecrets } from "../secrets/redact";
-import { currentRequestId } from "../request-scope";
 import type { ProviderAdapter, RouteTarget } from "./types";
 
 const STATUS_OF_KIND: Partial<Record<ErrorKind, number>> = { upstream: 502, unavailable: 503, timeout: 504, rate_limited: 429, internal: 500 };
 
 /** The fields every upstream line carries. */
-export function upstreamFields(t: RouteTarget, e: unknown): Record<string, unknown> {
+export function upstreamFields(t: RouteTarget, e: unknown, requestId?: string): Record<string, unknown> {
   const err = e as { status?: unknown; code?: unknown; message?: unknown; name?: unknown } | undefined;
   const status = e instanceof SvcError ? STATUS_OF_KIND[e.kind] : typeof err?.status === "number" ? err.status : 502;
   const reason = redactSecrets(String(err?.message ?? e)).slice(0, 500);
-  const requestId = currentRequestId();
   return {
     provider: t.provider,
     model: t.model,
@@ -39,9 +38,9 @@ function upstreamTrouble(e: unknown): boolean {
   return typeof status !== "number" || status === 429 || status >= 500;
 }
 
-export function logUpstreamFailure(log: Logger | undefined, t: RouteTarget, e: unknown, extra: Record<string, unknown> = {}, msg = "upstream request failed"): void {
+export function logUpstreamFailure(log: Logger | undefined, t: RouteTarget, e: unknown, requestId: string | undefined, extra: Record<string, unknown> = {}, msg = "upstream request failed"): void {
   if (!log || isAbort(e) || !upstreamTrouble(e)) return;
-  log.warn(msg, { ...upstreamFields(t, e), ...extra });
+  log.warn(msg, { ...upstreamFields(t, e, requestId), ...extra });
 }
 
 /** `a` with a warn line for each call that fails (the error itself goes on unchanged). */
@@ -51,7 +50,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.chat(t, req, cancel);
       } catch (e) {
-        if (!cancel.aborted) logUpstreamFailure(log, t, e);
+        if (!cancel.aborted) logUpstreamFailure(log, t, e, cancel.requestId);
         throw e;
       }
     },
@@ -61,7 +60,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.embed!(t, req, cancel);
       } catch (e) {
-        if (!cancel?.aborted) logUpstreamFailure(log, t, e);
+        if (!cancel?.aborted) logUpstreamFailure(log, t, e, cancel?.requestId);
         throw e;
       }
     };
