@@ -7,10 +7,13 @@ import type { KeyEntry } from "../engines/gateway/keys";
 import { scopeBits, scopeNames } from "../engines/gateway/scopes";
 import { stateOf, type KeyView } from "../engines/gateway/key-admin";
 import { utcIso } from "../engines/iso-time";
+import { describeMissing } from "../engines/secrets/refs";
 
 /** The key as the API shows it: every field, never the secret or its hash. */
 export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record<string, unknown> {
   const s = o.spec as ApiKeySpec;
+  // read now, not from the last reconcile: a variable unset or a file removed shows at once
+  const secretWhy = s.webhook?.secret ? describeMissing(s.webhook.secret) : null;
   const out: Record<string, unknown> = {
     id: o.name,
     object: "api_key",
@@ -33,9 +36,13 @@ export function keyJson(o: StoredObject, now = Date.now(), e?: KeyEntry): Record
     token_limits: s.token_limits ?? null,
     expires_at: s.expires_at ? utcIso(s.expires_at) : null, // manifests may name any offset
     ip_allowlist: s.ip_allowlist ?? null,
-    webhook: s.webhook ? { enabled: s.webhook.enabled !== false, url: s.webhook.url, events: s.webhook.events ?? [], secret_configured: !!s.webhook.secret } : null,
+    webhook: s.webhook ? { enabled: s.webhook.enabled !== false, url: s.webhook.url, events: s.webhook.events ?? [], secret_configured: !!s.webhook.secret && !secretWhy } : null,
     metadata: s.metadata ?? {},
     status: stateOf(o, now, e),
+    // what works only in part: the key authenticates, its webhook deliveries fail
+    degraded: secretWhy
+      ? { reason: "WebhookSecretMissing", message: `webhook secret ${s.webhook!.secret}: ${secretWhy}; the key works, but its webhook deliveries fail until then` }
+      : null,
     created_at: o.createdAt,
     updated_at: o.updatedAt,
     revoked_at: s.revoked_at ? utcIso(s.revoked_at) : null,

@@ -13,6 +13,7 @@ export function clientCancellation(ctx: HttpContext): Cancellation {
   const existing = (ctx.state as any).clientCancel as Cancellation | undefined;
   if (existing) return existing;
   const cancel = new Cancellation();
+  cancel.requestId = ctx.state.requestId; // carried to the providers' log lines
   (ctx.state as any).clientCancel = cancel;
   const res = ctx.res as ServerResponse & { [kClientCancel]?: Cancellation };
   // One shared listener (no per-request closure); 'close' is emitted once per response.

@@ -33,20 +33,21 @@ export function registerConfig(program: Command): void {
       .description("write the current desired state as manifests (no secrets)")
       .option("-o, --output <file>", "write to a file instead of stdout")
       .option("--format <format>", "yaml or json (default: from the file name, else yaml)")
-      .option("--include-api-owned", "also export objects made through the HTTP API"),
+      .option("--include-api-owned", "also export objects made through the HTTP API")
+      .option("--show-defaults", "also write fields left at their default (by default only the fields that were set)"),
   ).action(async (o) => {
     const format = pickFormat(o.format, o.output);
     const { target, online, note: how } = await connect(o);
     let text: string;
     if (online) {
-      const r = await admin(target.base, "GET", `/admin/config/export?format=${format}${o.includeApiOwned ? "&includeApiOwned=true" : ""}`);
+      const r = await admin(target.base, "GET", `/admin/config/export?format=${format}${o.includeApiOwned ? "&includeApiOwned=true" : ""}${o.showDefaults ? "&showDefaults=true" : ""}`);
       if (r.status !== 200) throw new CliError(errorOf(r));
       text = r.text;
     } else {
       note(how);
       if (!(await storeExists(target.home))) throw new CliError(`no store at ${storeFile(target.home)}: svc has not run with this data dir`);
       const { exportObjects } = await manifests();
-      text = await withOfflineStore(target.home, async (store) => exportObjects(store, { format, includeApiOwned: !!o.includeApiOwned }));
+      text = await withOfflineStore(target.home, async (store) => exportObjects(store, { format, includeApiOwned: !!o.includeApiOwned, showDefaults: !!o.showDefaults }));
     }
     await output(text, o.output);
   });
@@ -85,18 +86,18 @@ export function registerConfig(program: Command): void {
       .option("--allow-prune-all", "let --prune delete every object of the source")
       .option("--source <name>", "the documents' source: objects are owned by config:<source>", DEFAULT_SOURCE),
   ).action(async (paths: string[], o) => {
-    const objects = await loadValid(paths);
+    const { objects, warnings } = await loadValid(paths);
     const { target, online, note: how } = await connect(o);
     let plan: Plan;
     if (online) {
       const r = await admin(target.base, "POST", "/admin/config/plan", { documents: toDocuments(objects), source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll });
       if (r.status !== 200) throw await serverError(r, objects);
-      plan = r.json.plan;
+      plan = { ...r.json.plan, warnings: mergeWarnings(warnings, r.json.plan.warnings ?? [], objects) };
     } else {
       note(how);
       const { makePlan } = await manifests();
       plan = await withOfflineStore(target.home, async (store) =>
-        mapErrors(objects, async () => makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll })),
+        mapErrors(objects, async () => makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll, warnings })),
       );
     }
     say(formatPlan(plan));
@@ -123,7 +124,7 @@ export function registerConfig(program: Command): void {
     if (saved && (o.prune || o.allowPruneAll || o.source !== DEFAULT_SOURCE)) {
       note("note: --prune, --allow-prune-all and --source come from the saved plan; the flags are ignored");
     }
-    const objects = saved ? [] : await loadValid(paths);
+    const { objects, warnings } = saved ? { objects: [], warnings: [] } : await loadValid(paths);
     const { target, online, note: how } = await connect(o);
     const timeout = Number(o.timeout);
     if (!Number.isFinite(timeout) || timeout <= 0) throw new CliError(`--timeout: "${o.timeout}" is not a number of seconds`);
@@ -139,12 +140,13 @@ export function registerConfig(program: Command): void {
       const r = await admin(target.base, "POST", "/admin/config/apply", body);
       if (r.status !== 200) throw await serverError(r, objects);
       ({ plan, revision, applied, wait } = r.json);
+      plan = { ...plan, warnings: mergeWarnings(warnings, plan.warnings ?? [], objects) };
     } else {
       note(how);
       const { makePlan, applyPlan } = await manifests();
       ({ plan, revision, applied } = await withOfflineStore(target.home, (store) =>
         mapErrors(objects, async () => {
-          const p = saved ?? makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll });
+          const p = saved ?? makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll, warnings });
           if (!saved && changeCount(p) === 0) return { plan: p, revision: store.revision, applied: 0 };
           const res = await applyPlan(store, p, { confirm: !!o.yes });
           return { plan: p, revision: res.revision, applied: res.applied };
@@ -164,14 +166,14 @@ export function registerConfig(program: Command): void {
   });
 }
 
-/** Load and validate locally; ManifestError -> its file:line:col lines. */
-async function loadValid(paths: string[]): Promise<DesiredObject[]> {
+/** Load and validate locally; ManifestError -> its file:line:col lines. The warnings are printed
+ * with the plan (which carries them), each once. */
+async function loadValid(paths: string[]): Promise<{ objects: DesiredObject[]; warnings: ManifestIssue[] }> {
   const { loadPaths, assertValid, ManifestError } = await manifests();
   const r = await loadPaths(paths);
   try {
     const objects = assertValid(r);
-    printIssues(r.issues); // warnings only
-    return objects;
+    return { objects, warnings: r.issues };
   } catch (e) {
     if (e instanceof ManifestError) throw new CliError(e.message);
     throw e;
@@ -186,7 +188,7 @@ function toDocuments(objects: DesiredObject[]) {
   return objects.map((o) => ({
     apiVersion: "svc/v1",
     kind: o.kind,
-    metadata: Object.keys(o.labels ?? {}).length ? { name: o.name, labels: o.labels } : { name: o.name },
+    metadata: { name: o.name, ...(Object.keys(o.labels ?? {}).length ? { labels: o.labels } : {}), ...(o.owner ? { owner: o.owner } : {}) },
     spec: o.spec,
   }));
 }
@@ -197,6 +199,14 @@ function relocate(issues: ManifestIssue[], objects: DesiredObject[]): ManifestIs
     const o = i.kind && i.name ? objects.find((x) => x.kind === i.kind && x.name === i.name) : undefined;
     return o ? { ...i, pos: o.pos } : i;
   });
+}
+
+/** The plan's warnings with their files: the server re-reads our documents as one <documents>
+ * text, so its load warnings are the local ones (kept, with their file:line), and the rest
+ * (e.g. an owner change) point at their object's document. */
+function mergeWarnings(local: ManifestIssue[], fromServer: ManifestIssue[], objects: DesiredObject[]): ManifestIssue[] {
+  const known = (i: ManifestIssue) => local.some((l) => l.kind === i.kind && l.name === i.name && l.path === i.path && l.message === i.message);
+  return [...local, ...relocate(fromServer.filter((i) => !known(i)), objects)];
 }
 
 async function serverError(r: { status: number; json: any; text: string }, objects: DesiredObject[]): Promise<CliError> {

@@ -46,12 +46,34 @@ const HINTS: Record<string, string> = {
   ReconcileError: "the controller failed and retries with backoff; the server log (stderr of `svc serve`) has the details",
   FinalizeFailed: "cleanup before deletion failed and is retried; the server log has the details",
   NotImplemented: "this build stores the object but has no engine for its kind yet; nothing to fix",
+  NotRunning: "start it with: svc serve   (or npm start --silent)",
+  FileNotFound: "write the GGUF file there (`svc models create-tiny` for the default), or point spec.file at one and apply again",
+  InvalidGguf: "point spec.file at a .gguf model file (re-download or regenerate it) and apply again",
+  NoDeployment: "apply the Provider each deployment names, listing the model, or change spec.router.deployments",
+  DeploymentMissing: "apply the missing Provider (or add the model to its spec.models), or drop that deployment",
+  PolicyNotFound: "apply the AccessPolicy the key names, or remove it from spec.policies",
+  InvalidSecretHash: "set spec.secretHash to the sha256:<64 hex> that `svc keys generate` prints",
+  LocalInferenceUnavailable: "start svc with local inference (the model pool), or route this Provider's models elsewhere",
+  ModelNotSet: "set spec.model (a Model or a Provider's model name) and apply again",
+  ModelNotFound: "apply a Model (or a Provider model) with that name, or fix spec.model",
+  ModelNotReady: "fix the Model it uses first (see its line)",
+  ToolNotFound: "fix spec.tools: name only tools this svc offers (an McpServer's or a built-in one)",
+  InvalidTimeZone: "use an IANA time zone name such as Europe/Berlin",
 };
 
+/** The fix for a condition, from its reason; a missing variable or file is named. */
 function hintFor(o: ObjectRow): string {
-  if (o.ready?.reason && HINTS[o.ready.reason]) return HINTS[o.ready.reason];
+  const reason = o.ready?.reason;
+  const message = o.ready?.message ?? "";
+  if (reason === "CredentialMissing" || reason === "WebhookSecretMissing") {
+    const env = /environment variable ([A-Za-z_][A-Za-z0-9_]*)/.exec(message)?.[1];
+    if (env) return `set ${env} in svc's environment and restart svc (it reads its environment at start)`;
+    const file = /file (\S+) is missing/.exec(message)?.[1];
+    if (file) return `write the secret to ${file} (svc checks again within 30 s)`;
+  }
+  if (reason && HINTS[reason]) return HINTS[reason];
   if (!o.ready || (o.observedGeneration ?? 0) < o.generation) return "not reconciled at its current generation yet; is the server running? (`svc serve`)";
-  return "see the message; `svc status` lists every condition";
+  return `change what the message names in the manifest of ${o.kind}/${o.name} and apply it again (svc config apply FILE); the server log has the details`;
 }
 
 async function checkModelFile(o: ObjectRow, modelsDir: string): Promise<Finding | null> {
@@ -192,6 +214,7 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
   }
 
   if (snap) {
+    const firstObject = findings.length;
     let healthy = 0;
     const keysEnded: string[] = [];
     for (const obj of [...snap.objects].sort((a, b) => (a.kind + a.name).localeCompare(b.kind + b.name))) {
@@ -220,9 +243,28 @@ export async function runDoctor(o: { port?: string; home?: string }): Promise<{ 
       add("info", `${keysEnded.length} API ${keysEnded.length === 1 ? "key is" : "keys are"} revoked or expired, kept for the audit log: ${names}`);
     }
     const ended = keysEnded.length ? `, ${keysEnded.length} revoked or expired ${keysEnded.length === 1 ? "key" : "keys"}` : "";
-    add("ok", `${healthy} of ${snap.objects.length} objects Ready${ended}${snap.online ? "" : " (as last recorded; svc is not running)"}`);
+    // the summary is only "ok" when no object line above is a problem
+    const worst = objectFindings(findings, firstObject);
+    const notReady = worst.count ? `; ${worst.count} not Ready (listed above)` : "";
+    add(worst.level, `${healthy} of ${snap.objects.length} objects Ready${notReady}${ended}${snap.online ? "" : " (as last recorded; svc is not running)"}`);
   }
   return { findings, failed: findings.some((f) => f.level === "FAIL") };
+}
+
+/** The object lines (from index `from`) that are problems, and the worst level among them. */
+function objectFindings(findings: Finding[], from: number): { level: Level; count: number } {
+  const problems = findings.slice(from).filter((f) => f.level === "FAIL" || f.level === "warn");
+  return { level: problems.some((f) => f.level === "FAIL") ? "FAIL" : problems.length ? "warn" : "ok", count: problems.length };
+}
+
+/** The last line agrees with the lines above it. */
+export function verdict(findings: Finding[]): string {
+  const fails = findings.filter((f) => f.level === "FAIL").length;
+  const warns = findings.filter((f) => f.level === "warn").length;
+  const w = `${warns} ${warns === 1 ? "warning" : "warnings"}`;
+  if (fails) return `${fails} ${fails === 1 ? "check" : "checks"} failed${warns ? `, ${w}` : ""}: see the [FAIL] lines and their hints.`;
+  if (warns) return `No failures; ${w}: see the [warn] lines and their hints.`;
+  return "No problems found.";
 }
 
 export function registerDoctor(program: Command): void {
@@ -234,7 +276,7 @@ export function registerDoctor(program: Command): void {
       out.push(`${tag[f.level]} ${f.what}`);
       if (f.hint) out.push(`       hint: ${f.hint}`);
     }
-    out.push(failed ? "Some checks failed." : "No problems found.");
+    out.push(verdict(findings));
     process.stdout.write(out.join("\n") + "\n");
     if (failed) process.exitCode = EXIT.failed;
   });

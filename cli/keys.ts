@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { resolveTarget, probe } from "./connect";
 import { CliError } from "./errors";
+import { outputFormat, printData, table, withOutputOption } from "./print";
 
 function adminKey(home: string): string {
   if (process.env.SVC_ADMIN_KEY) return process.env.SVC_ADMIN_KEY.trim();
@@ -47,21 +48,28 @@ export function registerKeys(program: Command): void {
       );
     });
 
-  keys
-    .command("list")
-    .description("list keys of the running server (administrative key)")
-    .option("--port <port>", "server port")
-    .option("--home <dir>", "data dir")
-    .option("--json", "print JSON")
-    .action(async (o: { port?: string; home?: string; json?: boolean }) => {
-      const j = await call(o, "GET", "/v1/api-keys");
-      if (o.json) {
-        process.stdout.write(JSON.stringify(j, null, 2) + "\n");
-        return;
-      }
-      const rows = (j.keys as any[]).map((k) => `${k.id}\t${k.status}\t${k.key_type}\t${k.name}\t${k.expires_at ?? "never"}\t${k.managed_by}`);
-      process.stdout.write(["ID\tSTATUS\tTYPE\tNAME\tEXPIRES\tOWNER", ...rows].join("\n") + "\n");
-    });
+  withOutputOption(
+    keys
+      .command("list")
+      .description("list keys of the running server (administrative key)")
+      .option("--port <port>", "server port")
+      .option("--home <dir>", "data dir"),
+  ).action(async (o: { port?: string; home?: string; json?: boolean; output?: string }) => {
+    const format = outputFormat(o);
+    const j = await call(o, "GET", "/v1/api-keys");
+    if (await printData(format, j)) return;
+    const wide = format === "wide";
+    const rows = [["ID", "NAME", "STATUS", "TYPE", "EXPIRES", "OWNER", ...(wide ? ["ORGANIZATION", "TEAM", "USER", "CREATED"] : []), ...(wide ? ["PROBLEM"] : [])]];
+    for (const k of j.keys as any[]) {
+      // degraded: the key authenticates, but part of it (its webhook) cannot work
+      const status = k.degraded ? `${k.status} (degraded: ${k.degraded.reason})` : k.status;
+      const more = wide ? [k.organization_id ?? "-", k.team_id ?? "-", k.user_id ?? "-", k.created_at ?? "-", k.degraded?.message ?? "-"] : [];
+      rows.push([k.id, k.name ?? "-", status, k.key_type, k.expires_at ?? "never", k.managed_by, ...more]);
+    }
+    process.stdout.write(table(rows) + "\n");
+    const degraded = (j.keys as any[]).filter((k) => k.degraded);
+    if (degraded.length && !wide) for (const k of degraded) process.stderr.write(`warning: ${k.id} (${k.name}): ${k.degraded.message}\n`);
+  });
 
   keys
     .command("revoke <id>")

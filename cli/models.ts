@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { CliError } from "./errors";
+import { outputFormat, printData, withOutputOption } from "./print";
 import { resolveHome, resolveModelsDir } from "../engines/paths";
 import { TINY_MODEL_SHAPES, writeTinyGguf, type TinyModelSize } from "../engines/inference/gguf";
 import { buildVocab } from "../engines/inference/gguf/vocab";
@@ -154,28 +155,28 @@ export function registerModels(program: Command): void {
       );
     });
 
-  models
+  const list = models
     .command("list")
     .description("list the GGUF files in the models dir")
     .option("--dir <dir>", "models dir (default: SVC_MODELS_DIR, else <home>/models)")
-    .option("--home <dir>", "svc data dir (default: SVC_HOME or ~/.svc)")
-    .option("--json", "print JSON")
-    .action(async (o: { dir?: string; home?: string; json?: boolean }) => {
+    .option("--home <dir>", "svc data dir (default: SVC_HOME or ~/.svc)");
+  withOutputOption(list)
+    .action(async (o: { dir?: string; home?: string; json?: boolean; output?: string }) => {
+      const format = outputFormat(o);
       const dir = modelsDirOf(o);
       const rows = await listModelFiles(dir);
-      if (o.json) {
-        process.stdout.write(JSON.stringify({ modelsDir: dir, models: rows }, null, 2) + "\n");
-        return;
-      }
+      if (await printData(format, { modelsDir: dir, models: rows })) return;
       if (rows.length === 0) {
         process.stdout.write(`no GGUF files in ${dir}; run \`svc models create-tiny\` to generate one\n`);
         return;
       }
       process.stdout.write(`models dir: ${dir}\n`);
       const w = Math.max(4, ...rows.map((r) => r.name.length));
-      process.stdout.write(`${"NAME".padEnd(w)}  ${"SIZE".padStart(9)}  MODIFIED              \n`);
+      const wide = format === "wide";
+      process.stdout.write(`${"NAME".padEnd(w)}  ${"SIZE".padStart(9)}  MODIFIED            ${wide ? "  PATH" : ""}\n`);
       for (const r of rows) {
-        process.stdout.write(`${r.name.padEnd(w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}${r.gguf ? "" : "  (not a GGUF file)"}\n`);
+        const where = wide ? `  ${path.join(dir, r.name)}` : "";
+        process.stdout.write(`${r.name.padEnd(w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}${where}${r.gguf ? "" : "  (not a GGUF file)"}\n`);
       }
     });
 }

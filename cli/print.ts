@@ -2,6 +2,7 @@
 // manifest issues (file:line:col), wait results.
 import type { ManifestIssue, Plan, PlannedChange, FieldChange } from "../manifests/types";
 import type { WaitResult } from "../controllers/runtime";
+import { CliError } from "./errors";
 
 const MAX_VALUE = 100;
 
@@ -53,8 +54,56 @@ export function formatWait(w: WaitResult): string {
     if (o.state === "ready") out.push(`  ready    ${what}: ${o.message ?? ""}`);
     else if (o.state === "deleted") out.push(`  deleted  ${what}`);
     else if (o.state === "not-implemented") out.push(`  accepted ${what}: ${o.message ?? ""}`);
+    else if (o.state === "failed") out.push(`  failed   ${what}: ${o.reason ?? ""}: ${o.message ?? ""}`, `           fix: ${o.fix ?? ""}`);
     else out.push(`  pending  ${what}: ${o.reason ?? ""} ${o.message ?? ""}`.trimEnd());
   }
-  out.push(w.ready ? "All objects converged." : w.timedOut ? "Timed out waiting for Ready." : "Not every object is Ready.");
+  out.push(waitVerdict(w));
   return out.join("\n");
+}
+
+function waitVerdict(w: WaitResult): string {
+  if (w.ready) return "All objects converged.";
+  const failed = w.objects.filter((o) => o.state === "failed");
+  if (failed.length) {
+    const names = failed.map((o) => `${o.kind}/${o.name} (${o.reason})`).join(", ");
+    return `Stopped waiting: ${names} cannot become Ready until the fix above is made; waiting longer would not change it.`;
+  }
+  const pending = w.objects.filter((o) => o.state === "pending").map((o) => `${o.kind}/${o.name}`);
+  if (w.timedOut) {
+    const secs = w.timeoutMs !== undefined ? ` after ${Math.round(w.timeoutMs / 100) / 10} s` : "";
+    return `Timed out${secs} waiting for ${pending.join(", ") || "the objects"} to be Ready at their new generation (raise --timeout to wait longer).`;
+  }
+  return "Not every object is Ready.";
+}
+
+/** How a listing command prints: a table (default), a wide table, or the data as JSON / YAML. */
+export type OutputFormat = "table" | "wide" | "json" | "yaml";
+
+/** -o json|yaml|wide (kubectl's spelling) and --json, kept as its alias. */
+export function withOutputOption<T extends { option(flags: string, description: string): T }>(cmd: T, extra: string[] = []): T {
+  return cmd
+    .option("-o, --output <format>", `output format: ${["table", "wide", "json", "yaml", ...extra].join(", ")}`)
+    .option("--json", "print JSON (the same as -o json)");
+}
+
+export function outputFormat<E extends string = never>(o: { output?: string; json?: boolean }, extra: readonly E[] = []): OutputFormat | E {
+  if (o.json) return "json";
+  const f = (o.output ?? "table").toLowerCase();
+  const known: string[] = ["table", "wide", "json", "yaml", ...extra];
+  if (!known.includes(f)) throw new CliError(`-o/--output: "${o.output}" is not one of ${known.join(", ")}`);
+  return f as OutputFormat | E;
+}
+
+/** Print `data` as JSON or YAML; false for the table formats (the caller prints its table). */
+export async function printData(format: string, data: unknown): Promise<boolean> {
+  if (format === "json") process.stdout.write(JSON.stringify(data, null, 2) + "\n");
+  else if (format === "yaml") process.stdout.write((await import("yaml")).stringify(data, { lineWidth: 0 }));
+  else return false;
+  return true;
+}
+
+/** Columns padded to their widest cell (capped), the last one left free. */
+export function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.min(48, Math.max(...rows.map((r) => (r[i] ?? "").length))));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n");
 }

@@ -1,5 +1,8 @@
-// `svc status`: where svc listens and every object with its Ready condition.
+// `svc status`: where svc listens and every object with its Ready condition. Conditions are what
+// the controllers last wrote; two are corrected here to say what is true now: a Server when svc
+// is not running, and a Model's loaded state (the pool loads and unloads without a reconcile).
 import type { Command } from "commander";
+import { outputFormat, printData, table, withOutputOption } from "./print";
 import { admin, connect, errorOf, storeExists } from "./connect";
 import { addTargetOptions } from "./config";
 import { withOfflineStore } from "./offline";
@@ -11,6 +14,11 @@ import { objectSummary } from "../manifests/object-summary";
 export interface ObjectRow {
   kind: string;
   name: string;
+  /** an ApiKey's descriptive name, when its object name is an id */
+  label?: string;
+  /** a Model loaded in the pool now (running server only) */
+  loaded?: boolean;
+  controller?: string;
   owner: string;
   generation: number;
   observedGeneration: number | null;
@@ -38,7 +46,9 @@ export async function snapshot(opts: { port?: string; home?: string }): Promise<
   if (online) {
     const r = await admin(target.base, "GET", "/admin/config/status");
     if (r.status !== 200) throw new CliError(errorOf(r));
-    return { snap: { online: true, ...r.json, url: r.json.url ?? target.base }, note, base: target.base };
+    const snap: StatusSnapshot = { online: true, ...r.json, url: r.json.url ?? target.base };
+    snap.objects = snap.objects.map(liveModel);
+    return { snap, note, base: target.base };
   }
   if (!(await storeExists(target.home))) return { snap: null, note, base: target.base };
   const snap = await withOfflineStore(target.home, async (store) => ({
@@ -47,14 +57,27 @@ export async function snapshot(opts: { port?: string; home?: string }): Promise<
     home: target.home,
     revision: store.revision,
     server: store.list({ kind: "Server" })[0]?.spec,
-    objects: store.list({ includeDeleting: true }).map(objectSummary),
+    objects: store.list({ includeDeleting: true }).map(objectSummary).map(stoppedServer),
   }));
   return { snap, note, base: target.base };
 }
 
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.min(48, Math.max(...rows.map((r) => r[i].length))));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n");
+/** With svc stopped, its Server is not Listening, whatever was last written. */
+function stoppedServer(o: ObjectRow): ObjectRow {
+  if (o.kind !== "Server" || o.deleting) return o;
+  const last = o.ready ? ` (last recorded: ${o.ready.reason}${o.ready.message ? `, ${o.ready.message}` : ""})` : "";
+  return { ...o, ready: { status: "False", reason: "NotRunning", message: `svc is not running${last}; start it with: svc serve` } };
+}
+
+/** A Model's condition says whether it was loaded when last reconciled; the pool knows now. */
+function liveModel(o: ObjectRow): ObjectRow {
+  if (o.kind !== "Model" || typeof o.loaded !== "boolean" || o.ready?.reason !== "Registered") return o;
+  return { ...o, ready: { ...o.ready, message: o.loaded ? "registered; loaded" : "registered; loads on first use" } };
+}
+
+/** "ApiKey/key_3f9a (ci-bot)": the id and, beside it, the name a person gave it. */
+export function objectName(o: { kind: string; name: string; label?: string }): string {
+  return `${o.kind}/${o.name}${o.label ? ` (${o.label})` : ""}`;
 }
 
 /** The router's deployments as /metrics shows them (svc_router_deployment_*), as table rows. */
@@ -87,14 +110,12 @@ async function deploymentRows(base: string): Promise<string[][]> {
 }
 
 export function registerStatus(program: Command): void {
-  addTargetOptions(program.command("status").description("show the server address and every object's Ready condition"))
-    .option("--json", "print JSON")
+  withOutputOption(addTargetOptions(program.command("status").description("show the server address and every object's Ready condition")))
     .action(async (o) => {
+      const format = outputFormat(o);
       const { snap, note, base } = await snapshot(o);
-      if (o.json) {
-        process.stdout.write(JSON.stringify(snap ?? { online: false, url: null, objects: [] }, null, 2) + "\n");
-        return;
-      }
+      if (await printData(format, snap ?? { online: false, url: null, objects: [] })) return;
+      const wide = format === "wide";
       if (!snap) {
         process.stdout.write(`svc is not running (no answer at ${base}) and has no store yet at ${storeFile(resolveHome(o.home))}.\nStart it with: svc serve\n`);
         return;
@@ -106,10 +127,11 @@ export function registerStatus(program: Command): void {
       const objs = [...snap.objects].sort((a, b) => (a.kind + "/" + a.name).localeCompare(b.kind + "/" + b.name));
       if (objs.length === 0) out.push("No objects. Apply manifests with: svc config apply FILE");
       else {
-        const rows = [["OBJECT", "READY", "REASON", "GENERATION", "MESSAGE"]];
+        const rows = [["OBJECT", "READY", "REASON", "GENERATION", ...(wide ? ["OWNER", "CONTROLLER", "SINCE"] : []), "MESSAGE"]];
         for (const x of objs) {
           const gen = `${x.observedGeneration ?? "-"}/${x.generation}`;
-          rows.push([`${x.kind}/${x.name}`, x.deleting ? "Deleting" : x.ready?.status ?? "Unknown", x.ready?.reason ?? "Pending", gen, x.ready?.message ?? "not reconciled yet"]);
+          const more = wide ? [x.owner, x.controller ?? "-", x.ready?.lastTransitionTime ?? "-"] : [];
+          rows.push([objectName(x), x.deleting ? "Deleting" : x.ready?.status ?? "Unknown", x.ready?.reason ?? "Pending", gen, ...more, x.ready?.message ?? "not reconciled yet"]);
         }
         out.push(table(rows));
       }

@@ -5,6 +5,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { resolveTarget, probe } from "./connect";
 import { CliError } from "./errors";
+import { outputFormat, printData, withOutputOption } from "./print";
 import { usageCell, usageColumns, type UsageGroup, type UsageRow } from "../engines/gateway/usage-report";
 
 interface UsageOptions {
@@ -22,6 +23,7 @@ interface UsageOptions {
   user?: string;
   csv?: boolean;
   json?: boolean;
+  output?: string;
 }
 
 function keyFor(home: string): string {
@@ -42,7 +44,7 @@ export function table(rows: UsageRow[], groupBy: UsageGroup[]): string {
 }
 
 export function registerUsage(program: Command): void {
-  program
+  const cmd = program
     .command("usage")
     .description("requests, tokens, spend, errors, refusals and latency from the running server's audit log (GET /v1/usage)")
     .option("--group-by <fields>", "comma-separated: key team organization model provider day hour metadata.workflow_id metadata.user_id", "key")
@@ -55,11 +57,12 @@ export function registerUsage(program: Command): void {
     .option("--provider <name>", "only this provider")
     .option("--workflow <id>", "only requests with this metadata.workflow_id")
     .option("--user <id>", "only requests with this metadata.user_id")
-    .option("--csv", "print CSV")
-    .option("--json", "print the JSON answer")
+    .option("--csv", "print CSV (the same as -o csv)")
     .option("--port <port>", "server port")
-    .option("--home <dir>", "data dir")
-    .action(async (o: UsageOptions) => {
+    .option("--home <dir>", "data dir");
+  withOutputOption(cmd, ["csv"]).action(async (o: UsageOptions) => {
+      const format = outputFormat(o, ["csv"] as const);
+      if (format === "csv") o.csv = true;
       const q = new URLSearchParams({ group_by: o.groupBy });
       const add = (name: string, v: string | undefined) => v !== undefined && q.set(name, v);
       add("from", o.from);
@@ -82,8 +85,8 @@ export function registerUsage(program: Command): void {
       }
       const j: any = await res.json().catch(() => null);
       if (!res.ok) throw new CliError(j?.error?.message ?? `svc answered HTTP ${res.status}`);
-      if (o.json) process.stdout.write(JSON.stringify(j, null, 2) + "\n");
-      else if (j.data.length === 0) process.stdout.write("no usage in this range\n");
+      if (await printData(format, j)) return;
+      if (j.data.length === 0) process.stdout.write("no usage in this range\n");
       else process.stdout.write(table(j.data, j.group_by));
     });
 }

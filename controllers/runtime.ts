@@ -51,6 +51,8 @@ export class ControllerManager extends EventEmitter {
   private readonly again = new Set<string>();
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
+  /** the Ready=False reason last logged for a key, so each change is one warn line, not one per resync */
+  private readonly notReady = new Map<string, string>();
   private idleWaiters: Array<() => void> = [];
   private resyncTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
@@ -229,6 +231,7 @@ export class ControllerManager extends EventEmitter {
         if (ctl.finalize) await ctl.finalize(obj, ctx);
         await this.store.purge(obj.kind, obj.name);
         this.failures.delete(key);
+        this.notReady.delete(key);
         this.clearTimer(key);
         this.emit("purged", ref);
         return;
@@ -241,6 +244,7 @@ export class ControllerManager extends EventEmitter {
         extra: res?.extra,
       };
       this.writeStatus(obj, cond, false);
+      this.noteReadiness(key, obj, cond);
       this.failures.delete(key);
       this.emit("reconciled", ref, cond);
       if (res?.requeueAfterMs && res.requeueAfterMs > 0) this.enqueueAfter(ref, res.requeueAfterMs);
@@ -286,6 +290,18 @@ export class ControllerManager extends EventEmitter {
     this.store.setStatus(obj.kind, obj.name, status);
   }
 
+  /** An object that turns not Ready (or not Ready for another reason) is one warn line: an
+   * operator reading the log sees a credential go missing or a key's webhook secret vanish. */
+  private noteReadiness(key: string, obj: StoredObject, cond: ReadyCondition): void {
+    if (cond.status !== "False" || cond.reason === NOT_IMPLEMENTED) {
+      this.notReady.delete(key);
+      return;
+    }
+    if (this.notReady.get(key) === cond.reason) return;
+    this.notReady.set(key, cond.reason);
+    this.log.warn(`${obj.kind}/${obj.name} is not Ready: ${cond.reason}`, { kind: obj.kind, name: obj.name, reason: cond.reason, message: redactSecrets(cond.message) });
+  }
+
   private clearTimer(key: string): void {
     const t = this.timers.get(key);
     if (t) clearTimeout(t.timer);
@@ -295,7 +311,8 @@ export class ControllerManager extends EventEmitter {
   /**
    * Wait until every ref is Ready at (at least) its generation, or gone when it has no entry in
    * generationByRef (a delete). Objects whose kind has no engine in this build (NotImplemented)
-   * settle without being Ready and are reported as such.
+   * settle without being Ready and are reported as such. An object Ready=False for a reason its
+   * controller marks terminal ends the wait at once (state "failed", with the fix).
    */
   waitForReady(refs: Ref[], generationByRef: Map<string, number> | Record<string, number>, timeoutMs: number): Promise<WaitResult> {
     const genOf = (r: Ref) =>
@@ -312,8 +329,11 @@ export class ControllerManager extends EventEmitter {
         if (!observed || !ready) return { ...base, state: "pending", reason: ready?.reason ?? "Pending", message: ready?.message ?? "not reconciled yet" };
         if (ready.status === "True") return { ...base, state: "ready", reason: ready.reason, message: ready.message };
         if (ready.reason === NOT_IMPLEMENTED) return { ...base, state: "not-implemented", reason: ready.reason, message: ready.message };
+        const fix = ready.status === "False" ? this.controllerFor(r.kind).terminal?.({ reason: ready.reason, message: ready.message }) : undefined;
+        if (fix) return { ...base, state: "failed", reason: ready.reason, message: ready.message, fix };
         return { ...base, state: "pending", reason: ready.reason, message: ready.message };
       });
+    const started = Date.now();
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | null = null;
       const finish = (timedOut: boolean) => {
@@ -323,12 +343,18 @@ export class ControllerManager extends EventEmitter {
         this.off("reconciled", onEvent);
         if (timer) clearTimeout(timer);
         const objects = check();
-        resolve({ ready: objects.every((o) => o.state !== "pending"), timedOut, objects });
+        const ready = objects.every((o) => o.state !== "pending" && o.state !== "failed");
+        resolve({ ready, timedOut, objects, timeoutMs, waitedMs: Date.now() - started });
+      };
+      // settled when nothing is pending, or at once when one object can no longer become Ready
+      const settled = () => {
+        const items = check();
+        return items.some((o) => o.state === "failed") || items.every((o) => o.state !== "pending");
       };
       const onEvent = () => {
-        if (check().every((o) => o.state !== "pending")) finish(false);
+        if (settled()) finish(false);
       };
-      if (check().every((o) => o.state !== "pending")) return finish(false);
+      if (settled()) return finish(false);
       this.store.on("status", onEvent);
       this.store.on("change", onEvent);
       this.on("purged", onEvent);

@@ -59,6 +59,10 @@ export interface Controller<S = any> {
    * is refused on its very next request. Must not throw.
    */
   project?(name: string, obj: ObjectOf<S> | undefined): void;
+  /** For a Ready=False condition that cannot change until the operator acts (set a variable and
+   * restart, write a file, apply the missing object): that fix. `apply --wait` stops on it at once
+   * instead of waiting out its timeout. undefined: the condition may still change by itself. */
+  terminal?(cond: { reason: string; message: string }): string | undefined;
   /** Kinds whose desired-state changes re-queue every object of this kind (an Agent is checked
    * again when a Provider or Model changes). */
   watches?: readonly string[];

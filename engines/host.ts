@@ -28,7 +28,9 @@ export interface Host {
   control?: ControlPlane;
 }
 
-export type WaitState = "ready" | "not-implemented" | "deleted" | "pending";
+/** "failed": Ready=False for a reason its controller marks terminal (it will not change until the
+ * operator acts), so waiting longer is pointless. */
+export type WaitState = "ready" | "not-implemented" | "deleted" | "pending" | "failed";
 
 export interface WaitItem {
   kind: string;
@@ -38,6 +40,8 @@ export interface WaitItem {
   state: WaitState;
   reason?: string;
   message?: string;
+  /** for a failed object: what the operator has to do */
+  fix?: string;
 }
 
 export interface WaitResult {
@@ -45,6 +49,9 @@ export interface WaitResult {
   ready: boolean;
   timedOut: boolean;
   objects: WaitItem[];
+  /** how long the wait was allowed to take, and how long it took (ms) */
+  timeoutMs?: number;
+  waitedMs?: number;
 }
 
 /** What engines and routes may ask of the controllers (controllers/runtime.ts implements the

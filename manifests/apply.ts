@@ -27,7 +27,8 @@ export async function applyPlan(store: ResourceStore, plan: Plan, opts: { confir
       }
       ops.push({ op: "delete", kind: c.kind, name: c.name });
     } else {
-      ops.push({ op: "upsert", kind: c.kind, name: c.name, owner, spec: c.spec, labels: c.labels ?? {} });
+      // c.owner is the plan's source owner, or the owner an exported document recorded
+      ops.push({ op: "upsert", kind: c.kind, name: c.name, owner: c.owner || owner, spec: c.spec, labels: c.labels ?? {} });
     }
     const risk = c.highRisk ?? (stale ? undefined : riskOf(c.action, c.kind, live?.spec, c.spec, live?.owner));
     if (risk) reasons.push(`${c.action} ${c.kind}/${c.name}: ${risk}`);

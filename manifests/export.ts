@@ -10,28 +10,31 @@
 // comment; a document that still cannot be written becomes a comment naming it.
 import { stringify } from "yaml";
 import { MAX_JSON_DEPTH } from "./json-depth";
-import { API_VERSION, secretFields, type Kind } from "../schemas";
+import { API_VERSION, isKind, secretFields, type Kind } from "../schemas";
 import type { ResourceStore, StoredObject } from "../prisma/resource-store";
 import { isSecretRef, joinPointer, splitPointer } from "./pointer";
 import { API_OWNER } from "./owner";
+import { withoutDefaults } from "./defaults";
 
 export interface ExportOptions {
   format: "yaml" | "json";
   /** include objects made through the HTTP API (owner "api"); default false */
   includeApiOwned?: boolean;
+  /** also write fields whose value is the schema's default (default false: only what was set) */
+  showDefaults?: boolean;
 }
 
 interface ExportedDoc {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; owner?: string };
   spec: unknown;
 }
 
 export function exportObjects(store: ResourceStore, opts: ExportOptions): string {
   const objs = store.list().filter((o) => opts.includeApiOwned || o.owner !== API_OWNER);
   objs.sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const docs = objs.map(toDocument);
+  const docs = objs.map((o) => toDocument(o, !!opts.showDefaults));
   if (opts.format === "json") return JSON.stringify(docs.map((d) => d.doc), null, 2) + "\n";
   return docs
     .map((d) => {
@@ -47,12 +50,15 @@ export function exportObjects(store: ResourceStore, opts: ExportOptions): string
     .join("---\n");
 }
 
-function toDocument(o: StoredObject): { doc: ExportedDoc; dropped: string[]; replaced: string[] } {
+function toDocument(o: StoredObject, showDefaults: boolean): { doc: ExportedDoc; dropped: string[]; replaced: string[] } {
   const dropped: string[] = [];
   const replaced: string[] = [];
-  const spec = stripSecrets(o.kind, exportable(o.spec, "/spec", 1, replaced), dropped);
+  const full = exportable(o.spec, "/spec", 1, replaced);
+  const spec = stripSecrets(o.kind, showDefaults || !isKind(o.kind) ? full : withoutDefaults(o.kind, full), dropped);
   const metadata: ExportedDoc["metadata"] = { name: o.name };
   if (o.labels && Object.keys(o.labels).length) metadata.labels = exportable({ ...o.labels }, "/metadata/labels", 1, replaced) as Record<string, string>;
+  // the owner goes with the document, so applying the export back changes no ownership
+  metadata.owner = o.owner;
   return { doc: { apiVersion: API_VERSION, kind: o.kind, metadata, spec }, dropped, replaced };
 }
 

@@ -158,7 +158,7 @@ function checkDocument(d: RawDoc, ids: Identity[], issues: ManifestIssue[]): voi
   for (const c of normalizeSpec(kindVal, spec)) {
     issues.push({ severity: "warning", path: c.path, message: c.message, pos: at(c.path), kind: kindVal, name });
   }
-  id!.obj = { kind: kindVal, name: name!, labels: { ...(v.metadata.labels ?? {}) }, spec, pos: docPos };
+  id!.obj = { kind: kindVal, name: name!, labels: { ...(v.metadata.labels ?? {}) }, spec, pos: docPos, ...(v.metadata.owner ? { owner: v.metadata.owner } : {}) };
 }
 
 function sortByPos(issues: ManifestIssue[], from: number): void {

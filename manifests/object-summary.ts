@@ -3,9 +3,12 @@
 import type { StoredObject } from "../prisma/resource-store";
 
 export function objectSummary(o: StoredObject) {
+  // an API-made key is stored under its id: its descriptive name goes beside it
+  const label = o.kind === "ApiKey" && typeof o.spec?.name === "string" && o.spec.name !== o.name ? (o.spec.name as string) : undefined;
   return {
     kind: o.kind,
     name: o.name,
+    ...(label ? { label } : {}),
     owner: o.owner,
     generation: o.generation,
     observedGeneration: o.status?.observedGeneration ?? null,

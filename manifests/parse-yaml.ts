@@ -142,8 +142,15 @@ function parseChunk(src: string, line0: number, file: string, out: RawDoc[], iss
   let cacheable = true;
   const entry: ChunkEntry = { roots: [] };
   for (const doc of parsed) {
-    for (const e of doc.errors) issues.push(yamlIssue("error", e, lc, shift));
-    for (const w of doc.warnings) issues.push(yamlIssue("warning", w, lc, shift));
+    // one mistake often yields several errors at the same place: report each line once
+    const seen = new Set<number>();
+    for (const e of doc.errors) {
+      const i = yamlIssue("error", e, lc, shift, src);
+      if (seen.has(i.pos!.line)) continue;
+      seen.add(i.pos!.line);
+      issues.push(i);
+    }
+    for (const w of doc.warnings) issues.push(yamlIssue("warning", w, lc, shift, src));
     if (doc.errors.length || doc.warnings.length) cacheable = false;
   }
   const { roots, withValue } = rootsOf(parsed);
@@ -214,11 +221,29 @@ function rootStart(src: string): { line: number; col: number } | undefined {
 
 function yamlIssue(
   severity: "error" | "warning",
-  e: { message: string; linePos?: [{ line: number; col: number }, ...unknown[]]; pos: [number, number] },
+  e: { code?: string; message: string; linePos?: [{ line: number; col: number }, ...unknown[]]; pos: [number, number] },
   lc: LineCounter,
   shift: (line: number, col: number) => SourcePos,
+  src: string,
 ): ManifestIssue {
+  // A key indented too deep (`key: value` under `other: value`) reads as a multi-line implicit
+  // key that starts on the line above; the mistake is on the line where that range ends.
+  const bad = e.code === "MULTILINE_IMPLICIT_KEY" || e.code === "BLOCK_AS_IMPLICIT_KEY";
+  const end = bad ? mistakenLine(src, lc, e.pos) : undefined;
+  if (end) return { severity, path: "", message: "YAML: bad indentation: this line is indented deeper than the key above it, so it cannot start a new key; align it with its sibling keys", pos: shift(end.line, end.col) };
   const lp = e.linePos?.[0] ?? lc.linePos(e.pos[0]);
   const first = e.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
   return { severity, path: "", message: `YAML: ${first}`, pos: shift(lp.line, lp.col) };
+}
+
+/** The first line after the error's start line that holds a `key:` (the over-indented one). */
+function mistakenLine(src: string, lc: LineCounter, pos: [number, number]): { line: number; col: number } | undefined {
+  const start = lc.linePos(pos[0]).line;
+  const lines = src.split("\n");
+  for (let i = start; i < lines.length; i++) {
+    const t = lines[i].replace(/\r$/, "");
+    if (/^\s*[^\s#][^:#]*:(\s|$)/.test(t)) return { line: i + 1, col: t.length - t.trimStart().length + 1 };
+    if (t.trim() !== "" && !t.trim().startsWith("#")) return undefined;
+  }
+  return undefined;
 }

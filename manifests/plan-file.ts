@@ -40,6 +40,9 @@ export function readPlanFile(text: string): Plan {
   if (issues.length) throw new ManifestError(issues, "invalid plan file");
 
   const owner = ownerFor(p.source);
+  // an exported document may name another source as owner (metadata.owner); the change keeps it.
+  // Never "api" from a file: api-owned objects are the ones prune leaves alone.
+  const RECORDED_OWNER = /^config:.+$/;
   const changes: PlannedChange[] = [];
   const summary = { create: 0, update: 0, delete: 0, unchanged: 0 };
   p.changes.forEach((c: any, i: number) => {
@@ -53,7 +56,7 @@ export function readPlanFile(text: string): Plan {
     if (c.highRisk !== undefined && typeof c.highRisk !== "string") bad(`${base}/highRisk`, "highRisk must be a string");
     if (issues.length > before) return;
     if (c.action === "create" || c.action === "update") {
-      if (c.owner !== owner) bad(`${base}/owner`, `owner must be "${owner}" (the plan's source)`);
+      if (c.owner !== owner && !(typeof c.owner === "string" && RECORDED_OWNER.test(c.owner))) bad(`${base}/owner`, `owner must be "${owner}" (the plan's source), or the config:<source> an exported document recorded`);
       const envelope = { apiVersion: "svc/v1", kind: c.kind, metadata: c.labels && Object.keys(c.labels).length ? { name: c.name, labels: c.labels } : { name: c.name }, spec: c.spec };
       for (const prob of validateDocument(c.kind, envelope)) {
         const sub = prob.path.startsWith("/metadata/labels") ? prob.path.replace("/metadata", "") : prob.path.startsWith("/metadata/name") ? "/name" : prob.path;

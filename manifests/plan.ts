@@ -28,7 +28,8 @@ export interface PlanOptions {
 const key = (kind: string, name: string) => `${kind}/${name}`;
 
 export function makePlan(store: ResourceStore, objects: DesiredObject[], opts: PlanOptions): Plan {
-  const owner = ownerFor(opts.source);
+  const sourceOwner = ownerFor(opts.source);
+  const owner = sourceOwner;
   const existing = store.list(); // objects being deleted count as absent
   const byKey = new Map<string, StoredObject>();
   for (const o of existing) byKey.set(key(o.kind, o.name), o);
@@ -39,6 +40,8 @@ export function makePlan(store: ResourceStore, objects: DesiredObject[], opts: P
 
   for (const o of objects) {
     const k = key(o.kind, o.name);
+    // an exported document names its owner: applying it back keeps that owner
+    const owner = o.owner ?? sourceOwner;
     if (desired.has(k)) {
       throw new ManifestError([{ severity: "error", path: "/metadata/name", message: `duplicate ${k}`, pos: o.pos, kind: o.kind, name: o.name }]);
     }

@@ -25,6 +25,8 @@ export interface DesiredObject {
   labels: Record<string, string>;
   spec: any;
   pos: SourcePos;
+  /** metadata.owner (an exported document records its owner): kept instead of the plan's source */
+  owner?: string;
 }
 
 export type ChangeAction = "create" | "update" | "delete" | "unchanged";

@@ -18,7 +18,16 @@ export const Name = Type.String({
 export const Labels = Type.Record(Type.String({ maxLength: 63 }), Type.String({ maxLength: 253 }));
 
 export const Metadata = Type.Object(
-  { name: Name, labels: Type.Optional(Labels) },
+  {
+    name: Name,
+    labels: Type.Optional(Labels),
+    owner: Type.Optional(
+      Type.String({
+        pattern: "^(config:.+|api)$",
+        description: "The source that owns the object (config:<source>, or api), as `svc config export` records it; plan and apply keep it instead of config:<--source>.",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 

@@ -47,14 +47,22 @@ interface ConfigRequest {
   waitTimeoutMs: number;
 }
 
+/** What the engines know now and the last written condition may not: is a Model loaded. */
+function liveState(svc: Svc, o: { kind: string; name: string }): { loaded?: boolean } {
+  if (o.kind !== "Model" || !svc.engines.pool) return {};
+  const m = svc.engines.pool.list().find((x) => x.name === o.name);
+  return m ? { loaded: m.loaded } : {};
+}
+
 export default function adminConfig(svc: Svc): Router {
   const r = new Router();
 
   r.get("/admin/config/export", loopbackOnly, (ctx) => {
     const format = formatParam(ctx);
     const includeApiOwned = boolParam(ctx.query.includeApiOwned, "includeApiOwned") ?? false;
+    const showDefaults = boolParam(ctx.query.showDefaults, "showDefaults") ?? false;
     ctx.type = format === "json" ? "application/json" : "application/yaml";
-    ctx.body = exportObjects(svc.store, { format, includeApiOwned });
+    ctx.body = exportObjects(svc.store, { format, includeApiOwned, showDefaults });
   });
 
   r.get("/admin/config/schema", loopbackOnly, (ctx) => {
@@ -74,7 +82,7 @@ export default function adminConfig(svc: Svc): Router {
       revision: svc.store.revision,
       loading: svc.readiness?.loading() ?? [],
       server: svc.server,
-      objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted" })),
+      objects: svc.store.list({ includeDeleting: true }).map((o) => ({ ...objectSummary(o), controller: owners[o.kind] ?? "accepted", ...liveState(svc, o) })),
     };
   });
 

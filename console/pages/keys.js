@@ -78,6 +78,7 @@ function KeyDetail({ k, reload }) {
   const revoke = async () => { try { await api("DELETE", `/v1/api-keys/${k.id}`); setConfirming(false); reload(); } catch (err) { setError(err); } };
   return html`<section class="card" aria-labelledby="detail-h" data-testid="key-detail">
     <h2 id="detail-h">${k.name} <span class="note">${k.id}</span> <${Badge} v=${k.status} /></h2>
+    ${k.degraded ? html`<p class="note" data-testid="degraded">Degraded (${k.degraded.reason}): ${k.degraded.message}</p>` : null}
     ${u ? html`<div class="row">
       <span>Spend this month <${Bar} used=${u.month.spend ?? u.month.spend_usd} limit=${k.budget_limits?.monthly} label="monthly budget" fmt=${usd} /></span>
       <span>Spend today <${Bar} used=${u.today.spend ?? u.today.spend_usd} limit=${k.budget_limits?.daily} label="daily budget" fmt=${usd} /></span>
@@ -108,7 +109,8 @@ export default function Keys({ me }) {
   const cols = [
     { label: "Name", render: (k) => k.name },
     { label: "Id", render: (k) => html`<code>${k.id}</code>` },
-    { label: "Status", render: (k) => html`<${Badge} v=${k.status} />` },
+    // degraded: the key works, but part of it (its webhook secret reference) does not resolve
+    { label: "Status", render: (k) => html`<${Badge} v=${k.status} />${k.degraded ? html` <span class="note" title=${k.degraded.message}>degraded</span>` : null}` },
     { label: "Type", key: "key_type" },
     { label: "Access", key: "access_level" },
     { label: "Owner", render: (k) => (k.managed_by === "api" ? "api" : html`managed by ${k.managed_by}`) },

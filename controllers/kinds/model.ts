@@ -65,9 +65,29 @@ export async function checkGguf(file: string): Promise<FileCheck> {
 /** How often to look again for a missing or invalid file (it may be written later). */
 const RECHECK_MS = 15_000;
 
+/** The router's problems for a routed Model, saying "does not exist" for a Provider that is not
+ * in the store at all (the router only knows which Providers list which models). */
+function routeProblems(svc: Svc, name: string, spec: NonNullable<ModelSpec["router"]>, store: { get(kind: string, name: string): unknown }): string[] {
+  const missing = svc.engines.gateway?.router.modelRouteProblems(name) ?? [];
+  const absent = new Set(spec.deployments.map((d) => d.provider).filter((p) => p !== "local" && !store.get("Provider", p)));
+  return missing.map((m) => {
+    const p = /^Provider (\S+) does not list model /.exec(m)?.[1];
+    return p && absent.has(p) ? `Provider ${p} does not exist (apply a Provider named ${p}, or change this deployment's provider)` : m;
+  });
+}
+
 export function modelController(svc: Svc): KindController<"Model"> {
   return {
     kind: "Model",
+    // Model objects route through Providers: a Provider applied or changed re-checks them at once
+    watches: ["Provider"],
+    // none of these changes by itself: the file must be written, or a Provider applied
+    terminal({ reason }) {
+      if (reason === "FileNotFound") return "write the GGUF file (or `svc models create-tiny`), or point spec.file at one, then apply again";
+      if (reason === "InvalidGguf") return "point spec.file at a GGUF file, then apply again";
+      if (reason === "NoDeployment") return "apply the Provider each deployment names (listing the model), or change the deployments";
+      return undefined;
+    },
     // the gateway routes a Model's name and aliases to the local provider from the store write on
     project(name, obj) {
       const router = svc.engines.gateway?.router;
@@ -75,12 +95,12 @@ export function modelController(svc: Svc): KindController<"Model"> {
       if (obj) router.putModel(name, obj.spec);
       else router.removeModel(name);
     },
-    async reconcile(obj): Promise<ReadyCondition & ReconcileResult> {
+    async reconcile(obj, ctx): Promise<ReadyCondition & ReconcileResult> {
       // a Model with a router names no file: the providers router serves it (model-routes.ts)
       if (obj.spec?.router) {
         existingPool(svc)?.unregister(obj.name);
         const n = obj.spec.router.deployments.length;
-        const missing = svc.engines.gateway?.router.modelRouteProblems(obj.name) ?? [];
+        const missing = routeProblems(svc, obj.name, obj.spec.router, ctx.store);
         if (missing.length === n) return { status: "False", reason: "NoDeployment", message: missing.join("; "), requeueAfterMs: RECHECK_MS };
         const message = `load-balanced over ${n - missing.length} of ${n} deployments${missing.length ? `; ${missing.join("; ")}` : ""}`;
         return { status: "True", reason: missing.length ? "DeploymentMissing" : "Routed", message, extra: { deployments: n - missing.length }, ...(missing.length ? { requeueAfterMs: RECHECK_MS } : {}) };

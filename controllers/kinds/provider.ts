@@ -16,6 +16,13 @@ export function providerController(d: { router: ProviderRouter; hasLocalPool?: (
       if (obj) d.router.putProvider(name, obj.spec);
       else d.router.removeProvider(name);
     },
+    terminal({ reason, message }) {
+      if (reason !== "CredentialMissing") return undefined;
+      const env = /environment variable ([A-Za-z_][A-Za-z0-9_]*)/.exec(message)?.[1];
+      if (env) return `set ${env} in svc's environment and restart svc (it reads its environment once, at start)`;
+      const file = /file (\S+) is missing/.exec(message)?.[1];
+      return file ? `write the secret to ${file} (svc checks again every 30 s)` : "fix the reference in the Provider and apply it again";
+    },
     async reconcile(obj) {
       const s = obj.spec;
       const n = s.models?.length ?? 0;

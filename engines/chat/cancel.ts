@@ -7,6 +7,8 @@ import { EventEmitter } from "node:events";
 export class Cancellation extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
+  /** the HTTP request this cancellation belongs to, so an upstream's log lines can name it */
+  requestId?: string;
   private controller?: AbortController;
 
   /** An AbortSignal that follows this cancellation (made on first use). */

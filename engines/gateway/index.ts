@@ -97,7 +97,8 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
   });
   const { recovered } = await limits.load();
   if (recovered) svc.log.warn(`limits: ${recovered} request(s) in flight at the last stop were counted at their reservations`);
-  const router = new ProviderRouter(() => svc.engines.pool);
+  // the router's log: one warn line per upstream failure, retry and cooldown
+  const router = new ProviderRouter(() => svc.engines.pool, { log: svc.log });
 
   // alert settings (a singleton: the first object by name), fed by the AlertSettings controller
   let settings: AlertSettingsSpec;

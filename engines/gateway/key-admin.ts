@@ -28,7 +28,7 @@ import type { KeyRef, WebhookEventName } from "./key-types";
 import { keyRefOf } from "./key-types";
 import { refuseReason } from "./webhooks/url-policy";
 import type { TSchema } from "@sinclair/typebox";
-import { CreateBody, PatchBody, TemporaryBody, SECRET_REF, check, mutable } from "./key-bodies";
+import { CreateBody, PatchBody, TemporaryBody, SECRET_REF, check, mutable, refuseUnresolvableRefs } from "./key-bodies";
 import { utcIso } from "../iso-time";
 
 export { MAX_TEMPORARY_SECONDS } from "./key-bodies";
@@ -179,6 +179,7 @@ export class KeyAdmin {
   async create(a: Actor, body: any): Promise<KeyView> {
     this.assertManager(a);
     check(CreateBody, body);
+    refuseUnresolvableRefs(body);
     // key_type omitted: the most specific hierarchy id named (schemas/kinds/api-key.ts)
     const keyType = body.key_type ?? inferKeyType(body);
     if (a.role !== "admin") {
@@ -276,6 +277,7 @@ export class KeyAdmin {
     const o = this.target(a, id);
     this.assertApiOwned(o);
     check(PatchBody, body);
+    refuseUnresolvableRefs(body);
     const cur = o.spec as ApiKeySpec;
     if (cur.revoked_at) throw new SvcError("conflict", "conflict", `API key ${id} is revoked; create a new key instead`);
     const next: Record<string, any> = JSON.parse(JSON.stringify(cur));

@@ -6,6 +6,7 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import { AccessLevel, Audience, Scopes, BudgetAlerts, BudgetLimits, IpAllowlist, Permissions, RateLimits, TokenLimits, WebhookEvent } from "../../schemas/kinds/api-key";
 import { PolicyDocument } from "../../schemas/kinds/access-policy";
 import { invalidRequest } from "../errors";
+import { describeMissing } from "../secrets/refs";
 
 /** Longest life of a temporary key: 30 days. */
 export const MAX_TEMPORARY_SECONDS = 30 * 86_400;
@@ -118,3 +119,15 @@ export function check(s: TSchema, value: unknown, prefix = ""): void {
   throw invalidRequest(`invalid ${f}: ${message}`, f);
 }
 
+
+/**
+ * A request naming a secret reference (env:NAME, file:/path) that does not resolve now is refused,
+ * as a plan reports it: a key made with it would look configured and fail every delivery. Only
+ * the reference fields are checked (metadata may hold any "env:..." text).
+ */
+export function refuseUnresolvableRefs(body: { webhook?: { secret?: unknown } } | undefined): void {
+  const ref = body?.webhook?.secret;
+  if (typeof ref !== "string" || !SECRET_REF.test(ref)) return;
+  const why = describeMissing(ref);
+  if (why) throw invalidRequest(`invalid webhook.secret: ${ref} does not resolve: ${why}`, "webhook.secret");
+}

@@ -18,6 +18,8 @@ import { isSyncEvents } from "../chat/collect";
 import { SvcError, type ErrorKind } from "../errors";
 import type { ProviderRouting } from "../../schemas/kinds/provider";
 import type { ProviderAdapter, RouteTarget } from "./types";
+import type { Logger } from "../host";
+import { isAbort, logUpstreamFailure, upstreamFields } from "./upstream-log";
 
 export type Strategy = NonNullable<ProviderRouting["strategy"]>;
 
@@ -70,6 +72,8 @@ export interface BalancerHooks {
   resolve(t: RouteTarget): RouteTarget;
   random: () => number;
   now: () => number;
+  /** warn lines for failed attempts, retries and cooldowns */
+  log?: Logger;
 }
 
 const cooling = (d: Deployment, now: number) => d.state.coolUntil > now;
@@ -148,22 +152,30 @@ function retryAfterMs(e: unknown): number | undefined {
   return s === undefined ? undefined : Math.max(0, s * 1000);
 }
 
-/** Count a failure; cool the deployment down when it has failed enough (a 429: at once). */
-export function noteFailure(d: Deployment, e: unknown, now: number): void {
+/** Count a failure; cool the deployment down when it has failed enough (a 429: at once).
+ * Returns the cooldown started (ms), if this failure started one. */
+export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string): number | undefined {
   const s = d.state;
   s.failuresTotal++;
+  let cooled: number | undefined;
   // an upstream's 429 (kind rate_limited; a raw error's status where one was thrown before mapping)
   if ((e instanceof SvcError && e.kind === "rate_limited") || (e as { status?: number })?.status === 429) {
     const ms = retryAfterMs(e) ?? d.cooldown.ms;
+    if (ms > 0 && now + ms > s.coolUntil) cooled = ms;
     if (ms > 0) s.coolUntil = Math.max(s.coolUntil, now + ms);
-    return;
+  } else {
+    s.recent = s.recent.filter((t) => t > now - d.cooldown.windowMs);
+    s.recent.push(now);
+    if (s.recent.length >= d.cooldown.failures) {
+      s.coolUntil = now + d.cooldown.ms;
+      s.recent = [];
+      cooled = d.cooldown.ms;
+    }
   }
-  s.recent = s.recent.filter((t) => t > now - d.cooldown.windowMs);
-  s.recent.push(now);
-  if (s.recent.length >= d.cooldown.failures) {
-    s.coolUntil = now + d.cooldown.ms;
-    s.recent = [];
+  if (cooled !== undefined && log) {
+    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
   }
+  return cooled;
 }
 
 function sleep(ms: number, cancel: Cancellation): Promise<void> {
@@ -188,11 +200,12 @@ function adopt(t: RoutedTarget, d: Deployment): void {
   t.priced = d.target.priced;
 }
 
-async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number): AsyncGenerator<ChatEvent> {
+async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number, log: Logger | undefined, model: string, requestId: string | undefined): AsyncGenerator<ChatEvent> {
   try {
     yield* events;
   } catch (e) {
-    noteFailure(d, e, now()); // counted, never retried: part of the answer may be out
+    noteFailure(d, e, now(), log, model, requestId); // counted, never retried: part of the answer may be out
+    if (!isAbort(e)) logUpstreamFailure(log, d.target, e, requestId, { routedModel: model }, "upstream stream failed");
     throw e;
   } finally {
     d.state.inFlight--;
@@ -224,9 +237,12 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
     } catch (e) {
       s.inFlight--;
       if (cancel.aborted) throw e;
-      noteFailure(d, e, h.now());
+      noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId);
       lastErr = e;
-      if (!retryable(e) || attempt >= g.settings.maxAttempts) throw e;
+      const retry = retryable(e) && attempt < g.settings.maxAttempts;
+      // one line per failed attempt, saying what happens next
+      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
+      if (!retry) throw e;
       await sleep(g.settings.backoffMs * 2 ** (attempt - 1), cancel);
       if (cancel.aborted) throw e;
       continue;
@@ -237,7 +253,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
       s.inFlight--; // the whole answer is here
       return events;
     }
-    return released(events, d, h.now);
+    return released(events, d, h.now, h.log, g.model, cancel.requestId);
   }
 }
 

@@ -18,6 +18,8 @@ import type { ProviderSpec } from "../../schemas/kinds/provider";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { describeMissing, resolveSecretRef } from "./credentials";
 import { SvcError } from "../errors";
+import type { Logger } from "../host";
+import { withFailureLog } from "./upstream-log";
 import type { ProviderAdapter, ProviderType, RouteTarget } from "./types";
 import { openaiAdapter } from "./openai";
 import { anthropicAdapter } from "./anthropic";
@@ -96,6 +98,8 @@ export class ProviderRouter {
   /** deployment state survives rebuilds: keyed by provider and model */
   private states = new Map<string, DeploymentState>();
   private readonly hooks: BalancerHooks;
+  private readonly log: Logger | undefined;
+  private readonly logged = new Map<ProviderType, ProviderAdapter>();
   /** Provider and Model objects as their controllers last put them, by name */
   private providers = new Map<string, ProviderSpec>();
   private models = new Map<string, ModelSpec>();
@@ -105,10 +109,11 @@ export class ProviderRouter {
 
   constructor(
     readonly getPool: () => LocalPool | undefined,
-    opts: { random?: () => number; now?: () => number } = {},
+    opts: { random?: () => number; now?: () => number; log?: Logger } = {},
   ) {
     const local = localAdapter(getPool);
-    this.hooks = { adapter: (t) => this.adapters[t.type], resolve: (t) => this.resolve(t), random: opts.random ?? Math.random, now: opts.now ?? Date.now };
+    this.log = opts.log;
+    this.hooks = { adapter: (t) => this.adapters[t.type], resolve: (t) => this.resolve(t), random: opts.random ?? Math.random, now: opts.now ?? Date.now, log: opts.log };
     const routed: ProviderAdapter = {
       chat: (t, req, cancel) => routedChat(t as RoutedTarget, req, cancel, this.hooks),
       // embeddings are not balanced: the first choice serves them
@@ -156,8 +161,14 @@ export class ProviderRouter {
     if (this.dirty) this.rebuild();
   }
 
+  /** The adapter of a provider type; with a logger, each failed call is one warn line (a routed
+   * target's balancer logs its own attempts, retries and cooldowns). */
   adapter(type: ProviderType): ProviderAdapter {
-    return this.adapters[type];
+    const a = this.adapters[type];
+    if (!this.log || type === "routed") return a;
+    let w = this.logged.get(type);
+    if (!w) this.logged.set(type, (w = withFailureLog(a, this.log)));
+    return w;
   }
 
   rebuild() {

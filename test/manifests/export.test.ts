@@ -58,8 +58,9 @@ describe("export", () => {
     const prov = docs.find((d) => d.kind === "Provider");
     expect(prov.spec.credential).toBe("env:OPENAI_API_KEY");
     expect(prov.spec.headers).toEqual({ "OpenAI-Organization": "file:/run/secrets/org" });
-    expect(docs.find((d) => d.kind === "Server").metadata).toEqual({ name: "main", labels: { env: "dev" } });
-    expect(docs.find((d) => d.kind === "Model").metadata).toEqual({ name: "tiny" });
+    // issue 38: an exported document records its owner
+    expect(docs.find((d) => d.kind === "Server").metadata).toEqual({ name: "main", labels: { env: "dev" }, owner: "config:repo" });
+    expect(docs.find((d) => d.kind === "Model").metadata).toEqual({ name: "tiny", owner: "config:repo" });
 
     const all = exportObjects(store, { format: "json", includeApiOwned: true });
     const arr = JSON.parse(all);

@@ -104,7 +104,8 @@ describe("a router declared on a Model", () => {
     const ids = (await env.client(k.secret).models.list()).data.map((m) => m.id);
     expect(ids).toEqual(expect.arrayContaining(["team-gpt", "team-gpt-latest", "team-cool"]));
     expect(ids).not.toContain("team-missing");
-    expect(ready("team-missing")).toMatchObject({ status: "False", reason: "NoDeployment", message: "Provider nowhere does not list model gpt-x" });
+    // issue 38: a Provider that is not there at all is named as missing (was "does not list model gpt-x")
+    expect(ready("team-missing")).toMatchObject({ status: "False", reason: "NoDeployment", message: "Provider nowhere does not exist (apply a Provider named nowhere, or change this deployment's provider)" });
     const r = await chat("team-missing");
     expect(r.status).toBe(404);
     expect(((await r.json()) as any).error.code).toBe("model_not_found");

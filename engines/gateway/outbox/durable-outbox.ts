@@ -4,6 +4,7 @@
 // at-least-once. Failures back off exponentially and are given up on after maxAttempts; rows
 // still pending at close() are picked up by the next start() on the same database, so deliveries
 // survive a restart. What differs per channel is only how a batch of rows is sent.
+import { redactSecrets } from "../../secrets/redact";
 
 /** nextAttemptAt of a row given up on: never due again (kept for inspection until pruned). */
 export const FAILED_AT = new Date("9999-12-31T00:00:00.000Z");
@@ -177,7 +178,11 @@ export abstract class DurableOutbox<Row extends OutboxRow> {
         nextAttemptAt: giveUp ? FAILED_AT : new Date(this.now().getTime() + this.backoffMs(attempts)),
       },
     });
-    if (giveUp) this.log(`${this.channel.name}: gave up on ${row.event} ${row.id} for key ${row.keyId}: ${error}`);
+    // one line per failed attempt: what failed and what happens next (the reason names no secret:
+    // a receiver's status, a timeout, or a reference that does not resolve)
+    const reason = redactSecrets(error);
+    if (giveUp) this.log(`${this.channel.name}: gave up on ${row.event} ${row.id} for key ${row.keyId} after ${attempts} attempts: ${reason}`);
+    else this.log(`${this.channel.name}: ${row.event} ${row.id} for key ${row.keyId} failed (attempt ${attempts} of ${this.maxAttempts}; retrying later): ${reason}`);
     return false;
   }
 

@@ -105,7 +105,10 @@ export class WebhookOutbox extends DurableOutbox<WebhookDelivery> {
     const publicOnly = stored.public_only === true;
     const refused = refuseReason(row.url, { internal: !publicOnly });
     // Never called: parked as failed with the reason, attempts untouched.
-    if (refused) return this.park(row, refused);
+    if (refused) {
+      this.log(`webhook: ${row.event} ${row.id} for key ${row.keyId} refused, not sent: ${refused}`);
+      return this.park(row, refused);
+    }
     const headers: Record<string, string> = {
       "content-type": "application/json",
       "user-agent": "svc-webhooks/1",
