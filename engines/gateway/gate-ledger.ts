@@ -93,6 +93,7 @@ export interface GateOptions {
   limits: Limits;
   audit?: AuditSink;
   alerts?: AlertsSink;
+  /** request durations, tokens, spend and limit refusals (engines/metrics) */
   metrics?: PipelineMetrics;
   /** Server.allowUnauthenticatedLoopback, read live */
   allowUnauthenticatedLoopback: () => boolean;

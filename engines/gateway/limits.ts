@@ -18,7 +18,7 @@
 import type { LimitsRepo } from "../../prisma/repos/types";
 import type { KeyCache, KeyEntry } from "./keys";
 import { KeyRates } from "./limits/key-rates";
-import type { EntityUsage, PeriodCounter } from "./limits/usage";
+import type { PeriodCounter } from "./limits/usage";
 import { UsageRollup } from "./limits/rollup";
 import { LimitRefusal } from "./limits/refusal";
 import { LimitsPersistence, type AuditDrain } from "./limits/persist";

@@ -17,15 +17,13 @@ import { performance } from "node:perf_hooks";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
 import { SvcError, modelNotFound, invalidRequest } from "../errors";
-import type { KeyCache, KeyEntry } from "./keys";
+import type { KeyEntry } from "./keys";
 import { SCOPE_BIT } from "./scopes";
-import type { PolicyAction, PolicyIndex } from "./policy";
+import type { PolicyAction } from "./policy";
 import type { AccessAction } from "./access-level";
-import type { Limits } from "./limits";
-import type { AlertsSink } from "./pipeline-alerts";
 import { codeOf, count, reservationWritten, type Tally } from "./pipeline-records";
 import type { RateState } from "../errors";
-import type { Gate, AuditSink, GateCall, Verdict } from "./gate";
+import type { Gate, GateCall, GateOptions, Verdict } from "./gate";
 import type { ProviderRouter } from "../providers/router";
 import { costMicros, type RouteTarget } from "../providers/types";
 import { isFallbackable } from "../providers/http";
@@ -34,7 +32,6 @@ import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
-import type { PipelineMetrics } from "./metrics-sink";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -44,18 +41,9 @@ export const DEFAULT_OUTPUT_RESERVE = 1024;
 export type { AlertsSink } from "./pipeline-alerts";
 export type { AuditSink } from "./gate";
 
-export interface PipelineOptions {
-  keys: KeyCache;
-  policies: PolicyIndex;
-  limits: Limits;
+/** The gate's options (keys, policies, limits, audit, alerts, metrics) and the router. */
+export interface PipelineOptions extends GateOptions {
   router: ProviderRouter;
-  audit?: AuditSink;
-  alerts?: AlertsSink;
-  /** request durations, tokens, spend and limit refusals (engines/metrics) */
-  metrics?: PipelineMetrics;
-  /** Server.allowUnauthenticatedLoopback, read live */
-  allowUnauthenticatedLoopback: () => boolean;
-  now?: () => number;
 }
 
 
