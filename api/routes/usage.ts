@@ -6,9 +6,9 @@
 //   &format=csv for CSV instead of {object: "list", data: [...]}
 // Rights, as for the audit log: the administrative key sees everything; an organization key with
 // permissions.view_all_usage its organization; a team key with it its team's keys; any other key
-// itself. Unauthenticated loopback (where the Server allows it) sees everything, like the loopback
-// administration routes. Filters narrow the caller's scope; they never widen it. Keyed reads are
-// audited (usage.read), and management calls are not counted as usage.
+// itself. Like the audit log and key management, it needs a key, on loopback too (docs/gate.md
+// "Loopback"). Filters narrow the caller's scope; they never widen it. Keyed reads are audited
+// (usage.read), and management calls are not counted as usage.
 import Router from "@koa/router";
 import type { Context } from "koa";
 import type { Svc } from "../../engines/svc";
@@ -16,8 +16,6 @@ import type { Gateway } from "../../engines/gateway";
 import { invalidRequest } from "../../engines/errors";
 import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, usageScopeOf, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
 import { audited, gatewayOf, managementActor } from "../management";
-import { tokenFrom } from "../caller";
-import { isLoopback } from "../loopback";
 import { utcMs } from "../../engines/iso-time";
 
 export default function routes(svc: Svc): Router {
@@ -41,7 +39,6 @@ export default function routes(svc: Svc): Router {
         ctx.body = usageCsv(data, q.groupBy);
       } else ctx.body = { object: "list", group_by: q.groupBy, data };
     };
-    if (!tokenFrom(ctx) && isLoopback(ctx) && svc.server.allowUnauthenticatedLoopback !== false) return answer({});
     const caller = managementActor(gw, ctx);
     await audited(gw, ctx, caller, "usage.read", {}, () => answer(usageScopeOf(gw.keys.all(), caller)));
   });

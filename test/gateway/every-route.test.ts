@@ -137,7 +137,7 @@ describe("every keyed route meets the gate", () => {
   async function request(key: { id: string; secret: string }, method: string, p: string, body: unknown, headers: Record<string, string> = {}): Promise<{ res: Response; text: string }> {
     const res = await fetch(env.url + p.replace("SELF", key.id), {
       method,
-      headers: { authorization: `Bearer ${key.secret}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      headers: { ...(key.secret ? { authorization: `Bearer ${key.secret}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { res, text: await res.text() };
@@ -217,6 +217,20 @@ describe("every keyed route meets the gate", () => {
     }
     expect(wrong).toEqual([]);
   }, 180_000);
+
+  it("loopback without a key: anonymous on every keyed route, except key management, audit and usage (401)", async () => {
+    const identity = keyed.filter((d) => d.path.startsWith("/v1/api-keys") || d.path === "/v1/audit-logs" || d.path === "/v1/usage");
+    expect(identity.length).toBe(8); // six key-management routes, the audit log, usage
+    const wrong: string[] = [];
+    for (const d of keyed) {
+      if (SAMPLES[name(d)].session) continue; // a console session stands for a key by definition
+      const a = await send(d, { id: "none", secret: "" });
+      const needsKey = identity.includes(d);
+      if (needsKey && a.status !== 401) wrong.push(`${name(d)}: answered ${a.status} without a key`);
+      if (!needsKey && a.status === 401) wrong.push(`${name(d)}: refused anonymous loopback (401 ${a.code})`);
+    }
+    expect(wrong).toEqual([]);
+  }, 120_000);
 
   it("a route that is not in the route table fails start-up, naming it", () => {
     const r = new Router();
