@@ -20,14 +20,15 @@ export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], f
   // matched on the canonical path (api/canonical-path.ts, made by the handler before this runs),
   // lower-cased as the Koa router matches
   const byPath = new Map(routes.map((r) => [r.path.toLowerCase(), r]));
+  const protocols = new Map(routes.map((r) => [r, protocolOf(r.path)])); // the metrics' label, judged once per route
   return (req: IncomingMessage, res: ServerResponse) => {
     const route = byPath.get(canonicalize(req).lower);
     if (!route) return fallback(req, res);
-    void serve(svc, route, new LeanContext(req, res, route.path));
+    void serve(svc, route, protocols.get(route)!, new LeanContext(req, res, route.path));
   };
 }
 
-async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise<void> {
+async function serve(svc: Svc, route: InferenceRoute, protocol: string, ctx: LeanContext): Promise<void> {
   beginRequest(ctx, svc);
   if (route.renderError) ctx.state.renderError = route.renderError;
   try {
@@ -47,5 +48,5 @@ async function serve(svc: Svc, route: InferenceRoute, ctx: LeanContext): Promise
     renderFailure(ctx, e, svc.log);
     sendBody(ctx);
   }
-  svc.engines.metrics?.http.count(route.path, ctx.status, protocolOf(route.path));
+  svc.engines.metrics?.http.count(route.path, ctx.status, protocol);
 }

@@ -30,6 +30,5 @@ export function managementActor(gw: Gateway, ctx: Context): KeyEntry {
 /** Run one management call and record it in the audit log under `actor`. */
 export async function audited(gw: Gateway, ctx: Context, actor: KeyEntry, action: string, metadata: Record<string, unknown>, run: () => Promise<void> | void): Promise<void> {
   const caller = { ...callerFrom(ctx), key: actor };
-  const v = await gw.gate.enter(caller, { action, scope: null, audit: action, metadata });
-  await gw.gate.run(v, async () => run());
+  await gw.gate.call(caller, { action, scope: null, audit: action, metadata }, async () => run());
 }

@@ -8,7 +8,7 @@ import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import type { KeyEntry } from "../engines/gateway/keys";
 import type { Caller } from "../engines/gateway/pipeline-types";
-import type { Gate, GateCall, Verdict } from "../engines/gateway/gate";
+import type { Gate, GateCall } from "../engines/gateway/gate";
 import type { Media, MediaCandidate, MediaTarget } from "../engines/media";
 import { SvcError } from "../engines/errors";
 import { mediaPrice, type MediaUnit } from "../engines/gateway/media-prices";
@@ -47,7 +47,7 @@ export interface MediaOp {
   audit: string;
   model?: string;
   /** the providers that could serve the call (Media.candidates); the gate keeps those the key's
-   * policy allows, and the call goes to the first (Verdict.target) */
+   * policy allows, and the call goes to the first */
   candidates?: readonly MediaCandidate[];
   /** or the one provider a stored job is at (polls, content, cancel) */
   provider?: string;
@@ -60,10 +60,11 @@ export interface MediaOp {
   jobId?: string;
 }
 
-/** Describe one media call to the gate; the x-ratelimit-* state goes on the response. The gate
- * picks the first provider the key's policy allows and prices the call there; the verdict comes
- * back with that provider resolved (`target`). */
-export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: MediaOp): Promise<Verdict<MediaCandidate> & { target: MediaTarget }> {
+/** One media call through the gate (Gate.call): the gate keeps the candidates the key's policy
+ * allows, prices the call on the first of them and admits it; `work` gets that provider resolved
+ * (a job's call, naming `provider`, resolves its own target); the call is then settled and
+ * audited. The x-ratelimit-* state goes on the response. */
+export function callMedia<R>(svc: Svc, ctx: HttpContext, c: MediaCall, op: MediaOp, work: (t: MediaTarget) => Promise<R>): Promise<R> {
   const first = op.candidates?.[0];
   const call: GateCall<MediaCandidate> = {
     action: op.audit.startsWith("media.") ? `media:${op.audit.slice(6)}` : `media:${op.audit}`,
@@ -83,18 +84,12 @@ export async function enterMedia(svc: Svc, ctx: HttpContext, c: MediaCall, op: M
       if (first) Object.assign(call, call.priceOf(first)); // without a key (loopback) the first is used
     } else call.spendMicros = 0;
   }
-  const v = await c.gate.enter(c.caller, call);
-  setHeaders(ctx, rateHeaders(v.rate));
-  const chosen = (v.targets ?? op.candidates)?.[0];
-  let target: MediaTarget | undefined;
-  try {
-    if (chosen) target = mediaOf(svc).resolve(chosen);
-  } catch (e) {
-    c.gate.failed(v, e); // its credential does not resolve: released and audited
-    throw e;
-  }
-  // a job call (op.provider) resolves its own target (Media.targetOf)
-  return Object.assign(v, { target: target! });
+  return c.gate.call(c.caller, call, (v) => {
+    setHeaders(ctx, rateHeaders(v.rate));
+    const chosen = (v.targets ?? op.candidates)?.[0];
+    // a credential that does not resolve fails the admitted call: released and audited
+    return work(chosen ? mediaOf(svc).resolve(chosen) : (undefined as unknown as MediaTarget));
+  });
 }
 
 /** May this caller see a job? Jobs made with a key: that key or the admin key; without: loopback. */

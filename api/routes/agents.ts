@@ -127,19 +127,21 @@ export default function routes(svc: Svc): Router {
     // and the providers that serve it), rate limits, max_requests, an exhausted budget, audit;
     // the task's model calls then meet the gate again, each with its price
     const gw = svc.engines.gateway!;
-    const v = await gw.gate.enter(caller, { action: "agents:dispatch", scope: "agents:dispatch", audit: "agents.dispatch", model: resolved, targets: gw.router.targets(resolved), metered: true, spendMicros: 0 });
-    setHeaders(ctx, rateHeaders(v.rate));
-    const { view, created } = await gw.gate.run(v, () => a.tasks.dispatch({
-      agent: ctx.params.id,
-      spec,
-      model: resolved,
-      prompt,
-      title,
-      toolChoice: toolChoice(b.tool_choice),
-      caller: { ...caller, route: "/agents/:id/dispatch" },
-      keyId: key?.id ?? null,
-      idempotencyKey: idem || undefined,
-    }), { metadata: { agent_id: ctx.params.id } });
+    const call = { action: "agents:dispatch", scope: "agents:dispatch" as const, audit: "agents.dispatch", model: resolved, targets: gw.router.targets(resolved), metered: true, spendMicros: 0, metadata: { agent_id: ctx.params.id } };
+    const { view, created } = await gw.gate.call(caller, call, (v) => {
+      setHeaders(ctx, rateHeaders(v.rate));
+      return a.tasks.dispatch({
+        agent: ctx.params.id,
+        spec,
+        model: resolved,
+        prompt,
+        title,
+        toolChoice: toolChoice(b.tool_choice),
+        caller: { ...caller, route: "/agents/:id/dispatch" },
+        keyId: key?.id ?? null,
+        idempotencyKey: idem || undefined,
+      });
+    });
     ctx.status = created ? 202 : 200;
     if (!created) ctx.set("idempotent-replayed", "true");
     ctx.set("location", taskPath(view.id));

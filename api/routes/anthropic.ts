@@ -50,11 +50,18 @@ export function anthropicInference(svc: Svc): InferenceRoute[] {
     const targets = gw.router.targets(req.model);
     if (!targets.length) throw new SvcError("not_found", "model_not_found", `model ${req.model} is not served by this gateway or not allowed for this key`, "model");
     const caller = callerFrom(ctx);
-    const v = await gw.gate.enter(caller, { action: "chat:completions", scope: "inference", audit: "messages.count_tokens", model: req.model, metered: true, spendMicros: 0, unbudgeted: true, targets });
-    setHeaders(ctx, rateHeaders(v.rate));
     // what Anthropic's count_tokens accepts, forwarded as sent to an Anthropic upstream
     const rest = Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_FIELDS.has(k)));
-    const n = await gw.gate.run(v, () => countPromptTokens(v.targets!, gw.router, svc.engines.pool, req, rest, clientCancellation(ctx)), { model: req.model, provider: v.targets![0]?.provider });
+    const call = { action: "chat:completions", scope: "inference" as const, audit: "messages.count_tokens", model: req.model, metered: true, spendMicros: 0, unbudgeted: true, targets };
+    const n = await gw.gate.call(
+      caller,
+      call,
+      (v) => {
+        setHeaders(ctx, rateHeaders(v.rate));
+        return countPromptTokens(v.targets!, gw.router, svc.engines.pool, req, rest, clientCancellation(ctx));
+      },
+      (v) => ({ provider: v.targets![0]?.provider }),
+    );
     ctx.set("x-svc-token-count", n.source);
     ctx.body = { input_tokens: n.inputTokens };
   };

@@ -27,7 +27,7 @@ import { paramsOf, quotedCharge } from "../../engines/media/quotes";
 import { readRaw } from "../body";
 import { jsonBody } from "../body-schema";
 import { JobIdBody, VideoBody } from "../../schemas/api/media";
-import { admitMedia, countOf, enterMedia, mayView, mediaOf, modelOf } from "../media-access";
+import { admitMedia, callMedia, countOf, mayView, mediaOf, modelOf } from "../media-access";
 
 const IMAGE_OPS: Record<string, MediaCapability> = { generations: "image_generation", edits: "image_edit", upscale: "image_upscale" };
 const JOB_ID = /^[A-Za-z0-9_-]{8,100}$/;
@@ -61,9 +61,8 @@ export default function media(svc: Svc): Router {
     const type = ctx.get("content-type") || "application/octet-stream";
     const model = modelOf(raw, type);
     // a minute is reserved; the answer's `duration` (verbose_json) settles the actual length
-    const v = await enterMedia(svc, ctx, c, { audit: "media.transcription", model, candidates: m.candidates("transcription", model), metered: true, price: { unit: "perAudioMinute", quantity: 1 } });
-    const t = v.target;
-    const up = await c.gate.run(v, () => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
+    const op = { audit: "media.transcription", model, candidates: m.candidates("transcription", model), metered: true, price: { unit: "perAudioMinute" as const, quantity: 1 } };
+    const up = await callMedia(svc, ctx, c, op, (t) => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
     passThrough(ctx, up);
   });
 
@@ -102,21 +101,24 @@ export default function media(svc: Svc): Router {
       const id = wanted ? `img_${wanted}` : newJobId("img_");
       if (await m.jobs.get(id)) throw new SvcError("conflict", "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
       const price = { unit: "perImage" as const, quantity: countOf(raw, type) };
-      const v = await enterMedia(svc, ctx, c, { audit: `media.images.${op}`, model, candidates, metered: true, price, jobId: id });
-      const t = v.target;
-      await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
-      const abort = m.jobs.track(id);
-      ctx.set("x-svc-job-id", id);
+      // the job is recorded (and cancellable) once the gate admitted the call
+      let abort: AbortController | undefined;
       try {
-        const up = await c.gate.run(v, () => m.forward(t, "POST", `/images/${op}`, { body: raw, contentType: type, signal: abort.signal }));
+        const up = await callMedia(svc, ctx, c, { audit: `media.images.${op}`, model, candidates, metered: true, price, jobId: id }, async (t) => {
+          await m.jobs.create({ id, kind: "image", operation: op, provider: t.provider, model, status: "running", ownerKeyId: c.key?.id ?? null });
+          abort = m.jobs.track(id);
+          ctx.set("x-svc-job-id", id);
+          return m.forward(t, "POST", `/images/${op}`, { body: raw, contentType: type, signal: abort.signal });
+        });
         await m.jobs.update(id, { status: "completed", result: { created: up.json?.created, count: Array.isArray(up.json?.data) ? up.json.data.length : undefined } });
         passThrough(ctx, up);
       } catch (e) {
+        if (!abort) throw e; // refused at the gate: no job was made
         if (abort.signal.aborted) throw new SvcError("conflict", "conflict", `image job ${id} was cancelled`);
         await m.jobs.update(id, { status: "failed", error: codeOf(e) });
         throw e;
       } finally {
-        m.jobs.untrack(id);
+        if (abort) m.jobs.untrack(id);
       }
     });
   }
@@ -129,8 +131,7 @@ export default function media(svc: Svc): Router {
     const job = await m.jobs.get(id);
     if (!job || job.kind !== "image" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `image job ${JSON.stringify(b.id)} does not exist`);
     if (job.status !== "running") throw new SvcError("conflict", "conflict", `image job ${id} is already ${job.status}`);
-    const v = await enterMedia(svc, ctx, c, { audit: "media.images.cancel", model: job.model ?? undefined, provider: job.provider, metered: false, jobId: id });
-    await c.gate.run(v, async () => {
+    await callMedia(svc, ctx, c, { audit: "media.images.cancel", model: job.model ?? undefined, provider: job.provider, metered: false, jobId: id }, async () => {
       if (!(await m.jobs.cancel(id))) throw new SvcError("conflict", "conflict", `image job ${id} is not running in this process`);
     });
     ctx.body = { id, object: "image.job", status: "cancelled" };
@@ -138,9 +139,10 @@ export default function media(svc: Svc): Router {
 
   r.post("/v1/videos/quote", async (ctx) => {
     const { m, c, b, model, candidates } = await videoCall(svc, ctx, "media.videos.quote");
-    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.quote", model, candidates, metered: true });
-    const t = v.target;
-    const up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }));
+    const { t, up } = await callMedia(svc, ctx, c, { audit: "media.videos.quote", model, candidates, metered: true }, async (t) => ({
+      t,
+      up: await m.forward(t, "POST", "/videos/quote", { body: JSON.stringify(paramsOf(b)), contentType: "application/json" }),
+    }));
     const quote = await m.quotes.issue({ provider: t.provider, model, ownerKeyId: c.key?.id ?? null, body: b, up: up.json });
     ctx.body = { ...quote, upstream: up.json ?? null };
   });
@@ -151,26 +153,22 @@ export default function media(svc: Svc): Router {
     // quote, whatever the provider's per-second price says; then the quote and consent are
     // checked and the quote claimed, all before anything is sent upstream
     const id = newJobId("vid_");
-    const v = await enterMedia(svc, ctx, c, { audit: "media.videos.generations", model, candidates, metered: true, spendMicros: (await m.quotes.priceOf(b.quote_id, c.key?.id ?? null)) ?? 0, jobId: id });
-    const t = v.target;
-    let quote: Awaited<ReturnType<typeof m.quotes.claim>>;
-    try {
-      quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
-    } catch (e) {
-      c.gate.failed(v, e);
-      throw e;
-    }
+    const spendMicros = (await m.quotes.priceOf(b.quote_id, c.key?.id ?? null)) ?? 0;
+    const { t, quote, up } = await callMedia(svc, ctx, c, { audit: "media.videos.generations", model, candidates, metered: true, spendMicros, jobId: id }, async (t) => {
+      const quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
+      const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
+      try {
+        return { t, quote, up: await m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }) };
+      } catch (e) {
+        await m.quotes.release(quote.id); // nothing started: the quote stays usable until it expires
+        throw e;
+      }
+    });
     const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
-    const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
-    let up: Awaited<ReturnType<typeof m.forward>>;
-    let upstreamId: unknown;
-    try {
-      up = await c.gate.run(v, () => m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }));
-      upstreamId = up.json?.id;
-      if (typeof upstreamId !== "string" || !upstreamId) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
-    } catch (e) {
-      await m.quotes.release(quote.id); // nothing started: the quote stays usable until it expires
-      throw e;
+    const upstreamId: unknown = up.json?.id;
+    if (typeof upstreamId !== "string" || !upstreamId) {
+      await m.quotes.release(quote.id);
+      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
     }
     const status = typeof up.json.status === "string" ? up.json.status : "queued";
     await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId: upstreamId as string, status, ownerKeyId: c.key?.id ?? null, result: up.json, quoteId: quote.id, priceMicros });
@@ -186,21 +184,22 @@ export default function media(svc: Svc): Router {
     const job = await m.jobs.get(ctx.params.id);
     if (!job || job.kind !== "video" || !mayView(c, job.ownerKeyId)) throw new SvcError("not_found", "not_found", `video job ${JSON.stringify(ctx.params.id)} does not exist`);
     const t = m.targetOf(job.provider, "video");
-    const v = await enterMedia(svc, ctx, c, { audit, model: job.model ?? undefined, provider: t.provider, metered: false, jobId: job.id });
-    return { m, c, job, t, v };
+    /** one call through the gate to the job's provider */
+    const forward = (path: string, stream?: boolean) => callMedia(svc, ctx, c, { audit, model: job.model ?? undefined, provider: t.provider, metered: false, jobId: job.id }, () => m.forward(t, "GET", path, stream ? { stream } : undefined));
+    return { m, job, forward };
   };
 
   r.get("/v1/videos/jobs/:id", async (ctx) => {
-    const { m, c, job, t, v } = await videoJob(ctx, "media.videos.job");
-    const up = await c.gate.run(v, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}`));
+    const { m, job, forward } = await videoJob(ctx, "media.videos.job");
+    const up = await forward(`/videos/jobs/${encodeURIComponent(job.upstreamId!)}`);
     const status = typeof up.json?.status === "string" ? up.json.status : job.status;
     await m.jobs.update(job.id, { status, result: up.json });
     ctx.body = { ...(up.json ?? {}), id: job.id, object: "video.job", upstream_id: job.upstreamId, provider: job.provider, status, created_at: job.createdAt.toISOString(), charge: quotedCharge(job) };
   });
 
   r.get("/v1/videos/jobs/:id/content", async (ctx) => {
-    const { m, c, job, t, v } = await videoJob(ctx, "media.videos.content");
-    const up = await c.gate.run(v, () => m.forward(t, "GET", `/videos/jobs/${encodeURIComponent(job.upstreamId!)}/content`, { stream: true }));
+    const { job, forward } = await videoJob(ctx, "media.videos.content");
+    const up = await forward(`/videos/jobs/${encodeURIComponent(job.upstreamId!)}/content`, true);
     passThrough(ctx, up);
   });
 
@@ -212,9 +211,7 @@ export default function media(svc: Svc): Router {
       throw new SvcError("not_found", "not_configured", 'no provider reports a credit balance: add "credits" to spec.capabilities of a Provider whose service has one (svc asks GET <baseUrl>/credits)');
     }
     const want = typeof ctx.query.provider === "string" ? ctx.query.provider : undefined;
-    const v = await enterMedia(svc, ctx, c, { audit: "credits.balance", candidates: m.candidates("credits", undefined, want), metered: false });
-    const t = v.target;
-    const up = await c.gate.run(v, () => m.forward(t, "GET", "/credits"));
+    const { t, up } = await callMedia(svc, ctx, c, { audit: "credits.balance", candidates: m.candidates("credits", undefined, want), metered: false }, async (t) => ({ t, up: await m.forward(t, "GET", "/credits") }));
     const j = up.json ?? {};
     // OpenRouter-style {data: {total_credits, total_usage}}, or a plain {balance}
     const d = j.data ?? j;

@@ -24,7 +24,6 @@ import { jsonBody } from "../body-schema";
 import { AgentOnlyBody, MemoryFlushBody, MemoryIngestBody } from "../../schemas/api/bodies";
 import { callerFrom, setHeaders } from "../caller";
 import { rateHeaders } from "../errors";
-import type { Gate, Verdict } from "../../engines/gateway/gate";
 import { utcDateOrIso, utcMs } from "../../engines/iso-time";
 
 const MAX_TURN = 200_000;
@@ -43,7 +42,7 @@ function memoryOf(svc: Svc): MemoryEngine {
  * it), the key's policy for action memory:<operation> (the path's first segment: ingest, search,
  * agents, ...), then its limits (rate limits and max_requests count the call; memory has no
  * price, so a budgeted key may use it). The verdict's x-ratelimit-* state is on the response. */
-async function enter(svc: Svc, ctx: Context): Promise<{ gate: Gate; v: Verdict }> {
+async function call(svc: Svc, ctx: Context, work: () => Promise<void>): Promise<void> {
   const gw = svc.engines.gateway;
   if (!gw) throw new SvcError("unavailable", "model_unavailable", "memory is unavailable: the gateway engine is not running");
   const op = (ctx.path.split("/")[2] ?? "").toLowerCase().replace(/[^a-z]+/g, "_");
@@ -51,18 +50,18 @@ async function enter(svc: Svc, ctx: Context): Promise<{ gate: Gate; v: Verdict }
   const caller = callerFrom(ctx);
   const key = gw.gate.admit(caller, "memory", audit);
   if (key) ctx.state.keyId = key.id;
-  const v = await gw.gate.enter(caller, { action: `memory:${op}`, scope: "memory", audit, metered: true, spendMicros: 0 });
-  setHeaders(ctx, rateHeaders(v.rate));
-  return { gate: gw.gate, v };
+  await gw.gate.call(caller, { action: `memory:${op}`, scope: "memory", audit, metered: true, spendMicros: 0 }, (v) => {
+    setHeaders(ctx, rateHeaders(v.rate));
+    return work();
+  });
 }
 
-/** A memory route: the engine (503 when it is not running), the gate, then the handler; the call
- * is settled and audited (success or its error code) whatever the handler does. */
+/** A memory route: the engine (503 when it is not running), then the handler as one call through
+ * the gate, settled and audited (success or its error code) whatever the handler does. */
 function memoryRoute(svc: Svc, handler: (ctx: Context, m: MemoryEngine) => Promise<void>) {
   return async (ctx: Context) => {
     const m = memoryOf(svc);
-    const { gate, v } = await enter(svc, ctx);
-    await gate.run(v, () => handler(ctx, m));
+    await call(svc, ctx, () => handler(ctx, m));
   };
 }
 

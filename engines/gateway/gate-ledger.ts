@@ -168,7 +168,8 @@ export class GateLedger {
     this.finish(v, { ...info, status: codeOf(e), costMicros: 0 });
   }
 
-  /** Run `f` as one admitted call: finish on success, failed() on error. */
+  /** Run `f` as one admitted call: finish on success, failed() on error (Gate.call does both
+   * admission and this in one call). */
   async run<T>(v: Verdict<Target>, f: () => Promise<T>, info: Omit<Outcome, "status"> = {}): Promise<T> {
     try {
       const r = await f();

@@ -17,7 +17,7 @@ import { accessRefusal, managementAccessAction, type AccessAction } from "./acce
 import { evaluate, globMatch } from "./policy";
 import { reservationWritten } from "./pipeline-records";
 import type { RouteTarget } from "../providers/types";
-import { GateLedger, type GateCall, type Target, type Verdict } from "./gate-ledger";
+import { GateLedger, type GateCall, type Outcome, type Target, type Verdict } from "./gate-ledger";
 
 export type { AuditSink, GateCall, GateOptions, Outcome, Target, Verdict } from "./gate-ledger";
 
@@ -179,6 +179,14 @@ export class Gate extends GateLedger {
 
   // ------------------------------------------------------------------------------------------
   // one call: enter (authenticate, use, policy, limits) ... finish (settle, audit, alerts)
+
+  /** One call through the gate, the way every keyed route that is a "call" makes it: admit it
+   * (enter), hand the verdict to `work` (the x-ratelimit-* state, the providers the policy allows),
+   * then settle and audit it, success or failure (run). `info` adds what the outcome knows. */
+  async call<R, T extends Target = RouteTarget>(caller: Caller, c: GateCall<T>, work: (v: Verdict<T>) => Promise<R>, info?: (v: Verdict<T>) => Omit<Outcome, "status">): Promise<R> {
+    const v = await this.enter(caller, c);
+    return this.run(v, () => work(v), info?.(v));
+  }
 
   /** Admit one call or throw the refusal (audited and alerted like a refused chat). */
   async enter<T extends Target = RouteTarget>(caller: Caller, c: GateCall<T>): Promise<Verdict<T>> {
