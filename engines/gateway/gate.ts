@@ -14,7 +14,7 @@ import { SvcError } from "../errors";
 import { AUTH_MESSAGES, SECRET_PREFIX, ipAllowed, tokenPrefix, type KeyEntry } from "./keys";
 import { SCOPE_BIT, scopeDenied, type Scope } from "./scopes";
 import { accessRefusal, managementAccessAction, type AccessAction } from "./access-level";
-import { evaluate, globMatch } from "./policy";
+import { evaluate, globMatch, type KeyPolicy } from "./policy";
 import { reservationWritten } from "./pipeline-records";
 import type { RouteTarget } from "../providers/types";
 import { GateLedger, type GateCall, type Outcome, type Target, type Verdict } from "./gate-ledger";
@@ -51,9 +51,7 @@ export class Gate extends GateLedger {
    * call made later for the same request still runs every key-use check. */
   identify(caller: Caller, level: AccessAction = "route"): KeyEntry | null {
     const key = this.authenticate(caller);
-    if (key?.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
-      throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
-    }
+    if (key) this.allowlisted(key, caller);
     const refusal = accessRefusal(key, level);
     if (refusal) throw new SvcError("forbidden", "permission_denied", refusal);
     return key;
@@ -63,9 +61,7 @@ export class Gate extends GateLedger {
    * `action`. `access` is what the access level judges (default: from the scope; key
    * management and audit pass theirs, from the call's audit name). */
   use(key: KeyEntry, caller: Caller, scope: Scope | null, action?: string, access?: AccessAction): void {
-    if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
-      throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
-    }
+    this.allowlisted(key, caller);
     // key management and audit are judged by the call's own audit name, in enter()
     const judged = access ?? (scope === null ? undefined : scope === "inference" ? "inference" : "route");
     const level = judged ? accessRefusal(key, judged) : null;
@@ -76,6 +72,13 @@ export class Gate extends GateLedger {
     }
     if ((key.scopeBits & SCOPE_BIT[scope]) === 0) throw scopeDenied(scope);
     if (action && key.role === "key") this.actionAllowed(key, action);
+  }
+
+  /** The key's IP allowlist admits the caller's address (403 otherwise): any use of a key. */
+  private allowlisted(key: KeyEntry, caller: Caller): void {
+    if (key.ipRanges && !ipAllowed(caller.ip, key.ipRanges)) {
+      throw new SvcError("forbidden", "ip_not_allowed", `address ${caller.ip} is not in this key's IP allowlist`);
+    }
   }
 
   /** permissions.actions, when the key lists them, must name the action (or "*"). */
@@ -110,17 +113,7 @@ export class Gate extends GateLedger {
     this.modelAllowed(key, model);
     this.actionAllowed(key, action);
     const kp = this.boundPolicy(key);
-    let out = cands;
-    if (kp.statements.length) {
-      const monthSpendMicros = this.o.limits.monthSpend(key);
-      let denial: string | undefined;
-      out = cands.filter((t) => {
-        const d = evaluate(kp.statements, { action, model, provider: t.provider, monthSpendMicros, now });
-        if (!d.allowed) denial ??= d.message;
-        return d.allowed;
-      });
-      if (out.length === 0) throw new SvcError("forbidden", "policy_denied", denial!, "model");
-    }
+    let out = this.policyTargets(key, kp.statements, { action, model }, cands, now);
     if (this.o.limits.needsPrice(key, now)) {
       const priced = out.filter((t) => t.priced);
       if (priced.length === 0) {
@@ -163,13 +156,17 @@ export class Gate extends GateLedger {
 
   /** The call's targets whose provider the key's policy statements allow (403 when none is). */
   private allowedTargets<T extends Target>(key: KeyEntry, c: GateCall<T>, now: number): readonly T[] {
-    const kp = this.boundPolicy(key);
-    const all = c.targets!;
-    if (!kp.statements.length) return all;
+    return this.policyTargets(key, this.boundPolicy(key).statements, c, c.targets!, now);
+  }
+
+  /** The targets whose provider the statements allow for `q` (chat's and every other call's
+   * policy filter); 403 naming the first denial when candidates exist and none is allowed. */
+  private policyTargets<T extends Target>(key: KeyEntry, statements: KeyPolicy["statements"], q: { action: string; model?: string; resource?: string }, all: readonly T[], now: number): readonly T[] {
+    if (!statements.length) return all;
     const monthSpendMicros = this.o.limits.monthSpend(key);
     let denial: string | undefined;
     const out = all.filter((t) => {
-      const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: t.provider, resource: c.resource, monthSpendMicros, now });
+      const d = evaluate(statements, { action: q.action, model: q.model, provider: t.provider, resource: q.resource, monthSpendMicros, now });
       if (!d.allowed) denial ??= d.message;
       return d.allowed;
     });

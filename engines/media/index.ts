@@ -9,9 +9,9 @@ import { kindOfUpstreamStatus } from "../providers/http";
 import { outboundFetch } from "../net/outbound-guard";
 import { MediaJobs } from "./jobs";
 import { VideoQuotes } from "./quotes";
-import { candidatesFor, targetFor, capableProviders, longestCallMs, resolveTarget, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget } from "./providers";
+import { candidatesFor, capableProviders, longestCallMs, resolveTarget, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget } from "./providers";
 
-export { targetFor, capableProviders, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget };
+export { capableProviders, unavailable, type MediaCandidate, type MediaCapability, type MediaTarget };
 
 export interface Upstream {
   status: number;
@@ -31,10 +31,6 @@ export class Media {
   /** Stopping: image calls still running are aborted, their jobs marked interrupted. */
   close(): Promise<void> {
     return this.jobs.close();
-  }
-
-  target(cap: MediaCapability, model?: string, provider?: string): MediaTarget {
-    return targetFor(this.svc.store, cap, model, provider);
   }
 
   /** The providers that could serve the call, preferred first; the gate keeps those the caller's

@@ -80,11 +80,6 @@ export function candidatesFor(store: ResourceStore, cap: MediaCapability, model?
   return out;
 }
 
-export function targetFor(store: ResourceStore, cap: MediaCapability, model?: string, provider?: string): MediaTarget {
-  const c = candidatesFor(store, cap, model, provider)[0];
-  return resolveTarget(c.provider, c.spec, c.upstreamModel);
-}
-
 export function resolveTarget(name: string, spec: ProviderSpec, upstreamModel?: string): MediaTarget {
   const headers: Record<string, string> = {};
   if (spec.credential) {
