@@ -125,7 +125,7 @@ function distFile(src) {
 
 /** What the build is made from: every source's path and mtime, the build script and package.json. */
 function fingerprint(files) {
-  return [...files, path.join(root, "package.json"), fileURLToPath(import.meta.url)].map((f) => `${path.relative(root, f)} ${statSync(f).mtimeMs}`).join("\n");
+  return [...files, path.join(root, "package.json"), fileURLToPath(import.meta.url), fileURLToPath(new URL("./kind-validators.mjs", import.meta.url))].map((f) => `${path.relative(root, f)} ${statSync(f).mtimeMs}`).join("\n");
 }
 
 const started = performance.now();
@@ -152,6 +152,8 @@ try {
     plugins: [mirror],
   });
   if (result.errors.length) throw new Error("the build failed");
+  // the manifest kinds' validators, compiled ahead of time from the schemas just built
+  await (await import("./kind-validators.mjs")).writeKindValidators(root, outdir);
   writeFileSync(path.join(outdir, STAMP), print);
   rmSync(dist, { recursive: true, force: true });
   renameSync(outdir, dist);

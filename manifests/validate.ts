@@ -1,30 +1,52 @@
 // Schema validation: one ajv validator per kind, compiled once, filling defaults (nested
 // ones too) into the document it checks. Errors become readable issues with JSON pointers.
-import Ajv, { type ErrorObject, type ValidateFunction } from "ajv";
-import addFormats from "ajv-formats";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { createHash } from "node:crypto";
 import { kindSchemas, type Kind } from "../schemas";
+import { AJV_OPTIONS } from "./ajv-options";
 import { SecretRef } from "../schemas/common";
 import { inferKeyType, missingHierarchyId } from "../schemas/kinds/api-key";
 import { mediaPriceProblem } from "../schemas/kinds/currency";
 import { joinPointer, splitPointer } from "./pointer";
 import { URL_FIELDS, urlCredentialProblem } from "./url-credentials";
 
-let ajv: Ajv | undefined;
 const validators = new Map<Kind, ValidateFunction>();
 
+// The validators bin/kind-validators.mjs compiled at build time, when they were made from these
+// very schemas (the digest); otherwise (a source checkout not built, a schema edited since) each
+// kind is compiled here on first use.
+const prebuilt = await loadPrebuilt();
+// ajv itself is loaded only when something must be compiled here
+const ajv = prebuilt ? undefined : await runtimeAjv();
+
+async function runtimeAjv() {
+  const [{ default: Ajv }, { default: addFormats }] = await Promise.all([import("ajv"), import("ajv-formats")]);
+  const a = new Ajv(AJV_OPTIONS);
+  addFormats(a);
+  return a;
+}
+
+async function loadPrebuilt(): Promise<Record<string, ValidateFunction> | undefined> {
+  try {
+    const mod = await import(new URL("./generated/kind-validators.mjs", import.meta.url).href);
+    const digest = createHash("sha256").update(JSON.stringify(kindSchemas)).digest("hex");
+    return mod.SCHEMAS_DIGEST === digest ? mod : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function validatorFor(kind: Kind): ValidateFunction {
-  let v = validators.get(kind);
+  let v = validators.get(kind) ?? prebuilt?.[kind];
   if (!v) {
-    if (!ajv) {
-      // validateSchema: false: the kinds' schemas are svc's own (TypeBox), checked by its tests; checking them
-      // against the meta-schema at every start was ~40% of the compile `svc config validate` waits for
-      ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, verbose: true, validateSchema: false });
-      addFormats(ajv);
-    }
-    v = ajv.compile(kindSchemas[kind]);
+    v = (ajv ?? compileError()).compile(kindSchemas[kind]);
     validators.set(kind, v);
   }
   return v;
+}
+
+function compileError(): never {
+  throw new Error("internal: no validator for this kind was built and ajv was not loaded");
 }
 
 export interface SchemaProblem {

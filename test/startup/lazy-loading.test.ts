@@ -65,6 +65,9 @@ describe("svc loads what a command uses", () => {
     expect(r.out).toContain("objects valid");
     expect(r.loads.some((u) => u.endsWith("/dist/manifests/validate.js")), "validated with the manifests code").toBe(true);
     expect(loaded(r.loads)).toEqual([]);
+    // the kinds' validators compiled at build time: ajv's compiler is not loaded (bin/kind-validators.mjs)
+    expect(r.loads.some((u) => u.endsWith("/manifests/generated/kind-validators.mjs")), "the prebuilt validators").toBe(true);
+    expect(r.loads.filter((u) => /\/dist\/vendor\/ajv(-formats)?\.js$/.test(u))).toEqual([]);
   });
 
   it("svc --help, svc status and svc mcp --help load none of them either", async () => {
