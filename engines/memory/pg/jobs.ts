@@ -47,6 +47,8 @@ export class PgScheduler implements MemoryScheduler {
   private beat?: NodeJS.Timeout;
   /** the poll in flight: a tick meanwhile waits for it instead of starting another */
   private polling: Promise<void> | null = null;
+  /** the clock's time when the poll in flight was asked for (it reads the clock then or later) */
+  private pollingAt = 0;
   private closed = false;
   private readonly armedHere = new Set<string>();
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -138,11 +140,21 @@ export class PgScheduler implements MemoryScheduler {
   }
 
   /** Take what fell due (one replica gets each row) and hand it to the engine; resolves once
-   * what it took is handed over (a tick during the timer's poll resolves with that poll). */
+   * what it took is handed over. A tick during a poll that read the clock at this time or later
+   * resolves with that poll; during one that read an earlier time (the clock has moved since: it
+   * may miss what fell due meanwhile) it polls again after it. */
   tick(): Promise<void> {
     if (this.closed || !this.host) return Promise.resolve();
-    this.polling ??= this.take(this.host).finally(() => (this.polling = null));
-    return this.polling;
+    const host = this.host;
+    const at = this.clock().now();
+    if (this.polling && this.pollingAt >= at) return this.polling;
+    const poll: Promise<void> = (this.polling ?? Promise.resolve()).then(() => this.take(host));
+    this.polling = poll;
+    this.pollingAt = at;
+    void poll.finally(() => {
+      if (this.polling === poll) this.polling = null;
+    });
+    return poll;
   }
 
   private async take(host: SchedulerHost): Promise<void> {
