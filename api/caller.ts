@@ -77,7 +77,7 @@ const EMBEDDING_ROUTES = new Set(["/v1/embeddings", "/api/embed", "/api/embeddin
 export function callerFrom(ctx: HttpContext): Caller {
   const known = ctx.state.caller as Caller | undefined;
   if (known) return known;
-  const route = (ctx as any)._matchedRoute;
+  const route = ctx._matchedRoute;
   const caller: Caller = {
     token: tokenFrom(ctx),
     ip: clientIp(ctx),

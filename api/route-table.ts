@@ -2,6 +2,14 @@
 // serves must have its line in api/openapi/catalogue.ts (access, body schema), and a keyed route
 // must say how it meets the gate (`gate`). createHandler checks it at start-up, so a route added
 // without registering it never serves a request: the server refuses to start, naming the route.
+//
+// Two HTTP stacks serve these routes, on purpose: the inference routes (chat, completions,
+// responses, messages, embeddings, the Ollama POSTs: the hot path a gateway is measured on) go
+// through the lean listener (inference-listener.ts: a path lookup and a plain context), every
+// other route through Koa and @koa/router. Koa's per-request context graph, middleware
+// composition and router scan are a cost the hot routes pay on every request (the gateway bench
+// shows it); the other routes keep Koa's routing and middleware, where that cost does not matter. Both read the same table here, give the route code
+// the same HttpContext (http-context.ts) and meet the same gate.
 import type Router from "@koa/router";
 import type { InferenceRoute } from "./inference-route";
 import { routeDocs } from "./openapi/catalogue";
