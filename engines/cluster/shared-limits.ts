@@ -1,9 +1,11 @@
 // The shared limit store on Redis (engines/gateway/limits/shared.ts is the engine side): one
 // Lua script per request checks revocation, the rate bucket and windows, max_requests, budgets
 // and token limits of the key, its team and its organization, and reserves, atomically
-// (limits.lua); settle.lua releases the reservation and adds the actual usage. A settle that
-// cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a short
-// outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
+// (limits.lua): the request's one round trip. Settlements leave after the answer, batched: those
+// of an event-loop turn go in one settle.lua call (which releases the reservations and adds the
+// actual usage), in the same write as the turn's admissions (the connection auto-pipelines). A
+// settle that cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a
+// short outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
 // Redis is a cache of the counters whose truth is in PostgreSQL: the lease holder copies them
 // there each second with the mark of the instant it read them (snap.lua, copied.lua); a Redis
 // without the `seeded` mark (new, restarted without persistence, FLUSHALL, failover to an empty
@@ -17,6 +19,9 @@ import type { Redis } from "ioredis";
 import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
+
+/** settlements in one settle.lua call at most */
+const SETTLE_BATCH = 500;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
@@ -52,6 +57,9 @@ export class RedisLimits implements SharedLimitStore {
   private syncing?: Promise<void>;
   private again = false;
   private offline = false;
+  /** settlements of this turn, sent together after it (flushSettles) */
+  private pending: Entry[] = [];
+  private flushing = false;
   /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
   private checked?: Promise<void>;
 
@@ -148,7 +156,8 @@ export class RedisLimits implements SharedLimitStore {
   private async syncOnce(): Promise<void> {
     if (this.r.status !== "ready") return;
     await this.check();
-    for (const e of this.ledger.unsent()) await this.sendSettle(e);
+    const unsent = this.ledger.unsent();
+    for (let i = 0; i < unsent.length; i += SETTLE_BATCH) await this.sendSettles(unsent.slice(i, i + SETTLE_BATCH));
     for (let round = 0; round < 20; round++) {
       const [inc, base, durable] = await this.r.mget(`${this.p}seeded`, `${this.p}base`, `${this.p}durable`);
       if (!inc) {
@@ -185,22 +194,32 @@ export class RedisLimits implements SharedLimitStore {
     return true;
   }
 
-  private async sendSettle(e: Entry): Promise<void> {
-    e.inc = undefined;
+  /** Send the settlements queued this turn (settle), SETTLE_BATCH to a call. */
+  private flushSettles(): void {
+    this.flushing = false;
+    const all = this.pending;
+    this.pending = [];
+    for (let i = 0; i < all.length; i += SETTLE_BATCH) void this.sendSettles(all.slice(i, i + SETTLE_BATCH));
+  }
+
+  private async sendSettles(es: Entry[]): Promise<void> {
+    for (const e of es) e.inc = undefined;
     try {
       await this.check();
-      const v = await this.r.svcSettle(e.settle!);
+      const v = await this.r.svcSettle(JSON.stringify({ p: this.p, list: es.map((e) => e.settle) }));
       if (v[0] === "unseeded") {
-        e.inc = "";
+        for (const e of es) e.inc = "";
         this.again = true;
         return;
       }
-      e.inc = String(v[0]);
-      e.seq = Number(v[1]);
-      e.settle = undefined;
+      for (const e of es) {
+        e.inc = String(v[0]);
+        e.seq = Number(v[1]);
+        e.settle = undefined;
+      }
       this.offline = false;
     } catch {
-      e.inc = "";
+      for (const e of es) e.inc = "";
       if (!this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
       this.offline = true;
     }
@@ -235,9 +254,14 @@ export class RedisLimits implements SharedLimitStore {
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
-    const e: Entry = { seq: 0, d, settle: JSON.stringify({ p: this.p, id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served }) };
+    // on its way (inc undefined) from now: after this turn, with the turn's others
+    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
-    void this.sendSettle(e);
+    this.pending.push(e);
+    if (!this.flushing) {
+      this.flushing = true;
+      setImmediate(() => this.flushSettles());
+    }
   }
 
   /** settles still waiting for Redis (tests, shutdown) */
@@ -252,6 +276,11 @@ export class RedisLimits implements SharedLimitStore {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    if (this.pending.length) {
+      const all = this.pending;
+      this.pending = [];
+      for (let i = 0; i < all.length; i += SETTLE_BATCH) await this.sendSettles(all.slice(i, i + SETTLE_BATCH));
+    }
     await this.sync().catch(() => undefined);
   }
 }
