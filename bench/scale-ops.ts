@@ -5,6 +5,10 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 
+/** Commands svc's Lua scripts run (engines/cluster/*.lua); svc itself sends none of them on the
+ * request path, so with scripts present they are counted as the scripts' work, not round trips. */
+const INNER = ["hset", "hget", "hmget", "hincrby", "hincrbyfloat", "zadd", "zrem", "zrangebyscore", "zremrangebyscore", "zcard", "zrange", "incr", "pexpire", "pttl", "time", "sismember", "get"];
+
 export interface OpsSnapshot {
   redis: Record<string, { calls: number; usec: number }>;
   pg: Record<string, { calls: number; ms: number; rows: number }>;
@@ -63,7 +67,7 @@ export class OpsProbe {
       .map((x) => ({ query: x.query.replace(/\s+/g, " ").slice(0, 90), perRequest: x.calls / n, msPerCall: x.ms / x.calls, rowsPerCall: x.rows / x.calls }))
       .sort((x, y) => y.perRequest - x.perRequest);
     // round trips from svc: top-level commands (a script's inner commands are counted by Redis too)
-    const inner = new Set(["hset", "hget", "hmget", "hincrby", "hincrbyfloat", "zadd", "zrem", "zrangebyscore", "zremrangebyscore", "zcard", "zrange", "incr", "pexpire", "pttl", "time", "sismember", "get"]);
+    const inner = new Set(INNER);
     const scripted = redis.some((x) => x.cmd === "evalsha" || x.cmd === "eval");
     return {
       requests,
@@ -78,4 +82,42 @@ export class OpsProbe {
     this.redis.disconnect();
     await this.db.end().catch(() => undefined);
   }
+}
+
+/** Redis's busy time per request (µs): its scripts' time, which includes the commands they ran,
+ * plus the plain commands svc sends. */
+export function redisUsecPerRequest(o: OpsPerRequest): number {
+  const scripted = o.redis.some((x) => x.cmd === "evalsha" || x.cmd === "eval");
+  const inner = new Set(INNER);
+  return o.redis.filter((x) => !scripted || !inner.has(x.cmd)).reduce((s, x) => s + x.perRequest * x.usecPerCall, 0);
+}
+
+/** PostgreSQL's execution time per request (ms), every statement. */
+export const pgMsPerRequest = (o: OpsPerRequest): number => o.pg.reduce((s, x) => s + x.perRequest * x.msPerCall, 0);
+
+/** The report's lines on the shared services' work per request and what it predicts for n
+ * replicas: n × the measured replica, unless Redis (one thread) or PostgreSQL (`pgCores`
+ * busy) is saturated first. */
+export function opsReport(o: OpsPerRequest, perReplica: number, pgCores = 4): { lines: string[]; data: Record<string, unknown> } {
+  const redisUs = redisUsecPerRequest(o);
+  const pgMs = pgMsPerRequest(o);
+  const redisCap = redisUs > 0 ? 1e6 / redisUs : Infinity;
+  const pgCap = pgMs > 0 ? (pgCores * 1000) / pgMs : Infinity;
+  const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en") : "unbounded");
+  const predict = (n: number) => Math.min(n * perReplica, redisCap, pgCap);
+  const bound = (n: number) => (n * perReplica <= Math.min(redisCap, pgCap) ? "the replicas" : redisCap < pgCap ? "Redis" : "PostgreSQL");
+  const lines = [
+    `Work per request on the shared services (1 replica, 50 connections, ${Math.round(o.requests).toLocaleString("en")} requests): Redis ${o.redisCalls.toFixed(2)} commands from svc a request (scripts: ${o.redis.filter((x) => x.cmd === "evalsha").map((x) => x.perRequest.toFixed(2)).join("") || "0"} EVALSHA; INFO commandstats, which also counts the commands a script runs), ${redisUs.toFixed(0)} µs of Redis's one thread a request; PostgreSQL ${o.pgCalls.toFixed(3)} statements a request (pg_stat_statements, background work included: audit batches, counter copies, task and webhook polls), ${(pgMs * 1000).toFixed(0)} µs of execution a request.`,
+    "",
+    "| Redis command | per request | µs per call |",
+    "|---|---|---|",
+    ...o.redis.slice(0, 16).map((x) => `| ${x.cmd} | ${x.perRequest.toFixed(3)} | ${x.usecPerCall.toFixed(1)} |`),
+    "",
+    "| PostgreSQL statement | per request | ms per call | rows per call |",
+    "|---|---|---|---|",
+    ...o.pg.slice(0, 8).map((x) => `| \`${x.query.replace(/\|/g, "\\|")}\` | ${x.perRequest.toFixed(4)} | ${x.msPerCall.toFixed(3)} | ${x.rowsPerCall.toFixed(1)} |`),
+    "",
+    `Scale-out on paper: Redis saturates near ${fmt(redisCap)} requests/s (10^6 µs / ${redisUs.toFixed(0)} µs a request, one thread), PostgreSQL near ${fmt(pgCap)} (${pgCores} busy cores / ${(pgMs * 1000).toFixed(0)} µs a request). With ${Math.round(perReplica).toLocaleString("en")} requests/s per replica (measured above, one core): 4 replicas ≈ ${fmt(predict(4))} requests/s (bound: ${bound(4)}), 16 replicas ≈ ${fmt(predict(16))} (bound: ${bound(16)}). Redis's µs here are measured on this loaded 2-core machine, where Redis shares the cores with svc and the load generator; a dedicated Redis core is faster, so these bounds are low.`,
+  ];
+  return { lines, data: { ops: o, redisUsPerRequest: redisUs, pgMsPerRequest: pgMs, redisCap, pgCap, predicted: { 4: predict(4), 16: predict(16) } } };
 }

@@ -14,6 +14,7 @@ import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
 import { BENCH_AGENT, agentReady, taskRate, type TaskRate } from "./scale-tasks";
 import { memorySearchOnStores } from "./scale-memory";
+import { OpsProbe, PG_STATS, opsReport, type OpsPerRequest } from "./scale-ops";
 
 const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
@@ -77,7 +78,7 @@ export async function scaleBench(): Promise<Section> {
     mkdirSync(cfg);
     writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(upstream));
     writeFileSync(path.join(cfg, "agent.yaml"), BENCH_AGENT);
-    const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    const [pg, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
     services.push(pg, redis);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
     const shared = { ...base, SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url };
@@ -105,7 +106,21 @@ export async function scaleBench(): Promise<Section> {
     ];
     for (const [, u, h] of targets) await load(u, h, 4, 2); // warm-up
     const res: Record<string, Record<number, Load>> = {};
-    for (const c of [1, 50]) for (const [name, u, h] of targets) (res[name] ??= {})[c] = await load(u, h, c, seconds);
+    // the shared services' work during the 1-replica run at 50 connections (bench/scale-ops.ts)
+    const probe = await OpsProbe.open(redis.url, pg.url);
+    let ops: OpsPerRequest | undefined;
+    for (const c of [1, 50]) {
+      for (const [name, u, h] of targets) {
+        const measured = c === 50 && name === "1 replica, PostgreSQL + Redis";
+        const before = measured ? await probe.snapshot() : undefined;
+        (res[name] ??= {})[c] = await load(u, h, c, seconds);
+        if (before) {
+          await sleep(1500); // the settlements, audit batches and counter copy after the answers
+          ops = OpsProbe.perRequest(before, await probe.snapshot(), res[name][c].rps * seconds);
+        }
+      }
+    }
+    await probe.close();
 
     // detached tasks: the same number on each store, 16 dispatching-and-polling loops
     const nTasks = Number(process.env.BENCH_TASKS ?? 200);
@@ -128,6 +143,7 @@ export async function scaleBench(): Promise<Section> {
         rows.push([c, name, Math.round(r.rps), lat(r.p50), lat(r.p99), added(r.p50 - d.p50), added(r.p99 - d.p99), r.errors + r.non2xx]);
       }
     }
+    const opsPart = ops ? opsReport(ops, res["1 replica, PostgreSQL + Redis"][50].rps) : undefined;
     const body = [
       `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite, one Redis script with PostgreSQL + Redis). PostgreSQL 15 and Redis 7 run as throwaway local servers (not pinned). Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine.`,
       "",
@@ -135,6 +151,7 @@ export async function scaleBench(): Promise<Section> {
       "",
       `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${(res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps).toFixed(2)}.`,
       "",
+      ...(opsPart ? [...opsPart.lines, ""] : []),
       `Detached agent tasks: ${nTasks} tasks of one model call each (to the stand-in), 16 loops each dispatching a task and polling it (every 5 ms) until it has finished.`,
       "",
       table(["setup", "tasks/s", "dispatch to finished p50", "p99", "failed"], Object.entries(tasks).map(([n, t]) => [n, t.perSecond.toFixed(1), lat(t.p50), lat(t.p99), t.failed])),
@@ -146,7 +163,7 @@ export async function scaleBench(): Promise<Section> {
         ["PostgreSQL (tsvector, GIN, BM25)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
       ]),
     ].join("\n");
-    return { title, body, data: { results: res, tasks, memory } };
+    return { title, body, data: { results: res, shared: opsPart?.data, tasks, memory } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(1500);

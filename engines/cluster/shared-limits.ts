@@ -1,11 +1,13 @@
 // The shared limit store on Redis (engines/gateway/limits/shared.ts is the engine side): one
 // Lua script per request checks revocation, the rate bucket and windows, max_requests, budgets
 // and token limits of the key, its team and its organization, and reserves, atomically
-// (limits.lua): the request's one round trip. Settlements leave after the answer, batched: those
-// of an event-loop turn go in one settle.lua call (which releases the reservations and adds the
-// actual usage), in the same write as the turn's admissions (the connection auto-pipelines). A
-// settle that cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a
-// short outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
+// (limits.lua), in the same write as the other admissions of the event-loop turn (the connection
+// auto-pipelines). settle.lua releases the reservation and adds the actual usage; a request's
+// settle is written before its answer leaves (not auto-pipelined: a client that sends its next
+// request to another replica the moment it has the answer must find the spend counted, not the
+// larger reservation), and settles Redis missed are sent again in batches. A settle that cannot
+// reach Redis is retried (kept in memory, bounded), so spend is not lost in a short outage; a
+// reservation whose settle never arrives lapses after `reservationTtlMs`.
 // Redis is a cache of the counters whose truth is in PostgreSQL: the lease holder copies them
 // there each second with the mark of the instant it read them (snap.lua, copied.lua); a Redis
 // without the `seeded` mark (new, restarted without persistence, FLUSHALL, failover to an empty
@@ -20,7 +22,7 @@ import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
 
-/** settlements in one settle.lua call at most */
+/** settles Redis missed, sent again in one settle.lua call at most */
 const SETTLE_BATCH = 500;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -57,11 +59,10 @@ export class RedisLimits implements SharedLimitStore {
   private syncing?: Promise<void>;
   private again = false;
   private offline = false;
-  /** settlements of this turn, sent together after it (flushSettles) */
-  private pending: Entry[] = [];
-  private flushing = false;
   /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
   private checked?: Promise<void>;
+  /** that check is done: a settle can be written at once, before the request's answer */
+  private passed = false;
 
   constructor(
     redis: Redis,
@@ -79,7 +80,10 @@ export class RedisLimits implements SharedLimitStore {
   ) {
     for (const [name, file] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: lua(file) });
     this.r = redis as WithScripts;
-    redis.on("ready", () => (this.checked = undefined));
+    redis.on("ready", () => {
+      this.checked = undefined;
+      this.passed = false;
+    });
     this.ledger = new UsageLedger(opts.log);
     this.timer = setInterval(() => void this.sync().catch(() => undefined), opts.pollMs ?? 250);
     this.timer.unref();
@@ -92,16 +96,18 @@ export class RedisLimits implements SharedLimitStore {
   /** Before any counter is read or changed on a new connection: a Redis restarted with old data
    * is emptied so it is rebuilt (run.lua). */
   private check(): Promise<void> {
-    this.checked ??= this.r.svcRun(JSON.stringify({ p: this.p })).then(
+    if (this.checked) return this.checked;
+    const c: Promise<void> = (this.checked = this.r.svcRun(JSON.stringify({ p: this.p })).then(
       (n) => {
         if (n === 1) this.opts.log("shared limits: Redis restarted with older data; its counters are rebuilt from the database");
+        if (this.checked === c) this.passed = true;
       },
       (e) => {
         this.checked = undefined;
         throw e;
       },
-    );
-    return this.checked;
+    ));
+    return c;
   }
 
   newId(): string {
@@ -194,19 +200,12 @@ export class RedisLimits implements SharedLimitStore {
     return true;
   }
 
-  /** Send the settlements queued this turn (settle), SETTLE_BATCH to a call. */
-  private flushSettles(): void {
-    this.flushing = false;
-    const all = this.pending;
-    this.pending = [];
-    for (let i = 0; i < all.length; i += SETTLE_BATCH) void this.sendSettles(all.slice(i, i + SETTLE_BATCH));
-  }
-
   private async sendSettles(es: Entry[]): Promise<void> {
     for (const e of es) e.inc = undefined;
     try {
-      await this.check();
-      const v = await this.r.svcSettle(JSON.stringify({ p: this.p, list: es.map((e) => e.settle) }));
+      const arg = JSON.stringify({ p: this.p, list: es.map((e) => e.settle) });
+      // written now, synchronously, unless the connection is new (then after its check)
+      const v = await (this.passed ? this.r.svcSettle(arg) : this.check().then(() => this.r.svcSettle(arg)));
       if (v[0] === "unseeded") {
         for (const e of es) e.inc = "";
         this.again = true;
@@ -254,14 +253,9 @@ export class RedisLimits implements SharedLimitStore {
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
-    // on its way (inc undefined) from now: after this turn, with the turn's others
     const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
-    this.pending.push(e);
-    if (!this.flushing) {
-      this.flushing = true;
-      setImmediate(() => this.flushSettles());
-    }
+    void this.sendSettles([e]);
   }
 
   /** settles still waiting for Redis (tests, shutdown) */
@@ -276,11 +270,6 @@ export class RedisLimits implements SharedLimitStore {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    if (this.pending.length) {
-      const all = this.pending;
-      this.pending = [];
-      for (let i = 0; i < all.length; i += SETTLE_BATCH) await this.sendSettles(all.slice(i, i + SETTLE_BATCH));
-    }
     await this.sync().catch(() => undefined);
   }
 }
