@@ -131,10 +131,10 @@ end
 if a.ph then redis.call('ZADD', P .. 'rh:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rh:' .. a.k, 3600000) end
 if a.pd then redis.call('ZADD', P .. 'rd:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rd:' .. a.k, 86400000) end
 for _, e in ipairs(a.ents) do
-  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1)
-  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000)
-  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1)
-  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000)
+  -- a day's or month's counters expire: set once, when its first request creates them (the
+  -- rebuild sets it on those it writes, seed.lua and apply.lua)
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000) end
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000) end
   redis.call('HINCRBY', P .. 'u:' .. e .. ':total', 'r', 1)
   if a.s > 0 or a.t > 0 then
     redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', a.s)
