@@ -14,10 +14,17 @@ import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
 import { BENCH_AGENT, agentReady, taskRate, type TaskRate } from "./scale-tasks";
 import { memorySearchOnStores } from "./scale-memory";
+import { OpsProbe, PG_STATS, opsReport, type OpsPerRequest } from "./scale-ops";
 
 const lat = (x: number) => `${x.toFixed(Math.abs(x) < 10 ? 3 : 1)} ms`;
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 const ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
+
+/** What CPU profiles of a replica on PostgreSQL + Redis under load showed (bench/dev/scale-profile.ts). */
+const PROFILE_FINDINGS = [
+  "Where the time went (CPU profile of one PostgreSQL + Redis replica at 50 connections, `node --import tsx bench/dev/scale-profile.ts`, 2026-11-28, machine load average 13-21, so shares rather than absolute times): the replica's own work differed from the SQLite replica's in two places. ioredis wrote every command with its own write(2): 6.3% of all samples, about 14% of the busy time, now one write per event-loop turn for the admissions (auto-pipelining; a settle is still written at once, before its answer, so a client moving to another replica finds its spend counted). The audit row's write-ahead was a SQLite INSERT and commit a row (2.8%, plus the deletes after each batch), now a line appended to a journal file (0.4%).",
+  "Redis, not the replica, is most of the remaining cost in shared mode: each request runs limits.lua (revocation, the rate bucket and hour window, the key's budget and token checks, then the reservation and request count on key, team and organization: about 37 commands inside the script, down from about 46, by no longer scanning for lapsed reservations unless a check would refuse and setting a day's or month's expiry only when it is created) and settle.lua (about 30). PostgreSQL has nothing on the request path: the audit batch (one multi-row INSERT per 64 rows, without BEGIN/COMMIT), the counters copy once a second, and the task, webhook and memory-job polls, which are per second rather than per request. On a 2-core machine Redis's thread takes its CPU from the replica, which is why one shared replica here stays well under the SQLite one; with Redis and PostgreSQL on their own machines the replica's cost per request is close to the SQLite replica's (the journal append against the reservation journal's group commit).",
+].join("\n\n");
 
 interface Load { rps: number; mean: number; p50: number; p99: number; errors: number; non2xx: number }
 
@@ -77,7 +84,7 @@ export async function scaleBench(): Promise<Section> {
     mkdirSync(cfg);
     writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(upstream));
     writeFileSync(path.join(cfg, "agent.yaml"), BENCH_AGENT);
-    const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    const [pg, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
     services.push(pg, redis);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
     const shared = { ...base, SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url };
@@ -104,8 +111,24 @@ export async function scaleBench(): Promise<Section> {
       ["2 replicas, PostgreSQL + Redis", [chat(r1.url), chat(r2.url)], auth(keyShared)],
     ];
     for (const [, u, h] of targets) await load(u, h, 4, 2); // warm-up
+    const loadBefore = os.loadavg()[0];
     const res: Record<string, Record<number, Load>> = {};
-    for (const c of [1, 50]) for (const [name, u, h] of targets) (res[name] ??= {})[c] = await load(u, h, c, seconds);
+    // the shared services' work during the 1-replica run at 50 connections (bench/scale-ops.ts)
+    const probe = await OpsProbe.open(redis.url, pg.url);
+    let ops: OpsPerRequest | undefined;
+    for (const c of [1, 50]) {
+      for (const [name, u, h] of targets) {
+        const measured = c === 50 && name === "1 replica, PostgreSQL + Redis";
+        const before = measured ? await probe.snapshot() : undefined;
+        (res[name] ??= {})[c] = await load(u, h, c, seconds);
+        if (before) {
+          await sleep(1500); // the settlements, audit batches and counter copy after the answers
+          ops = OpsProbe.perRequest(before, await probe.snapshot(), res[name][c].rps * seconds);
+        }
+      }
+    }
+    await probe.close();
+    const loadAfter = os.loadavg()[0];
 
     // detached tasks: the same number on each store, 16 dispatching-and-polling loops
     const nTasks = Number(process.env.BENCH_TASKS ?? 200);
@@ -128,13 +151,17 @@ export async function scaleBench(): Promise<Section> {
         rows.push([c, name, Math.round(r.rps), lat(r.p50), lat(r.p99), added(r.p50 - d.p50), added(r.p99 - d.p99), r.errors + r.non2xx]);
       }
     }
+    const opsPart = ops ? opsReport(ops, res["1 replica, PostgreSQL + Redis"][50].rps) : undefined;
     const body = [
       `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite, one Redis script with PostgreSQL + Redis). PostgreSQL 15 and Redis 7 run as throwaway local servers (not pinned). Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine.`,
+      "",
+      `Machine load average (1 min) before the runs ${loadBefore.toFixed(1)}, after ${loadAfter.toFixed(1)} on ${os.cpus().length} cores: well above ~2 means other work shared the cores and every figure here is low (compare "direct", the stand-in called without svc).`,
       "",
       table(["connections", "setup", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
       `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${(res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps).toFixed(2)}.`,
       "",
+      ...(opsPart ? [...opsPart.lines, "", PROFILE_FINDINGS, ""] : []),
       `Detached agent tasks: ${nTasks} tasks of one model call each (to the stand-in), 16 loops each dispatching a task and polling it (every 5 ms) until it has finished.`,
       "",
       table(["setup", "tasks/s", "dispatch to finished p50", "p99", "failed"], Object.entries(tasks).map(([n, t]) => [n, t.perSecond.toFixed(1), lat(t.p50), lat(t.p99), t.failed])),
@@ -146,7 +173,7 @@ export async function scaleBench(): Promise<Section> {
         ["PostgreSQL (tsvector, GIN, BM25)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
       ]),
     ].join("\n");
-    return { title, body, data: { results: res, tasks, memory } };
+    return { title, body, data: { results: res, shared: opsPart?.data, tasks, memory } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(1500);

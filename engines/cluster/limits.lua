@@ -24,17 +24,20 @@ if hold > 0 then return {'wait', hold} end
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 
--- lapsed reservations of dead requests go back
-for _, e in ipairs(a.ents) do
-  local rs = P .. 'rs:' .. e
-  local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
-  if #old > 0 then
-    for _, m in ipairs(old) do
-      local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
-      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
-      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
+-- lapsed reservations of dead requests go back; only looked for when a budget or token check
+-- would refuse (below): until then they only made the checks stricter
+local function reclaim()
+  for _, e in ipairs(a.ents) do
+    local rs = P .. 'rs:' .. e
+    local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
+    if #old > 0 then
+      for _, m in ipairs(old) do
+        local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
+        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
+        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
+      end
+      redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
     end
-    redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
   end
 end
 
@@ -95,17 +98,28 @@ local function over(committed, budget)
   if a.kn then return committed + a.s > budget end
   return committed >= budget
 end
-for i, c in ipairs(a.checks) do
-  local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
-  local rs, rt = num(r[1]), num(r[2])
-  local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
-  local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
-  local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
-  if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
-  if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
-  if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
-  if c.bm and over(num(m[1]) + rs, c.bm) then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
-  if c.bt and over(num(t[1]) + rs, c.bt) then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
+local function usage()
+  for i, c in ipairs(a.checks) do
+    local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
+    local rs, rt = num(r[1]), num(r[2])
+    local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
+    local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
+    local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
+    if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
+    if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
+    if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
+    if c.bm and over(num(m[1]) + rs, c.bm) then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
+    if c.bt and over(num(t[1]) + rs, c.bt) then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
+  end
+  return nil
+end
+if #a.checks > 0 then
+  local refused = usage()
+  if refused then
+    reclaim()
+    refused = usage()
+    if refused then return refused end
+  end
 end
 
 -- admitted: take the rate slot, count the request, reserve the estimate; the counters' change
@@ -117,10 +131,10 @@ end
 if a.ph then redis.call('ZADD', P .. 'rh:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rh:' .. a.k, 3600000) end
 if a.pd then redis.call('ZADD', P .. 'rd:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rd:' .. a.k, 86400000) end
 for _, e in ipairs(a.ents) do
-  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1)
-  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000)
-  redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1)
-  redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000)
+  -- a day's or month's counters expire: set once, when its first request creates them (the
+  -- rebuild sets it on those it writes, seed.lua and apply.lua)
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000) end
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000) end
   redis.call('HINCRBY', P .. 'u:' .. e .. ':total', 'r', 1)
   if a.s > 0 or a.t > 0 then
     redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', a.s)

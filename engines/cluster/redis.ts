@@ -1,6 +1,8 @@
 // Redis connections for the cluster parts. Commands never queue while Redis is down
 // (enableOfflineQueue: false): a limited request is refused at once with a 503 instead of
 // hanging, and the client keeps reconnecting in the background, so service resumes by itself.
+// Auto-pipelining: under load, one write(2) carries every command of an event-loop turn instead
+// of one each (a CPU profile of a replica at 50 connections had ~14% of its busy time there).
 import { Redis } from "ioredis";
 
 export function connectRedis(url: string, opts: { name: string; onError?: (e: Error) => void; subscriber?: boolean }): Redis {
@@ -11,6 +13,10 @@ export function connectRedis(url: string, opts: { name: string; onError?: (e: Er
     commandTimeout: opts.subscriber ? undefined : 2000,
     retryStrategy: (n) => Math.min(100 * n, 1000),
     lazyConnect: false,
+    // commands issued in the same tick (a turn's admissions and settles) leave in one write
+    enableAutoPipelining: !opts.subscriber,
+    // a settle goes out at once, before the request's answer (engines/cluster/shared-limits.ts)
+    autoPipeliningIgnoredCommands: ["svcSettle"],
   });
   // ioredis emits "error" for every failed reconnect: report the first of a run only
   let down = false;

@@ -14,6 +14,8 @@ for _, x in ipairs(a.rows) do
   if x.s ~= 0 then redis.call('HINCRBY', h, 's', x.s) end
   if x.t ~= 0 then redis.call('HINCRBY', h, 't', x.t) end
   if x.r ~= 0 then redis.call('HINCRBY', h, 'r', x.r) end
+  -- a day's or month's counters expire (limits.lua sets it only on those it creates)
+  if x.period ~= 'total' and redis.call('PTTL', h) == -1 then redis.call('PEXPIRE', h, 40 * 86400000) end
 end
 redis.call('SET', P .. 'seeded', a.inc)
 -- the process these counters live in (run.lua)

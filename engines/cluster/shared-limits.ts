@@ -1,9 +1,13 @@
 // The shared limit store on Redis (engines/gateway/limits/shared.ts is the engine side): one
 // Lua script per request checks revocation, the rate bucket and windows, max_requests, budgets
 // and token limits of the key, its team and its organization, and reserves, atomically
-// (limits.lua); settle.lua releases the reservation and adds the actual usage. A settle that
-// cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a short
-// outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
+// (limits.lua), in the same write as the other admissions of the event-loop turn (the connection
+// auto-pipelines). settle.lua releases the reservation and adds the actual usage; a request's
+// settle is written before its answer leaves (not auto-pipelined: a client that sends its next
+// request to another replica the moment it has the answer must find the spend counted, not the
+// larger reservation), and settles Redis missed are sent again in batches. A settle that cannot
+// reach Redis is retried (kept in memory, bounded), so spend is not lost in a short outage; a
+// reservation whose settle never arrives lapses after `reservationTtlMs`.
 // Redis is a cache of the counters whose truth is in PostgreSQL: the lease holder copies them
 // there each second with the mark of the instant it read them (snap.lua, copied.lua); a Redis
 // without the `seeded` mark (new, restarted without persistence, FLUSHALL, failover to an empty
@@ -17,6 +21,9 @@ import type { Redis } from "ioredis";
 import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
+
+/** settles Redis missed, sent again in one settle.lua call at most */
+const SETTLE_BATCH = 500;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
@@ -54,6 +61,8 @@ export class RedisLimits implements SharedLimitStore {
   private offline = false;
   /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
   private checked?: Promise<void>;
+  /** that check is done: a settle can be written at once, before the request's answer */
+  private passed = false;
 
   constructor(
     redis: Redis,
@@ -71,7 +80,10 @@ export class RedisLimits implements SharedLimitStore {
   ) {
     for (const [name, file] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: lua(file) });
     this.r = redis as WithScripts;
-    redis.on("ready", () => (this.checked = undefined));
+    redis.on("ready", () => {
+      this.checked = undefined;
+      this.passed = false;
+    });
     this.ledger = new UsageLedger(opts.log);
     this.timer = setInterval(() => void this.sync().catch(() => undefined), opts.pollMs ?? 250);
     this.timer.unref();
@@ -84,16 +96,18 @@ export class RedisLimits implements SharedLimitStore {
   /** Before any counter is read or changed on a new connection: a Redis restarted with old data
    * is emptied so it is rebuilt (run.lua). */
   private check(): Promise<void> {
-    this.checked ??= this.r.svcRun(JSON.stringify({ p: this.p })).then(
+    if (this.checked) return this.checked;
+    const c: Promise<void> = (this.checked = this.r.svcRun(JSON.stringify({ p: this.p })).then(
       (n) => {
         if (n === 1) this.opts.log("shared limits: Redis restarted with older data; its counters are rebuilt from the database");
+        if (this.checked === c) this.passed = true;
       },
       (e) => {
         this.checked = undefined;
         throw e;
       },
-    );
-    return this.checked;
+    ));
+    return c;
   }
 
   newId(): string {
@@ -148,7 +162,8 @@ export class RedisLimits implements SharedLimitStore {
   private async syncOnce(): Promise<void> {
     if (this.r.status !== "ready") return;
     await this.check();
-    for (const e of this.ledger.unsent()) await this.sendSettle(e);
+    const unsent = this.ledger.unsent();
+    for (let i = 0; i < unsent.length; i += SETTLE_BATCH) await this.sendSettles(unsent.slice(i, i + SETTLE_BATCH));
     for (let round = 0; round < 20; round++) {
       const [inc, base, durable] = await this.r.mget(`${this.p}seeded`, `${this.p}base`, `${this.p}durable`);
       if (!inc) {
@@ -185,22 +200,25 @@ export class RedisLimits implements SharedLimitStore {
     return true;
   }
 
-  private async sendSettle(e: Entry): Promise<void> {
-    e.inc = undefined;
+  private async sendSettles(es: Entry[]): Promise<void> {
+    for (const e of es) e.inc = undefined;
     try {
-      await this.check();
-      const v = await this.r.svcSettle(e.settle!);
+      const arg = JSON.stringify({ p: this.p, list: es.map((e) => e.settle) });
+      // written now, synchronously, unless the connection is new (then after its check)
+      const v = await (this.passed ? this.r.svcSettle(arg) : this.check().then(() => this.r.svcSettle(arg)));
       if (v[0] === "unseeded") {
-        e.inc = "";
+        for (const e of es) e.inc = "";
         this.again = true;
         return;
       }
-      e.inc = String(v[0]);
-      e.seq = Number(v[1]);
-      e.settle = undefined;
+      for (const e of es) {
+        e.inc = String(v[0]);
+        e.seq = Number(v[1]);
+        e.settle = undefined;
+      }
       this.offline = false;
     } catch {
-      e.inc = "";
+      for (const e of es) e.inc = "";
       if (!this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
       this.offline = true;
     }
@@ -235,9 +253,9 @@ export class RedisLimits implements SharedLimitStore {
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
-    const e: Entry = { seq: 0, d, settle: JSON.stringify({ p: this.p, id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served }) };
+    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
-    void this.sendSettle(e);
+    void this.sendSettles([e]);
   }
 
   /** settles still waiting for Redis (tests, shutdown) */

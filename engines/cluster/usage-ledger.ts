@@ -25,8 +25,21 @@ export interface Entry {
   inc?: string;
   seq: number;
   d: Delta;
-  /** settle.lua's argument, for an entry not counted yet (it also releases the reservation) */
-  settle?: string;
+  /** its item in settle.lua's batch, for an entry not counted yet (it also releases the reservation) */
+  settle?: SettleItem;
+}
+
+/** One request's settlement (settle.lua): its reservation `rs`/`rt`, what it used `s`/`t`. */
+export interface SettleItem {
+  id: string;
+  ents: string[];
+  day: string;
+  month: string;
+  rs: number;
+  rt: number;
+  s: number;
+  t: number;
+  served: boolean;
 }
 
 /** A request in flight holding a reservation. */

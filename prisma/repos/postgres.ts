@@ -48,17 +48,22 @@ type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
 
 class PgAudit implements AuditRepo {
   constructor(private readonly prisma: PrismaClient) {}
-  async insert(rows: AuditRow[]): Promise<void> {
+  /** One multi-row INSERT a chunk; several chunks in one transaction (one statement is atomic by
+   * itself: a batch of up to BATCH.audit rows costs one round trip, without BEGIN and COMMIT). */
+  private async write(rows: AuditRow[], tail: string): Promise<void> {
     if (rows.length === 0) return;
     const p = this.prisma;
-    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length), ...c.flat())));
+    const parts = chunks(rows, BATCH.audit);
+    if (parts.length === 1) await p.$executeRawUnsafe(AUDIT(rows.length) + tail, ...rows.flat());
+    else await p.$transaction(parts.map((c) => p.$executeRawUnsafe(AUDIT(c.length) + tail, ...c.flat())));
   }
-  async insertMissing(rows: AuditRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    const p = this.prisma;
+  insert(rows: AuditRow[]): Promise<void> {
+    return this.write(rows, "");
+  }
+  insertMissing(rows: AuditRow[]): Promise<void> {
     // the key is (id, "timestamp") (auditentry is partitioned by day, migration audit_partitions):
     // a replayed row carries its original timestamp, so it is still recognised
-    await p.$transaction(chunks(rows, BATCH.audit).map((c) => p.$executeRawUnsafe(AUDIT(c.length) + ' ON CONFLICT (id, "timestamp") DO NOTHING', ...c.flat())));
+    return this.write(rows, ' ON CONFLICT (id, "timestamp") DO NOTHING');
   }
 }
 

@@ -48,14 +48,15 @@ function run(cmd: string, args: string[]) {
   execFileSync(c.cmd, c.args, { stdio: ["ignore", "ignore", "pipe"] });
 }
 
-export async function startPostgres(): Promise<Service> {
+/** `extra`: more server settings (`-c name=value` each), e.g. the bench's pg_stat_statements. */
+export async function startPostgres(extra: string[] = []): Promise<Service> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "svc-pg-"));
   chmodSync(dir, 0o777); // the postgres user writes here
   const data = path.join(dir, "data");
   run(path.join(PG_BIN, "initdb"), ["-D", data, "-A", "trust", "-U", "svc", "--no-sync", "-E", "UTF8"]);
   run(path.join(PG_BIN, "pg_ctl"), [
     "-D", data, "-l", path.join(dir, "log"), "-w", "-o",
-    `-k ${dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200`,
+    `-k ${dir} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200${extra.map((x) => ` -c ${x}`).join("")}`,
     "start",
   ]);
   return {

@@ -1,0 +1,77 @@
+// Dev tool (not a test): one replica on PostgreSQL + Redis (or SQLite with LOCAL=1) under load,
+// CPU-profiled (--cpu-prof), with the Redis commands and PostgreSQL statements per request
+// (bench/scale-ops.ts), and the profile's heaviest functions by self time.
+// node --import tsx bench/dev/scale-profile.ts [connections] [seconds]
+import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "../processes";
+import { startPostgres, startRedis } from "../../test/helpers/services";
+import { OpsProbe, PG_STATS } from "../scale-ops";
+
+const conns = Number(process.argv[2] ?? 50);
+const secs = Number(process.argv[3] ?? 8);
+const ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
+const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-scale-prof-"));
+const prof = path.join(tmp, "prof");
+const up = await startStandin();
+const cfg = path.join(tmp, "config");
+mkdirSync(cfg);
+writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(up.url));
+const [pgs, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
+const local = !!process.env.LOCAL;
+const env = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench", SVC_DATABASE_URL: local ? "" : pgs.url, SVC_REDIS_URL: local ? "" : redis.url };
+const svc = await startSvcProcess({ home: path.join(tmp, "r1"), config: cfg, core: 1, env, nodeArgs: process.env.NOPROF ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`] });
+let key = "";
+for (let i = 0; i < 100 && !key; i++) {
+  const r = await fetch(svc.url + "/v1/api-keys", {
+    method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      name: "bench", key_type: "user", organization_id: "org-bench", team_id: "team-bench", user_id: "u1",
+      rate_limits: { per_minute: 100_000_000, burst: 100_000_000, per_hour: 1_000_000_000 },
+      budget_limits: { daily: 1_000_000, monthly: 1_000_000 }, token_limits: { per_request_max: 4096, daily: 1_000_000_000_000 },
+    }),
+  });
+  if (r.status === 201) key = ((await r.json()) as { api_key: string }).api_key;
+  else await sleep(100);
+}
+const url = `${svc.url}/v1/chat/completions`;
+const headers = { authorization: `Bearer ${key}` };
+await loadRun({ url, headers, body: BODY, connections: 4, seconds: 2 });
+const probe = await OpsProbe.open(redis.url, pgs.url);
+const a = await probe.snapshot();
+const r = await loadRun({ url, headers, body: BODY, connections: conns, seconds: secs });
+await sleep(1500); // the flushes after the answers
+const b = await probe.snapshot();
+const ops = OpsProbe.perRequest(a, b, r.rps * secs);
+console.log(JSON.stringify({ rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors + r.non2xx }));
+console.log(`redis round trips/request ${ops.redisCalls.toFixed(2)}`);
+for (const x of ops.redis) console.log(`  redis ${x.cmd} ${x.perRequest.toFixed(3)}/req ${x.usecPerCall.toFixed(1)} us`);
+console.log(`pg statements/request ${ops.pgCalls.toFixed(3)}`);
+for (const x of ops.pg.slice(0, 15)) console.log(`  pg ${x.perRequest.toFixed(4)}/req ${x.msPerCall.toFixed(3)} ms ${x.rowsPerCall.toFixed(1)} rows  ${x.query}`);
+await probe.close();
+svc.proc.kill("SIGINT");
+await new Promise((res) => svc.proc.once("exit", res));
+up.proc.kill();
+await pgs.stop();
+await redis.stop();
+if (!process.env.NOPROF) {
+  const f = readdirSync(prof).find((x) => x.endsWith(".cpuprofile"));
+  if (f) {
+    const p = JSON.parse(readFileSync(path.join(prof, f), "utf8")) as { nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>; samples: number[] };
+    const count = new Map<number, number>();
+    for (const s of p.samples) count.set(s, (count.get(s) ?? 0) + 1);
+    const self = new Map<string, number>();
+    for (const n of p.nodes) {
+      const c = count.get(n.id) ?? 0;
+      if (!c) continue;
+      const k = `${n.callFrame.functionName || "(anon)"} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${n.callFrame.lineNumber}`;
+      self.set(k, (self.get(k) ?? 0) + c);
+    }
+    const total = p.samples.length;
+    console.log(`profile ${path.join(prof, f)}`);
+    for (const [k, c] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 40)) console.log(`  ${((100 * c) / total).toFixed(1)}% ${k}`);
+  }
+}
+process.exit(0);
