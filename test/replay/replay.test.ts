@@ -149,6 +149,13 @@ describe("svc config plan --replay", () => {
     expect(rep.organizations).toEqual([expect.objectContaining({ id: "acme", keys: 2, newRefusals: 24 })]);
   });
 
+  it("a bad window is the client's mistake: 400 naming the parameter", async () => {
+    const r = await fetch(`${env.url}/admin/config/plan`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ documents: docs(objects()), replay: "a while" }) });
+    expect(r.status).toBe(400);
+    const j = (await r.json()) as any;
+    expect(j.error).toMatchObject({ code: "invalid_request", param: "replay" });
+  });
+
   it("a price change reports the spend difference to the cent", async () => {
     const r = await planRoute(objects({ gptX: [1500, 2500] }));
     const t = r.json.replay.totals;

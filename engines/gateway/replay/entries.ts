@@ -25,10 +25,11 @@ export interface ReplayEntry {
 /** Rows per page: large enough that the page query is noise next to the replay itself. */
 export const PAGE = 5000;
 
-const COLS = `id, timestamp, "apiKeyId" AS k, action, model, provider, status, "promptTokens" AS pt, "completionTokens" AS ct, "costMicros" AS c, "ipAddress" AS ip, metadata`;
+// unquoted names: SQLite matches them case-insensitively, PostgreSQL folds them to its lower case
+const COLS = `id, timestamp, apiKeyId AS k, action, model, provider, status, promptTokens AS pt, completionTokens AS ct, costMicros AS c, ipAddress AS ip, metadata`;
 
-function at(db: UsageDb, ms: number): { sql: string; v: unknown } {
-  return db.dialect === "postgresql" ? { sql: "::timestamp", v: new Date(ms).toISOString().slice(0, -1) } : { sql: "", v: dbIsoAt(ms) };
+function at(db: UsageDb, ms: number): { v: unknown } {
+  return { v: db.dialect === "postgresql" ? new Date(ms).toISOString().slice(0, -1) : dbIsoAt(ms) };
 }
 
 function msOf(v: unknown): number {
@@ -70,13 +71,14 @@ export async function* auditEntries(db: UsageDb, from: number, to: number, page 
   const f = at(db, from);
   const t = at(db, to);
   let after: { ts: unknown; id: string } | null = null;
+  const cast = db.dialect === "postgresql" ? "::timestamp" : "";
   for (;;) {
-    const params: unknown[] = [f.v, t.v];
-    let sql = `SELECT ${COLS} FROM "AuditEntry" WHERE "apiKeyId" IS NOT NULL AND timestamp >= ${p(1)}${f.sql} AND timestamp < ${p(2)}${t.sql}`;
+    // the next page starts at the last row's time (an index range on timestamp), past its id
+    const params: unknown[] = [after ? after.ts : f.v, t.v];
+    let sql = `SELECT ${COLS} FROM AuditEntry WHERE apiKeyId IS NOT NULL AND timestamp >= ${p(1)}${cast} AND timestamp < ${p(2)}${cast}`;
     if (after) {
-      params.push(after.ts, after.ts, after.id);
-      const cast = db.dialect === "postgresql" ? "::timestamp" : "";
-      sql += ` AND (timestamp > ${p(3)}${cast} OR (timestamp = ${p(4)}${cast} AND id > ${p(5)}))`;
+      params.push(after.ts, after.id);
+      sql += ` AND (timestamp > ${p(3)}${cast} OR id > ${p(4)})`;
     }
     sql += ` ORDER BY timestamp, id LIMIT ${page}`;
     const rows = await db.all(sql, params);
@@ -90,7 +92,7 @@ export async function* auditEntries(db: UsageDb, from: number, to: number, page 
 
 /** The oldest entry the store still holds (retention may have pruned the start of a window). */
 export async function oldestEntry(db: UsageDb): Promise<number | null> {
-  const rows = await db.all(`SELECT MIN(timestamp) AS t FROM "AuditEntry"`, []);
+  const rows = await db.all(`SELECT MIN(timestamp) AS t FROM AuditEntry`, []);
   const v = rows[0]?.t;
   return v === null || v === undefined ? null : msOf(v);
 }

@@ -20,6 +20,7 @@ export const MODEL_CALLS: ReadonlySet<string> = new Set(["chat.completions", "ch
 
 /** Recorded outcomes of a call the gate admitted and the upstream then failed. */
 const UPSTREAM_FAILURES = new Set(["upstream_error", "upstream_timeout", "internal_error"]);
+const UPSTREAM = new SvcError("upstream", "upstream_error", "recorded upstream failure");
 
 export interface Judged {
   refused?: { code: string; limit?: string; message: string };
@@ -29,6 +30,9 @@ export interface Judged {
   /** micro-USD at this state's prices for the recorded usage (0 when refused) */
   usdMicros: number;
 }
+
+/** Verdict.ts is the audit row's time: a replay writes no audit row, so one date serves all. */
+const NO_ROW_TIME = new Date(0);
 
 const AUTH = { key_revoked: "this API key has been revoked", key_expired: "this API key has expired", invalid_api_key: "no such API key in this state" } as const;
 
@@ -57,7 +61,7 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   const embed = e.action === "embeddings";
   const action = embed ? "embeddings" : stream ? "chat:stream" : "chat:completions";
   const caller: Caller = { ip: e.ip ?? "", loopback: false, requestId: e.id, route: embed ? "/v1/embeddings" : "/v1/chat/completions", key };
-  const v: Verdict = { caller, key, call: { action, scope: "inference", audit: e.action, model: e.model ?? undefined, metadata: {} }, adm: undefined, rate: undefined, t0: 0, ts: new Date(now) };
+  const v: Verdict = { caller, key, call: { action, scope: "inference", audit: e.action, model: e.model ?? undefined, metadata: {} }, adm: undefined, rate: undefined, t0: 0, ts: NO_ROW_TIME };
   let target: RouteTarget | undefined;
   try {
     w.gate.use(key, caller, "inference", undefined, "inference");
@@ -83,8 +87,8 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   const where = served(target);
   v.call.provider = where.provider;
   if (UPSTREAM_FAILURES.has(e.status)) {
-    w.gate.failed(v, new SvcError("upstream", "upstream_error", "recorded upstream failure"));
-    return { ...where, usdMicros: 0 };
+    w.gate.failed(v, UPSTREAM);
+    return { provider: where.provider, model: where.model, usdMicros: 0 };
   }
   // a call refused when it was recorded has no usage to settle: admitted here, it is counted at 0
   const priceCost = costMicros(target, e.promptTokens, e.completionTokens);
@@ -97,5 +101,5 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
   });
-  return { ...where, usdMicros: usd };
+  return { provider: where.provider, model: where.model, usdMicros: usd };
 }
