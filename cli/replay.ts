@@ -37,7 +37,7 @@ export async function replayOffline(store: ResourceStore, db: OpenedDb, plan: Pl
   try {
     w = replayWindow(o, Date.now());
   } catch (e) {
-    throw new CliError(`--${(e as { param?: string }).param ?? "replay"}: ${(e as Error).message}`);
+    throw new CliError(`--${(e as Error).message}`); // "replay: ..." / "from: ...": the flag it names
   }
   const current = store.list();
   return replay(usageDbOf(db), current, proposedObjects(current, plan.changes), w);
