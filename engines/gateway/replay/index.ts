@@ -99,7 +99,7 @@ export async function replay(db: UsageDb, current: readonly ReplayObject[], prop
   const start = oldest === null ? w.to : Math.max(w.from, oldest);
   const coverage = Math.max(0, Math.min(1, (w.to - start) / (w.to - w.from)));
   const window: ReplayReport["window"] = { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), coverage: Math.round(coverage * 1e4) / 1e4 };
-  if (start > w.from) window.availableFrom = new Date(start).toISOString();
+  if (oldest !== null && start > w.from) window.availableFrom = new Date(start).toISOString();
   const report = { window, ...r, summary: "" };
   report.summary = summaryLine(report);
   return report;
@@ -119,6 +119,6 @@ export function summaryLine(r: Omit<ReplayReport, "summary">): string {
   const dw = t.webhooksProposed - t.webhooksCurrent;
   if (dw !== 0) parts.push(`${dw > 0 ? "+" : ""}${n(dw)} webhooks`);
   const head = `Replay: ${n(r.replayed)} requests`;
-  const avail = r.window.availableFrom ? ` (only ${Math.round(r.window.coverage * 100)}% of the window is held: entries from ${r.window.availableFrom})` : "";
+  const avail = r.window.coverage === 0 && !r.window.availableFrom ? " (the store holds no audit entries)" : r.window.availableFrom ? ` (only ${Math.round(r.window.coverage * 100)}% of the window is held: entries from ${r.window.availableFrom})` : "";
   return r.differences === 0 ? `${head}, no differences.${avail}` : `${head}: ${parts.join(", ")}.${avail}`;
 }
