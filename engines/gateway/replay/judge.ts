@@ -60,7 +60,8 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   const stream = e.action === "chat.stream";
   const embed = e.action === "embeddings";
   const action = embed ? "embeddings" : stream ? "chat:stream" : "chat:completions";
-  const caller: Caller = { ip: e.ip ?? "", loopback: false, requestId: e.id, route: embed ? "/v1/embeddings" : "/v1/chat/completions", key };
+  // Caller.route labels metrics only, and a replay reports none: the audit name stands in
+  const caller: Caller = { ip: e.ip ?? "", loopback: false, requestId: e.id, route: e.action, key };
   const v: Verdict = { caller, key, call: { action, scope: "inference", audit: e.action, model: e.model ?? undefined, metadata: {} }, adm: undefined, rate: undefined, t0: 0, ts: NO_ROW_TIME };
   let target: RouteTarget | undefined;
   try {
