@@ -15,6 +15,7 @@ const all: Record<string, () => Promise<Section>> = {
   usage: async () => (await import("./usage")).usageBench(),
   retention: async () => (await import("./retention")).retentionBench(),
   startup: async () => (await import("./startup")).startupBench(),
+  replay: async () => (await import("./replay")).replayBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

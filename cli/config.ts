@@ -13,6 +13,8 @@ import { CliError, EXIT } from "./errors";
 import { changeCount, formatIssue, formatPlan, formatWait } from "./print";
 import { storeFile } from "../engines/paths";
 import type { WaitResult } from "../controllers/runtime";
+import type { ReplayReport } from "../engines/gateway/replay";
+import { EXIT_NEW_REFUSALS, formatReplay, replayBody, replayOffline, wantsReplay } from "./replay";
 
 const DEFAULT_SOURCE = "default";
 const say = (s: string) => process.stdout.write(s + "\n");
@@ -80,8 +82,11 @@ export function registerConfig(program: Command): void {
       .command("plan")
       .description("validate documents and show what apply would change")
       .argument("<paths...>", "files, folders, or - for stdin")
-      .option("-o, --output <file>", "save the plan as JSON (apply it later with `svc config apply plan.json`)")
-      .option("--detailed-exitcode", "exit 2 when there are changes, 0 when there are none")
+      .option("-o, --output <file>", "save the plan as JSON (apply it later with `svc config apply plan.json`); `-o json` prints the plan (and replay) as JSON instead")
+      .option("--detailed-exitcode", `exit 2 when there are changes, 0 when there are none, ${EXIT_NEW_REFUSALS} when --replay finds newly refused requests`)
+      .option("--replay <window>", "replay the audit entries of this window (24h, 7d; ending now) through the proposed state")
+      .option("--from <time>", "replay from this UTC time (2026-11-27T00:00:00Z or 2026-11-27)")
+      .option("--to <time>", "replay up to this UTC time (default: now)")
       .option("--prune", "also delete objects of this source (of the declared kinds) that the documents no longer declare")
       .option("--allow-prune-all", "let --prune delete every object of the source")
       .option("--source <name>", "the documents' source: objects are owned by config:<source>", DEFAULT_SOURCE),
@@ -89,23 +94,36 @@ export function registerConfig(program: Command): void {
     const { objects, warnings } = await loadValid(paths);
     const { target, online, note: how } = await connect(o);
     let plan: Plan;
+    let replay: ReplayReport | undefined;
+    const json = o.output === "json";
     if (online) {
-      const r = await admin(target.base, "POST", "/admin/config/plan", { documents: toDocuments(objects), source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll });
+      const r = await admin(target.base, "POST", "/admin/config/plan", { documents: toDocuments(objects), source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll, ...replayBody(o) });
       if (r.status !== 200) throw await serverError(r, objects);
       plan = { ...r.json.plan, warnings: mergeWarnings(warnings, r.json.plan.warnings ?? [], objects) };
+      replay = r.json.replay;
     } else {
       note(how);
       const { makePlan } = await manifests();
-      plan = await withOfflineStore(target.home, async (store) =>
-        mapErrors(objects, async () => makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll, warnings })),
-      );
+      ({ plan, replay } = await withOfflineStore(target.home, async (store, db) =>
+        mapErrors(objects, async () => {
+          const p = makePlan(store, objects, { source: o.source, prune: !!o.prune, allowPruneAll: !!o.allowPruneAll, warnings });
+          return { plan: p, replay: wantsReplay(o) ? await replayOffline(store, db, p, o) : undefined };
+        }),
+      ));
+    }
+    const exit = replay && replay.totals.newRefusals > 0 ? EXIT_NEW_REFUSALS : changeCount(plan) > 0 ? EXIT.pending : EXIT.ok;
+    if (json) {
+      say(JSON.stringify(replay ? { plan, replay, exitCode: exit } : { plan, exitCode: exit }, null, 2));
+      if (o.detailedExitcode && exit !== EXIT.ok) process.exitCode = exit;
+      return;
     }
     say(formatPlan(plan));
+    if (replay) say(formatReplay(replay));
     if (o.output) {
       await writeFile(o.output, JSON.stringify(plan, null, 2) + "\n");
       say(`Saved the plan to ${o.output}; apply it with: svc config apply ${o.output}`);
     }
-    if (o.detailedExitcode && changeCount(plan) > 0) process.exitCode = EXIT.pending;
+    if (o.detailedExitcode && exit !== EXIT.ok) process.exitCode = exit;
   });
 
   addTargetOptions(

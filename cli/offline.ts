@@ -55,7 +55,8 @@ export async function offlineStoreExists(home: string): Promise<boolean> {
   }
 }
 
-export async function withOfflineStore<T>(home: string, f: (store: ResourceStore) => Promise<T>): Promise<T> {
+/** Run `f` on the store's objects (and its database, for what reads the audit log: plan --replay). */
+export async function withOfflineStore<T>(home: string, f: (store: ResourceStore, db: import("../prisma/client").OpenedDb) => Promise<T>): Promise<T> {
   await mkdir(home, { recursive: true });
   const url = await offlinePgUrl();
   // Prisma loads in ~0.2 s: only when a command works offline
@@ -75,7 +76,7 @@ export async function withOfflineStore<T>(home: string, f: (store: ResourceStore
     const store = await ResourceStore.open(db.prisma, db.repos.resources);
     const quiet = url ? announce(store) : undefined;
     try {
-      return await f(store);
+      return await f(store, db);
     } finally {
       await store.close();
       quiet?.();

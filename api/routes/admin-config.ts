@@ -28,6 +28,7 @@ import {
 } from "../../manifests";
 import type { WaitResult } from "../../engines/svc";
 import type { Ref } from "../../prisma/resource-store";
+import { EXIT_NEW_REFUSALS, replayParams, replayPlan, type ReplayParams } from "./admin-replay";
 
 const YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"];
 const DEFAULT_SOURCE = "default";
@@ -45,6 +46,8 @@ interface ConfigRequest {
   confirm: boolean;
   wait: boolean;
   waitTimeoutMs: number;
+  /** plan only: replay the audit entries of a window through the proposed state */
+  replay?: ReplayParams;
 }
 
 /** What the engines know now and the last written condition may not: is a Model loaded. */
@@ -91,7 +94,9 @@ export default function adminConfig(svc: Svc): Router {
     await guarded(ctx, async () => {
       await svc.store.reload(); // pick up an offline write by another process
       const plan = req.plan !== undefined ? readPlanFile(JSON.stringify(req.plan)) : planFrom(svc, req);
-      ctx.body = { plan, exitCode: changeCount(plan) > 0 ? 2 : 0 };
+      const replay = req.replay && (await replayPlan(svc, plan, req.replay));
+      const exitCode = replay && replay.totals.newRefusals > 0 ? EXIT_NEW_REFUSALS : changeCount(plan) > 0 ? 2 : 0;
+      ctx.body = replay ? { plan, replay, exitCode } : { plan, exitCode };
     });
   });
 
@@ -215,6 +220,7 @@ function applyOptions(src: Record<string, unknown>) {
     confirm: boolParam(src.confirm, "confirm") ?? false,
     wait: boolParam(src.wait, "wait") ?? false,
     waitTimeoutMs: waitParam(src.waitTimeoutSeconds),
+    replay: replayParams(src),
   };
 }
 

@@ -4,6 +4,7 @@
 import { html, useState } from "/console/vendor/preact-htm.js";
 import { api, getText } from "/console/lib/api.js";
 import { Badge, Err, useLoad } from "/console/lib/ui.js";
+import { ReplayView } from "/console/pages/replay-view.js";
 
 const show = (v) => (v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v));
 
@@ -25,6 +26,8 @@ export default function Config({ me }) {
   const exported = useLoad(() => getText("/admin/config/export"));
   const [doc, setDoc] = useState("");
   const [plan, setPlan] = useState(null);
+  const [replayWindow, setReplayWindow] = useState("");
+  const [replay, setReplay] = useState(null);
   const [confirm, setConfirm] = useState(false);
   const [error, setError] = useState(null);
   const [done, setDone] = useState(null);
@@ -32,8 +35,11 @@ export default function Config({ me }) {
   const upload = (e) => { const file = e.target.files?.[0]; if (file) file.text().then(setDoc); };
   const makePlan = async (e) => {
     e.preventDefault();
-    setError(null); setDone(null); setPlan(null); setConfirm(false);
-    try { setPlan((await api("POST", "/admin/config/plan", { document: doc })).plan); } catch (err) { setError(err); }
+    setError(null); setDone(null); setPlan(null); setReplay(null); setConfirm(false);
+    try {
+      const r = await api("POST", "/admin/config/plan", replayWindow ? { document: doc, replay: replayWindow } : { document: doc });
+      setPlan(r.plan); setReplay(r.replay ?? null);
+    } catch (err) { setError(err); }
   };
   const apply = async () => {
     setError(null);
@@ -49,10 +55,13 @@ export default function Config({ me }) {
     <form onSubmit=${makePlan}>
       <label>Manifest YAML (one or more documents) <textarea name="document" value=${doc} onInput=${(e) => setDoc(e.target.value)} spellcheck="false"></textarea></label>
       <div class="row"><label>Or upload a file <input type="file" accept=".yaml,.yml,.json,text/yaml" onChange=${upload} /></label>
+      <label>Replay recorded traffic <select name="replay" value=${replayWindow} onChange=${(e) => setReplayWindow(e.target.value)}>
+        <option value="">no replay</option><option value="1h">last hour</option><option value="24h">last 24 hours</option><option value="7d">last 7 days</option><option value="30d">last 30 days</option></select></label>
       <button class="primary" type="submit" disabled=${!doc.trim()}>Plan</button></div>
     </form>
     <${Err} error=${error} />
     ${plan ? html`<${PlanView} plan=${plan} />
+      ${replay ? html`<${ReplayView} replay=${replay} />` : null}
       ${changes === 0 ? html`<p>No changes.</p>` : full ? html`<div class="row">
         ${risky ? html`<label class="inline"><input type="checkbox" checked=${confirm} onChange=${(e) => setConfirm(e.target.checked)} /> I confirm the high-risk changes</label>` : null}
         <button class="danger" type="button" disabled=${risky && !confirm} onClick=${apply}>Apply ${changes} change(s)</button></div>`

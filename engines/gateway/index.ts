@@ -27,7 +27,7 @@ import { AuditLog } from "./audit/log";
 import { WebhookOutbox } from "./outbox/webhooks";
 import { EmailOutbox } from "./outbox/email";
 import { Alerts } from "./alerts/alerts";
-import { withAlertDefaults } from "./alerts/settings";
+import { settingsInForce } from "./alerts/settings";
 
 export interface Gateway {
   /** the one gate every keyed route goes through (gate.ts) */
@@ -106,9 +106,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
   const setAlertSettings = (name: string, spec: Partial<AlertSettingsSpec> | undefined) => {
     if (spec) settingObjects.set(name, spec);
     else settingObjects.delete(name);
-    const first = [...settingObjects.keys()].sort((a, b) => a.localeCompare(b))[0];
-    // Near-limit warnings (rate_limit_percentage) are opt-in: they need an AlertSettings object.
-    settings = first !== undefined ? withAlertDefaults(settingObjects.get(first)) : { ...withAlertDefaults(undefined), rate_limit_percentage: 0 };
+    settings = settingsInForce(settingObjects);
   };
   setAlertSettings("", undefined);
 

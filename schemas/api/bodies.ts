@@ -83,6 +83,9 @@ export const ConfigBody = open(
     confirm: bool("confirm"),
     wait: bool("wait"),
     waitTimeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600, errorMessage: "waitTimeoutSeconds must be between 0 and 3600" })),
+    replay: Type.Optional(Type.String({ maxLength: 64, description: "plan: replay the audit entries of this window (24h, 7d) through the proposed state (docs/replay.md)", errorMessage: 'replay must be a duration such as "24h"' })),
+    from: Type.Optional(Type.String({ maxLength: 64, description: "plan: the replay window's start (UTC)", errorMessage: "from must be a UTC time" })),
+    to: Type.Optional(Type.String({ maxLength: 64, description: "plan: the replay window's end (UTC)", errorMessage: "to must be a UTC time" })),
   },
   'exactly one of "document", "documents" or "plan", with plan/apply options',
 );

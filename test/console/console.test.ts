@@ -152,9 +152,12 @@ describe.skipIf(skip)("the console in a browser", () => {
       "    - effect: Allow", "      actions: [\"chat:completions\"]", "      resources: [\"model:gpt-x\"]",
     ].join("\n");
     await page.getByLabel(/Manifest YAML/).fill(doc);
+    await page.getByLabel(/Replay recorded traffic/).selectOption("24h");
     await page.getByRole("button", { name: "Plan" }).click();
     const plan = page.getByTestId("plan");
     await plan.waitFor();
+    // the replay of the last 24 hours' traffic: a policy bound to no key changes none of it
+    expect(await page.getByTestId("replay-summary").textContent()).toMatch(/^Replay: \d+ requests, no differences\./);
     expect(await plan.textContent()).toContain("AccessPolicy/console-policy");
     expect(await plan.textContent()).toContain("1 to create");
     expect(await plan.getByRole("cell", { name: "/spec/statements" }).count()).toBe(1);

@@ -12,3 +12,10 @@ export const DEFAULT_ALERT_SETTINGS: AlertSettingsSpec = {
 export function withAlertDefaults(spec: Partial<AlertSettingsSpec> | undefined): AlertSettingsSpec {
   return { ...DEFAULT_ALERT_SETTINGS, ...(spec ?? {}) };
 }
+
+/** The settings in force among AlertSettings objects by name: the first by name over the
+ * defaults; with none, the defaults without near-limit warnings (rate_limit_percentage is opt-in). */
+export function settingsInForce(objects: ReadonlyMap<string, Partial<AlertSettingsSpec>>): AlertSettingsSpec {
+  const first = [...objects.keys()].sort((a, b) => a.localeCompare(b))[0];
+  return first !== undefined ? withAlertDefaults(objects.get(first)) : { ...withAlertDefaults(undefined), rate_limit_percentage: 0 };
+}

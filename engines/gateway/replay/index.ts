@@ -1,0 +1,124 @@
+// What-if replay (docs/replay.md): the audit entries of a window, in the store's order, judged by
+// the gate of the current state and by the gate of a proposed one (a plan laid over the store),
+// each with a simulated clock at the entry's time. Reads nothing but the entries (no prompt),
+// writes nothing: the report is the only output.
+import type { UsageDb } from "../usage-report";
+import { auditEntries, oldestEntry, type ReplayEntry } from "./entries";
+import { judge, MODEL_CALLS } from "./judge";
+import { ReportBuilder, differences, dollars, type KeyReport, type Rollup, type Totals } from "./report";
+import { ReplayWorld, type ReplayObject } from "./world";
+import type { ReplayWindow } from "./window";
+
+export { replayWindow, parseDuration, type ReplayWindow } from "./window";
+export { dollars, type KeyReport, type Rollup, type Totals } from "./report";
+export type { ReplayObject } from "./world";
+export type { ReplayEntry } from "./entries";
+
+export interface ReplayReport {
+  window: {
+    from: string;
+    to: string;
+    /** the oldest entry the store holds, when retention pruned the start of the window */
+    availableFrom?: string;
+    /** share of the window the store still holds (1: all of it) */
+    coverage: number;
+  };
+  /** audit entries in the window made with a key */
+  entries: number;
+  /** the model calls replayed (chat, completions, responses, messages, Ollama, embeddings) */
+  replayed: number;
+  /** entries of other calls (tools, media, memory, ...), by audit name: not judged */
+  notReplayed: Record<string, number>;
+  keys: KeyReport[];
+  teams: Rollup[];
+  organizations: Rollup[];
+  totals: Totals;
+  /** 0: the plan changes nothing in the window's traffic */
+  differences: number;
+  summary: string;
+}
+
+/** A planned change as replay needs it (manifests' PlannedChange). */
+export interface ChangeLike {
+  action: "create" | "update" | "delete" | "unchanged";
+  kind: string;
+  name: string;
+  owner: string;
+  spec?: unknown;
+}
+
+/** The store's objects with a plan's changes laid over them: the state apply would write. */
+export function proposedObjects(current: readonly ReplayObject[], changes: readonly ChangeLike[]): ReplayObject[] {
+  const byId = new Map(current.map((o) => [`${o.kind}/${o.name}`, o]));
+  for (const c of changes) {
+    const id = `${c.kind}/${c.name}`;
+    if (c.action === "delete") byId.delete(id);
+    else if (c.action === "create" || c.action === "update") {
+      const old = byId.get(id);
+      byId.set(id, { kind: c.kind, name: c.name, owner: c.owner, spec: c.spec, createdAt: old?.createdAt ?? new Date(0).toISOString() });
+    }
+  }
+  return [...byId.values()];
+}
+
+/** Replay entries (pages, oldest first) through both states. */
+export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[]): Promise<Omit<ReplayReport, "window" | "summary">> {
+  const cur = new ReplayWorld(current);
+  const next = new ReplayWorld(proposed);
+  const b = new ReportBuilder();
+  const notReplayed: Record<string, number> = {};
+  let entries = 0;
+  let replayed = 0;
+  for await (const page of pages) {
+    for (const e of page) {
+      entries++;
+      if (!MODEL_CALLS.has(e.action)) {
+        notReplayed[e.action] = (notReplayed[e.action] ?? 0) + 1;
+        continue;
+      }
+      replayed++;
+      b.add(e, judge(cur, e), judge(next, e));
+    }
+  }
+  await cur.close();
+  await next.close();
+  b.alerts("alerts", cur.counted.alerts, next.counted.alerts);
+  b.alerts("webhooks", cur.counted.webhooks, next.counted.webhooks);
+  const describe = (id: string) => {
+    const k = next.keys.get(id) ?? cur.keys.get(id);
+    return k ? { name: k.name, team: k.spec.team_id, organization: k.spec.organization_id } : {};
+  };
+  const r = b.build(describe);
+  return { entries, replayed, notReplayed, ...r, differences: differences(r.totals) };
+}
+
+/** Replay the window of the store's audit log through the current and the proposed state. */
+export async function replay(db: UsageDb, current: readonly ReplayObject[], proposed: readonly ReplayObject[], w: ReplayWindow): Promise<ReplayReport> {
+  const oldest = await oldestEntry(db);
+  const r = await replayPages(auditEntries(db, w.from, w.to), current, proposed);
+  const start = oldest === null ? w.to : Math.max(w.from, oldest);
+  const coverage = Math.max(0, Math.min(1, (w.to - start) / (w.to - w.from)));
+  const window: ReplayReport["window"] = { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), coverage: Math.round(coverage * 1e4) / 1e4 };
+  if (oldest !== null && start > w.from) window.availableFrom = new Date(start).toISOString();
+  const report = { window, ...r, summary: "" };
+  report.summary = summaryLine(report);
+  return report;
+}
+
+const n = (x: number) => x.toLocaleString("en-US");
+
+/** One line, the way Terraform ends a plan. */
+export function summaryLine(r: Omit<ReplayReport, "summary">): string {
+  const t = r.totals;
+  const parts = [`${n(t.newRefusals)} newly refused`, `${n(t.newlyAdmitted)} newly allowed`, `${n(t.rerouted)} rerouted`];
+  const s = t.spend;
+  const delta = s.proposedMicros - s.currentMicros;
+  parts.push(`spend ${dollars(s.currentMicros)} -> ${dollars(s.proposedMicros)} (${delta >= 0 ? "+" : ""}${dollars(delta)})`);
+  const da = t.alertsProposed - t.alertsCurrent;
+  if (da !== 0) parts.push(`${da > 0 ? "+" : ""}${n(da)} alerts`);
+  const dw = t.webhooksProposed - t.webhooksCurrent;
+  if (dw !== 0) parts.push(`${dw > 0 ? "+" : ""}${n(dw)} webhooks`);
+  const head = `Replay: ${n(r.replayed)} requests`;
+  const avail = r.window.coverage === 0 && !r.window.availableFrom ? " (the store holds no audit entries)" : r.window.availableFrom ? ` (only ${Math.round(r.window.coverage * 100)}% of the window is held: entries from ${r.window.availableFrom})` : "";
+  return r.differences === 0 ? `${head}, no differences.${avail}` : `${head}: ${parts.join(", ")}.${avail}`;
+}
