@@ -22,6 +22,13 @@ export function registerServe(program: Command): void {
     .option("--home <dir>", "data dir (default: SVC_HOME, <SVC_TEST_ROOT>/.svc, ~/.svc)")
     .option("--log-level <level>", "log level: fatal | error | warn | info | debug | trace | silent (default: SVC_LOG_LEVEL, else info)")
     .action(async (o) => {
+      // signals are caught from here on: one during start-up stops svc as soon as it is up (the
+      // default action would kill it mid-start, with the store open and server.json written)
+      let stopRequested: string | undefined;
+      let onSignal = (sig: string) => void (stopRequested ??= sig);
+      const signal = (sig: string) => () => onSignal(sig);
+      process.on("SIGTERM", signal("SIGTERM"));
+      process.on("SIGINT", signal("SIGINT"));
       const port = o.port !== undefined ? parsePort(o.port, "--port") : process.env.SVC_PORT ? parsePort(process.env.SVC_PORT, "SVC_PORT") : undefined;
       // pino is loaded only by the command that logs
       const { createLogger, loadPretty, parseLogFormat, parseLogLevel } = await import("../api/log");
@@ -51,7 +58,7 @@ export function registerServe(program: Command): void {
       process.stderr.write(`svc listening on ${running.url}\n`);
       await new Promise<void>((resolve) => {
         let stopping = false;
-        const onSignal = (sig: string) => {
+        onSignal = (sig: string) => {
           if (stopping) {
             process.stderr.write(`second ${sig}: exiting now\n`);
             process.exit(1);
@@ -63,8 +70,7 @@ export function registerServe(program: Command): void {
             resolve();
           });
         };
-        process.on("SIGTERM", () => onSignal("SIGTERM"));
-        process.on("SIGINT", () => onSignal("SIGINT"));
+        if (stopRequested) onSignal(stopRequested);
       });
     });
 }

@@ -130,3 +130,28 @@ describe("svc serve", () => {
     expect(s.stderr()).not.toMatch(/^\{/m);
   });
 });
+
+describe("svc serve stopped while it starts", () => {
+  it("a SIGTERM sent during start-up stops svc gracefully once it is up: exit 0, stopped logged, no server.json left", async () => {
+    const { spawn } = await import("node:child_process");
+    const { existsSync } = await import("node:fs");
+    const { repoRoot } = await import("../helpers/cli");
+    const home = await tempDir("svc-serve-early-");
+    const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--no-quickstart"], {
+      cwd: repoRoot,
+      env: { ...process.env, SVC_HOME: home, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout!.on("data", (d) => (out += d));
+    child.stderr!.on("data", (d) => (err += d));
+    const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+    // the first progress line: the CLI runs `serve`, nothing is loaded or bound yet
+    await until(() => /^svc: starting/m.test(err) || child.exitCode !== null);
+    child.kill("SIGTERM");
+    expect(await exited, err).toBe(0);
+    expect(out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l).msg)).toContain("stopped");
+    expect(existsSync(path.join(home, "server.json"))).toBe(false);
+  });
+});
