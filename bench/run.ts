@@ -15,6 +15,8 @@ const all: Record<string, () => Promise<Section>> = {
   usage: async () => (await import("./usage")).usageBench(),
   retention: async () => (await import("./retention")).retentionBench(),
   startup: async () => (await import("./startup")).startupBench(),
+  footprint: async () => (await import("./footprint")).footprintBench(),
+  soak: async () => (await import("./soak")).soakBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -17,16 +17,17 @@ export function gpuChoice(value: string | undefined): GpuChoice {
   throw inferenceError("model_unavailable", `SVC_GPU=${value} is not one of off, auto, cuda, vulkan, metal`);
 }
 
-type GetLlama = (opts: { gpu: GpuChoice }) => Promise<Llama>;
+type GetLlama = (opts: { gpu: GpuChoice; build?: "never" }) => Promise<Llama>;
 
 /** Start llama.cpp on the chosen backend, or on the CPU when that backend cannot start. */
 export async function startLlama(getLlama: GetLlama, choice: GpuChoice, log: (msg: string) => void): Promise<Llama> {
   if (choice === false) return getLlama({ gpu: false });
+  // build "never": a missing GPU binary is a fallback to the CPU, never a download or a compile
   let llama: Llama;
   try {
-    llama = await getLlama({ gpu: choice });
+    llama = await getLlama({ gpu: choice, build: "never" });
   } catch (e: any) {
-    const why = String(e?.message ?? e).split("\n")[0];
+    const why = String(e?.message || e?.name || e).split("\n")[0];
     log(`SVC_GPU=${choice}: the ${choice} backend cannot start (${why}); running local models on the CPU. GPU builds are installed by \`npm run gpu\``);
     return getLlama({ gpu: false });
   }
