@@ -16,6 +16,8 @@ const all: Record<string, () => Promise<Section>> = {
   retention: async () => (await import("./retention")).retentionBench(),
   startup: async () => (await import("./startup")).startupBench(),
   replay: async () => (await import("./replay")).replayBench(),
+  footprint: async () => (await import("./footprint")).footprintBench(),
+  soak: async () => (await import("./soak")).soakBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

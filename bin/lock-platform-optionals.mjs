@@ -4,7 +4,16 @@
 // so `npm install` drops those optional dependencies from the lockfile, and `npm ci` then
 // refuses the lockfile as out of sync. This adds each missing platform package back as an
 // optional entry with the os/cpu/libc its name declares; npm skips it on any other platform
-// and never fetches it. Run after `npm install` changes the lockfile: node bin/lock-platform-optionals.mjs
+// and never fetches it. Run after `npm install` changes the lockfile: `npm run lock:platforms`.
+//
+// It also keeps two kinds of build out of a default install (issue 43: they were 640 MB of 1.2 GB):
+// - node-llama-cpp's linux-arm64 and linux-armv7l builds declare cpu [arm64|arm, x64] (usable to
+//   package for those boards from an x64 machine), so npm installed them on every x64 machine; the
+//   lockfile carries the one cpu each runs on (from its name).
+// - node-llama-cpp's GPU builds (CUDA, Vulkan: ~610 MB on linux-x64) are dropped from the lockfile
+//   together with node-llama-cpp's optional edges to them, so `npm ci` neither installs them nor
+//   finds the lockfile out of sync. svc runs models on the CPU build; GPU users add them with
+//   `npm run gpu` (bin/gpu.mjs) and set SVC_GPU (README, "GPU").
 import { readFileSync, writeFileSync } from "node:fs";
 
 const OS = { win: "win32", win32: "win32", mac: "darwin", darwin: "darwin", linux: "linux", android: "android", freebsd: "freebsd", openbsd: "openbsd", openharmony: "openharmony" };
@@ -19,6 +28,9 @@ function platformOf(name) {
   return { os: [os], cpu: [cpu], ...(libc && os === "linux" ? { libc: [libc] } : {}) };
 }
 
+/** node-llama-cpp's GPU builds, by name: @node-llama-cpp/<os>-<cpu>-(cuda|cuda-ext|vulkan). */
+const GPU_BUILD = /^@node-llama-cpp\/[a-z]+-[a-z0-9]+-(cuda|cuda-ext|vulkan)$/;
+
 const file = new URL("../package-lock.json", import.meta.url);
 const lock = JSON.parse(readFileSync(file, "utf8"));
 let added = 0;
@@ -32,6 +44,18 @@ for (const [path, pkg] of Object.entries(lock.packages)) {
     added++;
   }
 }
+let dropped = 0;
+for (const [path, pkg] of Object.entries(lock.packages)) {
+  const name = path.replace(/^.*node_modules\//, "");
+  if (GPU_BUILD.test(name)) {
+    delete lock.packages[path];
+    dropped++;
+    continue;
+  }
+  for (const dep of Object.keys(pkg.optionalDependencies ?? {})) if (GPU_BUILD.test(dep)) delete pkg.optionalDependencies[dep];
+  // a platform build runs on the cpu its name says, whatever else its package.json lists
+  if (pkg.optional && name.startsWith("@node-llama-cpp/") && pkg.cpu?.length > 1) pkg.cpu = platformOf(name)?.cpu ?? pkg.cpu;
+}
 lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)));
 writeFileSync(file, JSON.stringify(lock, null, 2) + "\n");
-console.log(`added ${added} platform-specific optional entries`);
+console.log(`added ${added} platform-specific optional entries; dropped ${dropped} GPU builds`);

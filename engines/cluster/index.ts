@@ -18,15 +18,17 @@ import type { Gateway } from "../gateway";
 type ClusterHost = Host & { engines: { gateway?: Gateway } };
 import type { ResourceStore } from "../../prisma/resource-store";
 import type { StoreDb } from "../store/open";
-import { connectRedis, waitReady } from "./redis";
-import { RedisLimits } from "./shared-limits";
+import type { RedisLimits } from "./shared-limits";
 import { USAGE_MARK } from "../gateway/limits/shared";
-import { redisAlerts } from "./shared-alerts";
-import { ClusterBus } from "./bus";
-import { Lease } from "./lease";
+import type { ClusterBus } from "./bus";
+import type { Lease } from "./lease";
 import { Retention } from "../store/retention";
-import { redisPairingKv } from "./pairing-kv";
 import { sharedPairingKv } from "../pairing/kv";
+// ioredis and pg load only in shared mode: a single SQLite server never keeps them in memory
+const redisParts = async () => {
+  const [{ connectRedis, waitReady }, { RedisLimits }, { redisAlerts }, { ClusterBus }, { redisPairingKv }] = await Promise.all([import("./redis"), import("./shared-limits"), import("./shared-alerts"), import("./bus"), import("./pairing-kv")]);
+  return { connectRedis, waitReady, RedisLimits, redisAlerts, ClusterBus, redisPairingKv };
+};
 
 export interface Cluster {
   replicaId: string;
@@ -72,6 +74,7 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
     retention,
     async runControllers(m) {
       if (!pgUrl) return m.start();
+      const { Lease } = await import("./lease");
       const lease = new Lease({
         url: pgUrl,
         retryMs: Number(env.SVC_LEASE_RETRY_MS) || 1000,
@@ -99,6 +102,7 @@ export async function startCluster(svc: ClusterHost, store: ResourceStore, env: 
   if (!redisUrl) return cluster;
 
   try {
+    const { connectRedis, waitReady, RedisLimits, redisAlerts, ClusterBus, redisPairingKv } = await redisParts();
     const cmd = connectRedis(redisUrl, { name: "cmd", onError: (e) => log("cluster: Redis unreachable; requests of limited keys are refused (503) until it is back", { err: e.message }) });
     conns.push(cmd);
     await waitReady(cmd);

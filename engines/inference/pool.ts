@@ -7,6 +7,7 @@ import type { Llama } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { ModelSpec } from "../../schemas/kinds/model";
 import { inferenceError } from "./errors";
+import { gpuChoice, startLlama } from "./gpu";
 import type { ModelInfo } from "./info";
 import type { GrammarCache } from "./json-schema";
 import type { Lease, LoadedModel } from "./loaded-model";
@@ -264,12 +265,9 @@ export class ModelPool {
   }
 
   private getLlama(): Promise<Llama> {
+    // the backend: SVC_GPU (engines/inference/gpu.ts), else the CPU
     this.llama ??= runtime().then(({ getLlama, LlamaLogLevel }) =>
-      getLlama({
-        gpu: false,
-        logLevel: LlamaLogLevel.warn,
-        logger: (level, message) => this.log(`llama.cpp ${level}: ${message.trimEnd()}`),
-      }),
+      startLlama((o) => getLlama({ ...o, logLevel: LlamaLogLevel.warn, logger: (level, message) => this.log(`llama.cpp ${level}: ${message.trimEnd()}`) }), gpuChoice(process.env.SVC_GPU), this.log),
     );
     return this.llama;
   }

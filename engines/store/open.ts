@@ -23,7 +23,7 @@ export function postgresUrlOf(env: NodeJS.ProcessEnv = process.env): string | un
 
 export async function openStore(home: string, opts: { warn?: (m: string) => void; env?: NodeJS.ProcessEnv; backgroundCheckpoints?: boolean } = {}): Promise<StoreDb> {
   const url = postgresUrlOf(opts.env);
-  const local = await openDb(storeFile(home), { warn: opts.warn, backgroundCheckpoints: opts.backgroundCheckpoints });
+  const local = await openDb(storeFile(home), { warn: opts.warn, backgroundCheckpoints: opts.backgroundCheckpoints, lazy: true }); // the store thread starts with the first write
   if (!url) return local;
   try {
     // PostgreSQL's code (pg and the repositories) loads only in PostgreSQL mode

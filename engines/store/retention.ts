@@ -80,7 +80,9 @@ export class Retention {
       // each time: that thread may have stopped)
       const onThread = sqlite && !(repo.offThread && !archive);
       const size = sqlite ? SQLITE_BATCH : BATCH;
-      await this.d.db.writesPaused?.(); // a background checkpoint holds direct writes
+      // a background checkpoint holds direct writes (a batch sent to that thread waits its turn there,
+      // and asking here would start the thread of a lazily opened store when there is nothing to prune)
+      if (onThread) await this.d.db.writesPaused?.();
       const t0 = performance.now();
       const n = await repo.prune(cutoff, size, archive);
       total += n;

@@ -33,6 +33,7 @@ export class SqliteRetention implements RetentionRepo {
   private readonly run: (cutoff: string, batch: number) => number;
   private readonly runIds: (ids: string) => number;
   private readonly oldest: Database.Statement;
+  private readonly due: Database.Statement;
 
   constructor(
     private readonly db: Database.Database,
@@ -52,6 +53,7 @@ export class SqliteRetention implements RetentionRepo {
       upIds.run(ids);
       return delIds.run(ids).changes;
     });
+    this.due = db.prepare(`SELECT 1 FROM "AuditEntry" WHERE timestamp < ? LIMIT 1`);
     this.oldest = db.prepare(`SELECT * FROM "AuditEntry" WHERE timestamp < ? ORDER BY timestamp, id LIMIT ?`);
   }
 
@@ -61,6 +63,8 @@ export class SqliteRetention implements RetentionRepo {
   }
 
   async prune(cutoff: Date, batch: number, archive?: AuditArchive): Promise<number> {
+    // nothing past the cutoff (the usual run): answered here, so the retention thread starts only for work
+    if (!archive && this.offThread && !this.due.get(dbTime(cutoff))) return 0;
     if (!archive) return this.offThread ? this.offload!.run(dbTime(cutoff), batch) : this.run(dbTime(cutoff), batch);
     const raw = this.oldest.all(dbTime(cutoff), batch) as Array<Record<string, unknown>>;
     if (!raw.length) return 0;

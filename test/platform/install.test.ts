@@ -1,0 +1,75 @@
+// What `npm ci` installs (issue 43): the lockfile's platform builds carry the os and cpu they run
+// on, so npm skips the others, and node-llama-cpp's GPU builds (~610 MB on linux-x64) are not in
+// it, while its CPU build for this machine is; `npm run gpu` (bin/gpu.mjs) names the GPU builds
+// of the installed node-llama-cpp, at its version; SVC_GPU picks the backend, and one that
+// cannot start falls back to the CPU with a message (engines/inference/gpu.ts).
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import type { Llama } from "node-llama-cpp";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../helpers/cli";
+import { gpuChoice, startLlama } from "../../engines/inference/gpu";
+
+const lock = JSON.parse(readFileSync(path.join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, any> };
+const GPU = /@node-llama-cpp\/[a-z]+-[a-z0-9]+-(cuda|cuda-ext|vulkan)$/;
+
+describe("the lockfile", () => {
+  it("holds no GPU build of node-llama-cpp, and node-llama-cpp's entry names none", () => {
+    expect(Object.keys(lock.packages).filter((k) => GPU.test(k))).toEqual([]);
+    expect(Object.keys(lock.packages["node_modules/node-llama-cpp"].optionalDependencies).filter((n) => GPU.test(n))).toEqual([]);
+  });
+
+  it("keeps node-llama-cpp's CPU builds, each with the one os and cpu it runs on", () => {
+    const builds = Object.entries(lock.packages).filter(([k]) => k.startsWith("node_modules/@node-llama-cpp/"));
+    expect(builds.map(([k]) => k)).toContain("node_modules/@node-llama-cpp/linux-x64");
+    for (const [k, v] of builds) {
+      expect(v.optional, k).toBe(true);
+      expect(v.os?.length, `${k} os`).toBe(1);
+      expect(v.cpu?.length, `${k} cpu`).toBe(1);
+    }
+    expect(lock.packages["node_modules/@node-llama-cpp/linux-x64"]).toMatchObject({ os: ["linux"], cpu: ["x64"] });
+    expect(lock.packages["node_modules/@node-llama-cpp/linux-arm64"].cpu).toEqual(["arm64"]);
+  });
+});
+
+describe("the GPU switch", () => {
+  it("npm run gpu names the installed node-llama-cpp's GPU builds for this machine, at its version", () => {
+    const nlc = JSON.parse(readFileSync(path.join(repoRoot, "node_modules/node-llama-cpp/package.json"), "utf8"));
+    const out = execFileSync(process.execPath, [path.join(repoRoot, "bin/gpu.mjs"), "--print"], { cwd: repoRoot, encoding: "utf8" });
+    if (process.platform === "linux" && process.arch === "x64") {
+      const named = out.trim().split(/\s+/).filter((a) => a.startsWith("@node-llama-cpp/"));
+      expect(named).toEqual(["cuda", "cuda-ext", "vulkan"].map((g) => `@node-llama-cpp/linux-x64-${g}@${nlc.version}`));
+      for (const n of named) expect(nlc.optionalDependencies[n.slice(0, n.lastIndexOf("@"))]).toBe(nlc.version);
+      expect(out).toMatch(/^npm install --no-save /);
+    }
+  });
+
+  it("SVC_GPU takes off, auto, cuda, vulkan, metal and says which when it is something else", () => {
+    expect(gpuChoice(undefined)).toBe(false);
+    expect(gpuChoice("off")).toBe(false);
+    expect(gpuChoice("Auto")).toBe("auto");
+    expect(gpuChoice("cuda")).toBe("cuda");
+    expect(() => gpuChoice("rocm")).toThrow(/SVC_GPU=rocm is not one of off, auto, cuda, vulkan, metal/);
+  });
+
+  it("a backend that cannot start falls back to the CPU with a message; no GPU found says so too", async () => {
+    const calls: unknown[] = [];
+    const cpu = { gpu: false } as unknown as Llama;
+    const noCuda = async (o: { gpu: unknown; build?: string }) => {
+      calls.push(o);
+      if (o.gpu === "cuda") throw Object.assign(new Error(""), { name: "NoBinaryFoundError" });
+      return cpu;
+    };
+    const said: string[] = [];
+    expect(await startLlama(noCuda, "cuda", (m) => said.push(m))).toBe(cpu);
+    expect(calls).toEqual([{ gpu: "cuda", build: "never" }, { gpu: false }]); // never a download or compile for a GPU
+    expect(said).toEqual(["SVC_GPU=cuda: the cuda backend cannot start (NoBinaryFoundError); running local models on the CPU. GPU builds are installed by `npm run gpu`"]);
+    said.length = 0;
+    expect(await startLlama(noCuda, "auto", (m) => said.push(m))).toBe(cpu);
+    expect(said).toEqual(["SVC_GPU=auto: no usable GPU found; running local models on the CPU"]);
+    said.length = 0;
+    await startLlama(noCuda, false, (m) => said.push(m));
+    expect(said).toEqual([]); // the default says nothing
+  });
+});
