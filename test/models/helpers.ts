@@ -44,12 +44,11 @@ export async function modelStatus(url: string, name: string): Promise<ModelStatu
 export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
-  const probeNote = undefined;
   for (;;) {
     try {
       const v = await probe();
       if (v) return v;
-      last = v ?? probeNote;
+      last = v;
     } catch (e) {
       last = e;
     }

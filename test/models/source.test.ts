@@ -68,7 +68,7 @@ describe("Model source", () => {
     await apply(t.url, modelDoc("split-hf", { source: "hf:svc-test/split-GGUF:Q8_0", download: { endpoint: hub.url }, embeddings: false }));
     const s = await waitUntil("split Ready", async () => {
       const st = await modelStatus(t.url, "split-hf");
-      return st.ready?.status === "True" || st.ready?.reason === "DownloadFailed" ? st : JSON.stringify(st) && undefined;
+      return st.ready?.status === "True" || st.ready?.reason === "DownloadFailed" ? st : undefined;
     });
     expect(s.ready?.status).toBe("True");
     const parts = (await readdir(modelsDir)).filter((f) => f.includes("split")).sort();
