@@ -6,14 +6,12 @@ import path from "node:path";
 import type { Svc } from "../../engines/svc";
 import type { ReadyCondition, ReconcileResult } from "../types";
 import type { ModelSpec } from "../../schemas/kinds/model";
-import { ModelDownloads, completeRecord, parseSource, RETRY_AFTER_MS, type PullOptions, type PullProgress } from "../../engines/inference/download";
+import { downloadsOf, completeRecord, parseSource, RETRY_AFTER_MS, type PullOptions, type PullProgress } from "../../engines/inference/download";
 import { describeMissing, resolveSecretRef } from "../../engines/secrets/refs";
 import { resolveModelFile } from "../../engines/paths";
 
 /** The downloads engine of this svc, created on first need. */
-export function modelDownloads(svc: Svc): ModelDownloads {
-  return (svc.engines.downloads ??= new ModelDownloads(svc.modelsDir, (msg) => svc.log.warn(msg)));
-}
+export const modelDownloads = (svc: Svc) => downloadsOf(svc);
 
 /** How often status is rewritten while a download runs. */
 const PROGRESS_MS = 1000;

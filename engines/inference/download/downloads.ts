@@ -126,7 +126,8 @@ export class ModelDownloads {
       const why = job.abort.signal.aborted ? `cancelled (${(job.abort.signal.reason as Error)?.message ?? "aborted"})` : (e as Error).message;
       throw new SvcError("upstream", "upstream_error", `download of ${info.uri} did not finish: ${why}; what was fetched is kept to resume, and the previous file (if any) stays in place`, "source");
     }
-    job.update({ phase: "verifying sha256 digest", completed: dl.totalSize });
+    job.update({ phase: "downloading", completed: dl.totalSize }, true); // the last bytes, never throttled away
+    job.update({ phase: "verifying sha256 digest" });
     const verified = await this.verify(files, o, info.uri);
     job.update({ phase: "writing manifest", digest: `sha256:${verified[0]?.sha256}` });
     for (const f of files) await rename(f.filePath, path.join(this.modelsDir, f.fileName));
@@ -189,4 +190,10 @@ export class ModelDownloads {
     }
     return out;
   }
+}
+
+/** The one downloads engine of a running svc (its `engines.downloads`), created on first need by
+ * the Model controller or the pull route, whichever comes first. */
+export function downloadsOf(svc: { engines: { downloads?: ModelDownloads }; modelsDir: string; log: { warn(msg: string): void } }): ModelDownloads {
+  return (svc.engines.downloads ??= new ModelDownloads(svc.modelsDir, (msg) => svc.log.warn(msg)));
 }

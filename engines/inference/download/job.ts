@@ -67,11 +67,12 @@ export class PullJob {
     return () => this.listeners.delete(l);
   }
 
-  update(p: Partial<PullProgress>): void {
+  /** New progress; listeners hear it at once on a phase change or with `now`, else throttled. */
+  update(p: Partial<PullProgress>, now = false): void {
     const phaseChanged = p.phase !== undefined && p.phase !== this.progress.phase;
     this.progress = { ...this.progress, ...p };
-    const now = Date.now();
-    if (phaseChanged || now - this.lastNotify >= NOTIFY_MS) this.flush(now);
+    const t = Date.now();
+    if (now || phaseChanged || t - this.lastNotify >= NOTIFY_MS) this.flush(t);
   }
 
   private flush(now = Date.now()): void {
