@@ -38,6 +38,7 @@ export class PullJob {
   readonly done: Promise<PullResult>;
   private readonly listeners = new Set<Listener>();
   private lastNotify = 0;
+  private trailing?: ReturnType<typeof setTimeout>;
 
   constructor(source: string, run: (job: PullJob) => Promise<PullResult>) {
     this.progress = { phase: "pulling manifest", source, total: 0, completed: 0, rate: 0, files: 0 };
@@ -73,9 +74,16 @@ export class PullJob {
     this.progress = { ...this.progress, ...p };
     const t = Date.now();
     if (now || phaseChanged || t - this.lastNotify >= NOTIFY_MS) this.flush(t);
+    else if (!this.trailing) {
+      // a stalled transfer still shows where it stopped
+      this.trailing = setTimeout(() => this.flush(), NOTIFY_MS - (t - this.lastNotify));
+      this.trailing.unref?.();
+    }
   }
 
   private flush(now = Date.now()): void {
+    if (this.trailing) clearTimeout(this.trailing);
+    this.trailing = undefined;
     this.lastNotify = now;
     for (const l of this.listeners) l(this.progress);
   }
