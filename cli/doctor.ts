@@ -78,7 +78,8 @@ function hintFor(o: ObjectRow): string {
 
 async function checkModelFile(o: ObjectRow, modelsDir: string): Promise<Finding | null> {
   const file = o.spec?.file;
-  if (!file) return null;
+  // a Model with source downloads its file: its Ready condition says how far (Downloading)
+  if (!file || o.spec?.source) return null;
   const abs = path.isAbsolute(file) ? file : path.join(modelsDir, file);
   if (!existsSync(abs)) {
     return {

@@ -6,6 +6,11 @@ import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { CliError } from "./errors";
+import { formatBytes } from "./format-bytes";
+import { modelUsers, registerPullAndRm } from "./models-pull";
+import { quantOf, readRecords } from "../engines/inference/download";
+
+export { formatBytes };
 import { outputFormat, printData, withOutputOption } from "./print";
 import { resolveHome, resolveModelsDir } from "../engines/paths";
 import { TINY_MODEL_SHAPES, writeTinyGguf, type TinyModelSize } from "../engines/inference/gguf";
@@ -15,18 +20,6 @@ const SIZES = Object.keys(TINY_MODEL_SHAPES) as TinyModelSize[];
 
 function modelsDirOf(opts: { dir?: string; home?: string }): string {
   return opts.dir ? path.resolve(opts.dir) : resolveModelsDir(resolveHome(opts.home));
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
 }
 
 /** Tensor bytes of a generated model (all F32), to show progress against. */
@@ -107,6 +100,11 @@ export interface ModelFileRow {
   sizeBytes: number;
   modifiedAt: string;
   gguf: boolean;
+  /** where svc downloaded it from (svc models pull, a Model's source) */
+  source?: string;
+  quant?: string;
+  /** Models whose file this is (undefined: the store could not be read) */
+  usedBy?: string[];
 }
 
 export async function listModelFiles(dir: string): Promise<ModelFileRow[]> {
@@ -115,17 +113,21 @@ export async function listModelFiles(dir: string): Promise<ModelFileRow[]> {
     throw new CliError(`cannot read models dir ${dir}: ${e?.code ?? e?.message ?? e}`);
   });
   const rows: ModelFileRow[] = [];
+  const records = await readRecords(dir);
   for (const e of entries) {
     if (!e.isFile() || !e.name.endsWith(".gguf")) continue;
     const file = path.join(dir, e.name);
     const st = await stat(file);
-    rows.push({ name: e.name, file, sizeBytes: st.size, modifiedAt: st.mtime.toISOString(), gguf: await isGguf(file) });
+    const rec = records.find((r) => r.files.some((f) => f.name === e.name));
+    const quant = rec?.quant ?? quantOf(e.name);
+    rows.push({ name: e.name, file, sizeBytes: st.size, modifiedAt: st.mtime.toISOString(), gguf: await isGguf(file), ...(rec ? { source: rec.source } : {}), ...(quant ? { quant } : {}) });
   }
   return rows.sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export function registerModels(program: Command): void {
-  const models = program.command("models").description("local GGUF models: generate the default model, list the models dir");
+  const models = program.command("models").description("local GGUF models: pull from Hugging Face or a URL, generate the default model, list and remove files in the models dir");
+  registerPullAndRm(models);
 
   models
     .command("create-tiny")
@@ -173,10 +175,16 @@ export function registerModels(program: Command): void {
       process.stdout.write(`models dir: ${dir}\n`);
       const w = Math.max(4, ...rows.map((r) => r.name.length));
       const wide = format === "wide";
-      process.stdout.write(`${"NAME".padEnd(w)}  ${"SIZE".padStart(9)}  MODIFIED            ${wide ? "  PATH" : ""}\n`);
+      const users = await modelUsers(resolveHome(o.home), dir);
+      const used = (r: ModelFileRow) => (users ? (users.get(r.name) ?? []).join(",") || "-" : "?");
+      const wq = Math.max(5, ...rows.map((r) => (r.quant ?? "-").length));
+      const wu = Math.max(7, ...rows.map((r) => used(r).length));
+      process.stdout.write(`${"NAME".padEnd(w)}  ${"SIZE".padStart(9)}  MODIFIED             ${"QUANT".padEnd(wq)}  ${"USED BY".padEnd(wu)}  SOURCE${wide ? "  PATH" : ""}\n`);
       for (const r of rows) {
         const where = wide ? `  ${path.join(dir, r.name)}` : "";
-        process.stdout.write(`${r.name.padEnd(w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}${where}${r.gguf ? "" : "  (not a GGUF file)"}\n`);
+        process.stdout.write(
+          `${r.name.padEnd(w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}  ${(r.quant ?? "-").padEnd(wq)}  ${used(r).padEnd(wu)}  ${r.source ?? "-"}${where}${r.gguf ? "" : "  (not a GGUF file)"}\n`,
+        );
       }
     });
 }

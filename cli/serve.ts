@@ -72,6 +72,9 @@ export function registerServe(program: Command): void {
         };
         if (stopRequested) onSignal(stopRequested);
       });
+      // stopped: a socket nobody will read again (node-llama-cpp's downloader probes a file's size
+      // with a GET whose body it leaves unread) must not keep the process alive
+      setTimeout(() => process.exit(), 2000).unref();
     });
 }
 

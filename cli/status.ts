@@ -24,7 +24,7 @@ export interface ObjectRow {
   observedGeneration: number | null;
   deleting: boolean;
   ready: { status: string; reason: string; message: string; lastTransitionTime?: string } | null;
-  spec?: { file?: string };
+  spec?: { file?: string; source?: string };
 }
 
 export interface StatusSnapshot {

@@ -4,6 +4,7 @@
 import type { Host } from "./host";
 import type { Gateway } from "./gateway";
 import type { ModelPool } from "./inference/pool";
+import type { ModelDownloads } from "./inference/download";
 import type { ToolRegistry } from "./tools/types";
 import type { McpEngine } from "./mcp/engine";
 import type { Agents } from "./agents";
@@ -27,6 +28,8 @@ export interface Engines {
   gateway?: Gateway;
   /** local GGUF models; created by the Model controller on first need */
   pool?: ModelPool;
+  /** Model downloads (spec.source, `svc models pull`, /api/pull); created on first need */
+  downloads?: ModelDownloads;
   /** the tool catalog: MCP services' tools and svc's built-ins (engines/mcp) */
   tools?: ToolRegistry;
   /** the same object as `tools` seen from its controller's side: McpServer connections */

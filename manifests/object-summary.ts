@@ -14,6 +14,8 @@ export function objectSummary(o: StoredObject) {
     observedGeneration: o.status?.observedGeneration ?? null,
     deleting: o.deleting,
     ready: o.status?.conditions?.find((c) => c.type === "Ready") ?? null,
-    spec: o.kind === "Model" ? { file: o.spec?.file as string | undefined } : undefined,
+    spec: o.kind === "Model" ? { file: o.spec?.file as string | undefined, ...(o.spec?.source ? { source: o.spec.source as string } : {}) } : undefined,
+    // a Model being downloaded: bytes, total and rate (controllers/kinds/model-source.ts)
+    ...(o.kind === "Model" && o.status?.download ? { download: o.status.download } : {}),
   };
 }

@@ -5,6 +5,7 @@ import type { TSchema } from "@sinclair/typebox";
 import * as B from "../../schemas/api/bodies";
 import * as P from "../../schemas/api/pairing";
 import * as M from "../../schemas/api/media";
+import { OllamaDeleteBody, OllamaPullBody } from "../../schemas/api/models";
 import { CreateBody, PatchBody, TemporaryBody } from "../../engines/gateway/key-bodies";
 
 /** Who may call: a key (or anonymous loopback where the Server allows it), loopback only, anyone. */
@@ -58,6 +59,8 @@ export const routeDocs: RouteDoc[] = [
   r("get", "/api/tags", "ollama", "Model list, Ollama-style", "key", { gate: "use" }),
   r("get", "/v1/tags", "ollama", "Model list, Ollama-style", "key", { gate: "use" }),
   r("get", "/api/ps", "ollama", "Loaded local models", "key", { gate: "use" }),
+  r("post", "/api/pull", "ollama", "Download a model (hf.co/<user>/<repo>:<quant>, hf: URI or URL), NDJSON progress; loopback or the admin key, audited", "admin", { body: OllamaPullBody, streams: true }),
+  r("delete", "/api/delete", "ollama", "Delete a pulled model and its files; loopback or the admin key, audited", "admin", { body: OllamaDeleteBody }),
   r("get", "/api/version", "ollama", "Version, Ollama-style", "public"),
 
   r("post", "/v1/api-keys", "keys", "Create a key (its secret is returned once)", "key", { gate: "use", body: CreateBody }),

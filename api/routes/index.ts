@@ -16,6 +16,7 @@ import audit from "./audit";
 import openai, { openaiInference } from "./openai";
 import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
+import ollamaManage from "./ollama-manage";
 import mcp from "./mcp";
 import agents from "./agents";
 import tasks from "./tasks";
@@ -29,6 +30,6 @@ import openapi from "./openapi";
 import usage from "./usage";
 import consoleRoutes from "./console";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollamaManage, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -11,6 +11,7 @@ import type { Svc } from "../../engines/svc";
 import { ModelSpec } from "../../schemas/kinds/model";
 import { ModelPool } from "../../engines/inference/pool";
 import { resolveModelFile } from "../../engines/paths";
+import { sourcedFile } from "./model-source";
 
 /** The pool, if one was created. */
 export function existingPool(svc: Svc): ModelPool | undefined {
@@ -106,6 +107,14 @@ export function modelController(svc: Svc): KindController<"Model"> {
         return { status: "True", reason: missing.length ? "DeploymentMissing" : "Routed", message, extra: { deployments: n - missing.length }, ...(missing.length ? { requeueAfterMs: RECHECK_MS } : {}) };
       }
       const spec = Value.Default(ModelSpec, structuredClone(obj.spec ?? {})) as ModelSpec;
+      // a Model with source serves the file its download verified (model-source.ts)
+      let sourced: { note?: string; sha256?: string } | undefined;
+      if (spec.source) {
+        const got = await sourcedFile(svc, obj.name, { ...spec, source: spec.source });
+        if ("status" in got) return got;
+        spec.file = got.file;
+        sourced = got;
+      }
       const file = resolveModelFile(svc, spec.file);
       const pool = modelPool(svc);
       const check = await checkGguf(file);
@@ -118,11 +127,13 @@ export function modelController(svc: Svc): KindController<"Model"> {
       // the next request loads the new settings
       pool.register(obj.name, { ...spec, file });
       const loaded = pool.list().find((m) => m.name === obj.name)?.loaded ?? false;
+      const source = spec.source ? { source: spec.source, ...(sourced?.sha256 ? { sha256: sourced.sha256 } : {}) } : {};
+      if (sourced?.note) return { status: "False", reason: "DownloadFailed", message: sourced.note, extra: { file, sizeBytes: check.bytes, loaded, ...source }, requeueAfterMs: RECHECK_MS };
       return {
         status: "True",
         reason: "Registered",
-        message: loaded ? "registered; loaded" : "registered; loads on first use",
-        extra: { file, sizeBytes: check.bytes, loaded },
+        message: `${spec.source ? "downloaded and verified; " : ""}${loaded ? "registered; loaded" : "registered; loads on first use"}`,
+        extra: { file, sizeBytes: check.bytes, loaded, ...source },
       };
     },
     async finalize(obj) {

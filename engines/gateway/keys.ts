@@ -212,6 +212,12 @@ export class KeyCache {
     return this.byId.get(id);
   }
 
+  /** The admin or master key's entry (loopback administration is audited under the admin key). */
+  getSpecial(id: "admin" | "master"): KeyEntry | undefined {
+    for (const e of this.special.values()) if (e.id === id) return e;
+    return undefined;
+  }
+
   all(): KeyEntry[] {
     return [...this.byId.values()];
   }

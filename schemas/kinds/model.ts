@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, Sampling } from "../common";
+import { ModelSource, ModelDownload } from "./model-source";
 import { ProviderRouting } from "./provider";
 
 // --- a router declared on the Model (providers engine; docs/providers.md "The router") ---
@@ -45,7 +46,9 @@ export type ModelRouter = Static<typeof ModelRouter>;
 
 export const ModelSpec = Type.Object(
   {
-    file: Type.Optional(Type.String({ minLength: 1, description: "GGUF path; relative paths resolve in the models dir. Required unless router is set." })),
+    file: Type.Optional(Type.String({ minLength: 1, description: "GGUF path; relative paths resolve in the models dir. Required unless router or source is set; with source, the name the download is saved as." })),
+    source: Type.Optional(ModelSource),
+    download: Type.Optional(ModelDownload),
     contextSize: Type.Integer({ minimum: 128, maximum: 1048576, default: 2048 }),
     threads: Type.Integer({ minimum: 1, maximum: 256, default: 1, description: "CPU threads; set explicitly (the default oversubscribes small machines)." }),
     parallel: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: "Sequences of one context: requests served at once." }),
@@ -60,7 +63,8 @@ export const ModelSpec = Type.Object(
     // a local model (file) or a routed one (router), never both
     if: { required: ["router"] },
     then: { properties: { file: { not: {}, description: "must be left out: a Model with router is served by its deployments, not a file" } } },
-    else: { required: ["file"] },
+    // with source, the file is named by the download unless spec.file names it
+    else: { if: { required: ["source"] }, then: {}, else: { required: ["file"] } },
   },
 );
 /** A Model's spec. `file` is typed as present: a Model with `router` (file absent) is served by
