@@ -10,6 +10,7 @@ import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { rateHeaders } from "./errors";
+import { cacheDirectivesOf, withCacheHeader } from "./cache-headers";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
@@ -88,6 +89,8 @@ export function callerFrom(ctx: HttpContext): Caller {
     key: undefined,
   };
   if (EMBEDDING_ROUTES.has(caller.route)) caller.modelCall = "embeddings";
+  const cc = ctx.get("cache-control");
+  if (cc) caller.cache = cacheDirectivesOf(cc);
   ctx.state.caller = caller;
   return caller;
 }
@@ -203,13 +206,13 @@ export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAns
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;
-    setHeaders(ctx, rateHeaders(s.start.rate));
+    setHeaders(ctx, withCacheHeader(rateHeaders(s.start.rate), s.start.cache));
     ctx.body = a.whole(result, a.meta);
     return;
   }
   await streamEvents(ctx, {
     format: a.format,
-    headers: rateHeaders(s.start.rate),
+    headers: withCacheHeader(rateHeaders(s.start.rate), s.start.cache),
     events: s.start.events,
     render: (events) => a.render(events, a.meta),
     onError: a.onError,
