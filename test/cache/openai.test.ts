@@ -154,6 +154,25 @@ describe("response cache, OpenAI chat", () => {
     expect(calls("gpt-org")).toBe(2);
   });
 
+  it("counts hits and misses in /metrics and /admin/response-cache; purge drops a model's answers", async () => {
+    const c = env.client(secret);
+    await c.chat.completions.create({ model: "gpt-cached", messages: ask("count") });
+    await c.chat.completions.create({ model: "gpt-cached", messages: ask("count") });
+    const m = await (await fetch(`${env.url}/metrics`)).text();
+    const hits = Number(/svc_gateway_cache_requests_total\{model="gpt-cached",result="hit"\} (\d+)/.exec(m)?.[1]);
+    expect(hits).toBeGreaterThanOrEqual(1);
+    expect(m).toMatch(/svc_gateway_cache_saved_usd_total\{model="gpt-cached"\} [0-9.e-]+/);
+    const stats = (await env.api("GET", "/admin/response-cache")).json;
+    expect(stats).toMatchObject({ mode: "sqlite", hits: expect.any(Number), misses: expect.any(Number) });
+    expect(stats.entries).toBeGreaterThan(0);
+    expect(stats.models.find((x: any) => x.model === "gpt-cached").hits).toBe(hits);
+    const purged = await env.api("POST", "/admin/response-cache/purge", { model: "gpt-cached" });
+    expect(purged.status).toBe(200);
+    expect(purged.json.purged).toBeGreaterThan(0);
+    expect((await c.chat.completions.create({ model: "gpt-cached", messages: ask("count") }).withResponse()).response.headers.get("x-svc-cache")).toBe("miss");
+    expect((await env.api("POST", "/admin/response-cache/purge", { model: 3 })).status).toBe(400);
+  });
+
   it("a hit is still judged by the gate: a revoked key is refused", async () => {
     const k = await env.key();
     await env.client(k.secret).chat.completions.create({ model: "gpt-cached", messages: ask("gate") });
