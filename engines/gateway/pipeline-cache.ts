@@ -7,6 +7,10 @@ import type { CacheDirectives } from "../cache/types";
 import type { RouteTarget } from "../providers/types";
 import type { Caller } from "./pipeline-types";
 import type { KeyEntry } from "./keys";
+import type { Gate, Verdict } from "./gate";
+import type { Limits } from "./limits";
+import { costMicros } from "../providers/types";
+import { reservationWritten } from "./pipeline-records";
 
 /** The request's directives: Cache-Control, then a per-request opt-out in metadata
  * (`metadata.cache`: "no-store", "off" or false skip the cache; "no-cache" stores but never answers). */
@@ -36,3 +40,16 @@ export function hitMetadata(meta: Record<string, unknown> | undefined, p: Probe)
 
 /** A hit costs nothing against budgets unless its model says `chargeHits`. */
 export const freeHit = (p: Probe | undefined): boolean => p !== undefined && p.settings?.chargeHits !== true;
+
+/** An embedding answered from the cache: settled and audited as chat's hits are (no upstream call). */
+export async function embedHit(gate: Gate, limits: Limits, cache: ResponseCache, v: Verdict, t: RouteTarget, p: Probe, body: { vectors: number[][]; promptTokens: number }) {
+  if (v.adm?.written) await reservationWritten(v.adm.written);
+  const model = v.call.model!;
+  const priceCost = costMicros(t, body.promptTokens, 0);
+  const usd = limits.usd(priceCost, t.currency);
+  cache.saved(model, usd);
+  const free = freeHit(p);
+  const cost = free ? 0 : v.key && v.adm ? gate.keyCost(v.key, t, priceCost, model) : priceCost;
+  gate.finish(v, { status: "success", costMicros: cost, usdMicros: free ? 0 : usd, promptTokens: body.promptTokens, completionTokens: 0, metadata: hitMetadata(v.call.metadata, p) });
+  return { vectors: body.vectors, promptTokens: body.promptTokens, provider: t.provider, model, rate: v.rate, cache: "hit" as const };
+}

@@ -34,7 +34,7 @@ import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
 import type { Probe, ResponseCache } from "../cache";
-import { freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
+import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -304,7 +304,7 @@ export class GatewayPipeline implements InferencePipeline {
       v.call.provider = target.provider;
       let probe = probeEmbed(this.o.cache, target, caller, key, req, now);
       if (probe instanceof Promise) probe = await probe;
-      if (probe?.entry?.body.kind === "embed") return await this.embedFromCache(v, target, probe, probe.entry.body);
+      if (probe?.entry?.body.kind === "embed") return await embedHit(this.gate, this.o.limits, this.o.cache!, v, target, probe, probe.entry.body);
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
@@ -323,17 +323,6 @@ export class GatewayPipeline implements InferencePipeline {
       this.gate.refused(v, e);
       throw e;
     }
-  }
-
-  /** An embedding answered from the cache: settled and audited as chat's hits are. */
-  private async embedFromCache(v: Verdict, t: RouteTarget, p: Probe, body: { vectors: number[][]; promptTokens: number }) {
-    if (v.adm?.written) await reservationWritten(v.adm.written);
-    const priceCost = costMicros(t, body.promptTokens, 0);
-    const free = freeHit(p);
-    this.o.cache!.saved(v.call.model!, this.o.limits.usd(priceCost, t.currency));
-    const cost = v.key && v.adm ? this.gate.keyCost(v.key, t, priceCost, v.call.model!) : priceCost;
-    this.gate.finish(v, { status: "success", costMicros: free ? 0 : cost, usdMicros: free ? 0 : this.o.limits.usd(priceCost, t.currency), promptTokens: body.promptTokens, completionTokens: 0, metadata: hitMetadata(v.call.metadata, p) });
-    return { vectors: body.vectors, promptTokens: body.promptTokens, provider: t.provider, model: v.call.model!, rate: v.rate, cache: "hit" as const };
   }
 
   async listModels(caller: Caller): Promise<ModelListing[]> {
