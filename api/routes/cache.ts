@@ -9,7 +9,7 @@ import { SvcError } from "../../engines/errors";
 import { loopbackOnly } from "../loopback";
 import { jsonBody } from "../body-schema";
 import { CachePurgeBody } from "../../schemas/api/cache";
-import type { CacheStats } from "../../engines/cache";
+import type { CacheCounters, CacheStats } from "../../engines/cache";
 
 const readPurge = jsonBody("post", "/admin/response-cache/purge", CachePurgeBody);
 
@@ -33,6 +33,11 @@ export function statsBody(s: CacheStats) {
     saved_usd: s.savedUsdMicros / 1e6,
     models: Object.entries(s.models).map(([model, c]) => ({ model, hits: c.hits, misses: c.misses, bypassed: c.bypassed, hit_rate: rate(c.hits, c.misses), saved_usd: c.savedUsdMicros / 1e6 })),
   };
+}
+
+/** The response cache's counters in GET /v1/usage (the administrative key: this replica's, since start). */
+export function cacheUsage(c: CacheCounters) {
+  return { hits: c.hits, misses: c.misses, bypassed: c.bypassed, hit_rate: c.hits + c.misses === 0 ? 0 : c.hits / (c.hits + c.misses), saved_usd: c.savedUsdMicros / 1e6 };
 }
 
 export default function cacheRoutes(svc: Svc): Router {

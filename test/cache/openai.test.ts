@@ -166,6 +166,8 @@ describe("response cache, OpenAI chat", () => {
     expect(stats).toMatchObject({ mode: "sqlite", hits: expect.any(Number), misses: expect.any(Number) });
     expect(stats.entries).toBeGreaterThan(0);
     expect(stats.models.find((x: any) => x.model === "gpt-cached").hits).toBe(hits);
+    const usage = (await env.api("GET", "/v1/usage")).json;
+    expect(usage.cache).toMatchObject({ hits: stats.hits, misses: stats.misses });
     const purged = await env.api("POST", "/admin/response-cache/purge", { model: "gpt-cached" });
     expect(purged.status).toBe(200);
     expect(purged.json.purged).toBeGreaterThan(0);
