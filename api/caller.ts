@@ -10,7 +10,7 @@ import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { rateHeaders } from "./errors";
-import { cacheDirectivesOf, withCacheHeader } from "./cache-headers";
+import { cacheDirectivesOf } from "./cache-headers";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
@@ -203,16 +203,17 @@ export interface ChatAnswer<M> extends Omit<StreamOptions<ChatEvent>, "headers" 
 
 /** Answer a started chat in the protocol's shape (the same steps for every inference route). */
 export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAnswer<M>): Promise<void> {
+  if (s.start.cache) ctx.set("x-svc-cache", s.start.cache);
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;
-    setHeaders(ctx, withCacheHeader(rateHeaders(s.start.rate), s.start.cache));
+    setHeaders(ctx, rateHeaders(s.start.rate));
     ctx.body = a.whole(result, a.meta);
     return;
   }
   await streamEvents(ctx, {
     format: a.format,
-    headers: withCacheHeader(rateHeaders(s.start.rate), s.start.cache),
+    headers: rateHeaders(s.start.rate),
     events: s.start.events,
     render: (events) => a.render(events, a.meta),
     onError: a.onError,

@@ -59,10 +59,18 @@ export class ResponseCache {
   private readonly total: CacheCounters = { hits: 0, misses: 0, bypassed: 0, savedUsdMicros: 0 };
   private readonly byModel = new Map<string, CacheCounters>();
 
+  private opened?: CacheStore;
+
+  /** `open` makes the store on first use: a server whose models declare no cache opens no file
+   * and no Redis connection for it. */
   constructor(
-    readonly store: CacheStore,
+    private readonly open: () => CacheStore,
     private readonly warn: (m: string, extra?: Record<string, unknown>) => void = () => {},
   ) {}
+
+  get store(): CacheStore {
+    return (this.opened ??= this.open());
+  }
 
   probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
@@ -166,8 +174,8 @@ export class ResponseCache {
     return this.store.purge(f);
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  async close(): Promise<void> {
+    await this.opened?.close();
   }
 }
 
@@ -190,6 +198,7 @@ async function* teeAsync(src: AsyncIterable<ChatEvent>, seen: ChatEvent[], compl
 /** The embedded store in the data dir, or the shared one when SVC_REDIS_URL is set. */
 export function openResponseCache(home: string, env: NodeJS.ProcessEnv, warn: (m: string, extra?: Record<string, unknown>) => void): ResponseCache {
   const url = env.SVC_REDIS_URL?.trim();
-  const store = url ? new RedisCacheStore(url, env.SVC_REDIS_PREFIX?.trim() || "svc:", warn) : new SqliteCacheStore(path.join(home, "cache.sqlite"));
-  return new ResponseCache(store, warn);
+  const cache = new ResponseCache(() => (url ? new RedisCacheStore(url, env.SVC_REDIS_PREFIX?.trim() || "svc:", warn) : new SqliteCacheStore(path.join(home, "cache.sqlite"))), warn);
+  if (url) void cache.store; // connect now: a replica's first requests find Redis ready
+  return cache;
 }
