@@ -13,6 +13,8 @@ const ENGINE_ORDER = [
   "chat", "secrets", "net", "store", "tools",
   // what the gateway forwards to
   "providers", "inference",
+  // the response cache the gateway pipeline answers from (docs/cache.md)
+  "cache",
   // the gate: keys, policy, limits, audit, alerts and their outboxes
   "gateway",
   // engines that call through the gateway

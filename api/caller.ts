@@ -10,6 +10,7 @@ import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
 import { clientIp, isLoopback } from "./loopback";
 import { rateHeaders } from "./errors";
+import { cacheDirectivesOf } from "./cache-headers";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
@@ -88,6 +89,8 @@ export function callerFrom(ctx: HttpContext): Caller {
     key: undefined,
   };
   if (EMBEDDING_ROUTES.has(caller.route)) caller.modelCall = "embeddings";
+  const cc = ctx.get("cache-control");
+  if (cc) caller.cache = cacheDirectivesOf(cc);
   ctx.state.caller = caller;
   return caller;
 }
@@ -200,6 +203,7 @@ export interface ChatAnswer<M> extends Omit<StreamOptions<ChatEvent>, "headers" 
 
 /** Answer a started chat in the protocol's shape (the same steps for every inference route). */
 export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAnswer<M>): Promise<void> {
+  if (s.start.cache) ctx.set("x-svc-cache", s.start.cache);
   if (!a.stream) {
     const result = await collectOrAbort(ctx, s);
     if (!result) return;

@@ -2,7 +2,7 @@
 // through svc (key with a policy, limits and audit on) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -23,10 +23,12 @@ const require = createRequire(import.meta.url);
 interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number }
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+/** The same request to the model with a response cache: after the first, every one is a hit. */
+const CACHED_BODY = JSON.stringify({ model: "bench-cached", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 
 /** One autocannon run (bench/load.ts) as a child process on core 0. */
-async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
-  const r = (await loadRun({ url, headers, body: BODY, connections, seconds })) as Omit<Load, "steady">;
+async function load(url: string, headers: Record<string, string>, connections: number, seconds: number, body = BODY): Promise<Load> {
+  const r = (await loadRun({ url, headers, body, connections, seconds })) as Omit<Load, "steady">;
   const after = r.perSecond.slice(1, seconds);
   const steady = after.length ? after.reduce((a, b) => a + b, 0) / after.length : r.rps;
   return { ...r, steady };
@@ -46,9 +48,15 @@ export async function gatewayBench(): Promise<Section> {
     const cfg = path.join(tmp, "config");
     mkdirSync(cfg);
     writeGatewayConfig(cfg, upstream);
+    // this checkout's svc also serves "bench-cached", a model with a response cache (docs/cache.md):
+    // the same request again and again is the cache-hit path (a baseline may predate the cache)
+    const cfgCache = path.join(tmp, "config-cache");
+    mkdirSync(cfgCache);
+    writeGatewayConfig(cfgCache, upstream);
+    writeFileSync(path.join(cfgCache, "cache.yaml"), `apiVersion: svc/v1\nkind: Provider\nmetadata: {name: standin-cached}\nspec:\n  type: openai\n  baseUrl: ${upstream}\n  credential: env:BENCH_UPSTREAM_KEY\n  models:\n    - {name: bench-cached, inputPerMillion: 0.5, outputPerMillion: 1.5, cache: {scope: key}}\n`);
     // svc started from `checkout` (default: this one) with the bench key; returns its URL and key.
     const startSvc = async (home: string, checkout?: string) => {
-      const svc = await startSvcProcess({ home, config: cfg, core: 1, checkout, env: gatewayEnv });
+      const svc = await startSvcProcess({ home, config: checkout ? cfg : cfgCache, core: 1, checkout, env: gatewayEnv });
       procs.push(svc.proc);
       return { url: svc.url, key: await gatewayKey(svc.url) };
     };
@@ -65,9 +73,10 @@ export async function gatewayBench(): Promise<Section> {
     const pkUrl = `http://127.0.0.1:${pkPort}`;
     await waitHttp(`${pkUrl}/`);
 
-    const targets = {
+    const targets: Record<string, { url: string; headers: Record<string, string>; body?: string }> = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
       svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
+      "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY },
       ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
@@ -75,13 +84,13 @@ export async function gatewayBench(): Promise<Section> {
       },
     };
     // Warm up every path (JIT, keep-alive pools) before measuring.
-    for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2);
+    for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2, t.body);
 
     // Paths take turns, round after round, so a slow spell on this shared machine hits them all
     // alike; each path's figure is its median round (by steady requests/s).
     const names = Object.keys(targets);
     const runs: Record<string, Record<number, Load[]>> = Object.fromEntries(names.map((n) => [n, { 1: [], 50: [] }]));
-    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds));
+    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.body));
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
@@ -123,6 +132,7 @@ export async function gatewayBench(): Promise<Section> {
           ]
         : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
+      `svc cache hits / svc misses (the same path forwarded upstream) requests/s (steady): ${ratio(results["svc-cache-hit"][1].steady, s1.steady)} at 1 connection, ${ratio(results["svc-cache-hit"][50].steady, s50.steady)} at 50 (aim ≥ 1.5 at 50).`,
       `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",

@@ -95,7 +95,7 @@ metadata: {name: bench-policy}
 spec:
   version: "2024-01-01"
   statements:
-    - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model"]}
+    - {effect: Allow, actions: ["chat:completions", "chat:stream"], resources: ["model:bench-model", "model:bench-cached"]}
     - {effect: Deny, actions: ["*"], resources: ["provider:forbidden"]}
 `);
 }

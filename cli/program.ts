@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   mcp: async () => (await import("./mcp")).registerMcp,
   pair: async () => (await import("./pair")).registerPair,
   usage: async () => (await import("./usage")).registerUsage,
+  cache: async () => (await import("./cache")).registerCache,
 };
 
 /** Commands that need no other command's module: `version` and the program's own -V. */

@@ -7,6 +7,7 @@ import * as P from "../../schemas/api/pairing";
 import * as M from "../../schemas/api/media";
 import { OllamaDeleteBody, OllamaPullBody } from "../../schemas/api/models";
 import { CreateBody, PatchBody, TemporaryBody } from "../../engines/gateway/key-bodies";
+import { CachePurgeBody } from "../../schemas/api/cache";
 
 /** Who may call: a key (or anonymous loopback where the Server allows it), loopback only, anyone. */
 export type Access = "key" | "admin" | "loopback" | "public";
@@ -122,6 +123,8 @@ export const routeDocs: RouteDoc[] = [
   r("post", "/admin/config/plan", "admin", "Validate and preview a document", "admin", { body: B.ConfigBody }),
   r("post", "/admin/config/apply", "admin", "Apply a document or a saved plan", "admin", { body: B.ConfigBody }),
   r("get", "/admin/cache-stats", "admin", "Cache counters", "admin"),
+  r("get", "/admin/response-cache", "admin", "Response cache: entries, hits, misses, spend saved (docs/cache.md)", "admin"),
+  r("post", "/admin/response-cache/purge", "admin", "Drop cached answers of a model, a key, or all", "admin", { body: CachePurgeBody }),
   r("get", "/admin/generation-settings", "admin", "Effective generation settings", "admin"),
   r("get", "/admin/runtime-settings", "admin", "Effective runtime settings", "admin"),
 

@@ -29,7 +29,8 @@ import memory from "./memory";
 import openapi from "./openapi";
 import usage from "./usage";
 import consoleRoutes from "./console";
+import cache from "./cache";
 
-export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollamaManage, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, openapi];
+export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollamaManage, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, cache, openapi];
 
 export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];

@@ -15,6 +15,7 @@ import type { ChatResult } from "../../engines/chat/collect";
 import { rateHeaders, toSvcError } from "../errors";
 import { jsonBody } from "../body-schema";
 import { OllamaChatBody, OllamaEmbedBody, OllamaEmbeddingsBody, OllamaGenerateBody, ShowBody } from "../../schemas/api/bodies";
+import { withCacheHeader } from "../cache-headers";
 import { agentIdOf, answerChat, authenticateCaller, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, ndjsonLine } from "../sse";
 import { isLoadOnlyChat, keepAliveZero, parseOllamaChat, parseOllamaEmbed, parseOllamaGenerate } from "../ollama/request";
@@ -147,7 +148,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
     const started = process.hrtime.bigint();
     const req = parseOllamaEmbed(await readEmbed(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, rateHeaders(out.rate));
+    setHeaders(ctx, withCacheHeader(rateHeaders(out.rate), out.cache));
     ctx.body = {
       model: req.model,
       embeddings: out.vectors,
@@ -160,7 +161,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
   post("/api/embeddings", async (ctx) => {
     const req = parseOllamaEmbed(await readEmbeddings(ctx), true);
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, rateHeaders(out.rate));
+    setHeaders(ctx, withCacheHeader(rateHeaders(out.rate), out.cache));
     ctx.body = { embedding: out.vectors[0] ?? [] };
   });
 

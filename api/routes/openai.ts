@@ -12,6 +12,7 @@ import { modelNotFound } from "../../engines/errors";
 import { openAIBody, rateHeaders, toSvcError } from "../errors";
 import { jsonBody } from "../body-schema";
 import { ChatCompletionBody, CompletionBody, EmbeddingsBody, ResponsesBody } from "../../schemas/api/bodies";
+import { withCacheHeader } from "../cache-headers";
 import { agentIdOf, answerChat, callerFrom, pipelineOf, setHeaders, startChat } from "../caller";
 import { frames, sseData } from "../sse";
 import { parseChatRequest } from "../openai/chat-request";
@@ -85,7 +86,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
   post("/v1/embeddings", async (ctx) => {
     const { req, format } = parseEmbeddingsRequest(await readEmbeddings(ctx));
     const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, rateHeaders(out.rate));
+    setHeaders(ctx, withCacheHeader(rateHeaders(out.rate), out.cache));
     ctx.body = embeddingsResponse(out, out.model, format);
   });
 

@@ -17,6 +17,7 @@ import { invalidRequest } from "../../engines/errors";
 import { USAGE_GROUPS, usageCsv, usageDbOf, usageReport, usageScopeOf, type UsageGroup, type UsageQuery } from "../../engines/gateway/usage-report";
 import { audited, gatewayOf, managementActor } from "../management";
 import { utcMs } from "../../engines/iso-time";
+import { cacheUsage } from "./cache";
 
 export default function routes(svc: Svc): Router {
   const r = new Router();
@@ -37,7 +38,7 @@ export default function routes(svc: Svc): Router {
         ctx.type = "text/csv";
         ctx.attachment("usage.csv");
         ctx.body = usageCsv(data, q.groupBy);
-      } else ctx.body = { object: "list", group_by: q.groupBy, data };
+      } else ctx.body = { object: "list", group_by: q.groupBy, data, ...(caller.role === "admin" ? { cache: cacheUsage(gw.cache.counters()) } : {}) };
     };
     const caller = managementActor(gw, ctx);
     await audited(gw, ctx, caller, "usage.read", {}, () => answer(usageScopeOf(gw.keys.all(), caller)));

@@ -1,4 +1,5 @@
-// Overview: requests and errors per minute (last hour), spend today and this month, top keys and models.
+// Overview: requests and errors per minute (last hour), spend today and this month, top keys and models,
+// and the response cache's hit rate and spend saved (/admin/response-cache, loopback; docs/cache.md).
 import { html } from "/console/vendor/preact-htm.js";
 import { get, qs } from "/console/lib/api.js";
 import { Chart, Err, TopChart, dayStart, int, monthStart, useLoad, usd } from "/console/lib/ui.js";
@@ -15,7 +16,8 @@ export default function Overview() {
       get(`/v1/usage?${qs({ group_by: "key", from: monthStart().toISOString() })}`),
       get(`/v1/usage?${qs({ group_by: "model", from: monthStart().toISOString() })}`),
     ]);
-    return { perMin: perMin.data, today: today.data, month: month.data, keys: keys.data, models: models.data };
+    const cache = await get("/admin/response-cache").catch(() => null); // not on loopback: no cache cards
+    return { perMin: perMin.data, today: today.data, month: month.data, keys: keys.data, models: models.data, cache };
   });
   if (error) return html`<h1>Overview</h1><${Err} error=${error} />`;
   if (!data) return html`<h1>Overview</h1><p class="loading">Loading…</p>`;
@@ -32,6 +34,9 @@ export default function Overview() {
       <div class="card"><div class="v">${int(errs.reduce((a, b) => a + b, 0))}</div><div class="l">errors and refusals, last hour</div></div>
       <div class="card"><div class="v">${usd(sum(data.today, "spend"))}</div><div class="l">spend today (UTC)</div></div>
       <div class="card"><div class="v">${usd(sum(data.month, "spend"))}</div><div class="l">spend this month</div></div>
+      ${data.cache && data.cache.hits + data.cache.misses > 0 ? html`
+        <div class="card"><div class="v" data-testid="cache-hit-rate">${(data.cache.hit_rate * 100).toFixed(1)}%</div><div class="l">response cache hit rate (${int(data.cache.hits)} hits)</div></div>
+        <div class="card"><div class="v" data-testid="cache-saved">${usd(data.cache.saved_usd)}</div><div class="l">spend saved by the cache</div></div>` : null}
     </div>
     <h2>Requests per minute</h2>
     <${Chart} title="Requests and errors per minute, last hour" x=${x} series=${[{ label: "requests", values: reqs }, { label: "errors", values: errs, stroke: "#b42318" }]} />

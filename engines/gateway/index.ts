@@ -28,6 +28,7 @@ import { WebhookOutbox } from "./outbox/webhooks";
 import { EmailOutbox } from "./outbox/email";
 import { Alerts } from "./alerts/alerts";
 import { settingsInForce } from "./alerts/settings";
+import { openResponseCache, type ResponseCache } from "../cache";
 
 export interface Gateway {
   /** the one gate every keyed route goes through (gate.ts) */
@@ -44,6 +45,8 @@ export interface Gateway {
   /** alert e-mails to budget_alerts.notify_email */
   email: EmailOutbox;
   alerts: Alerts;
+  /** the response cache (docs/cache.md): SQLite in the data dir, or Redis in shared mode */
+  cache: ResponseCache;
   /** current AlertSettings (defaults when none is applied) */
   alertSettings(): AlertSettingsSpec;
   /** put (spec) or remove (undefined) an AlertSettings object: its controller calls it; the first
@@ -141,7 +144,8 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     now: opts.now,
   };
   const gate = new Gate(gateOptions);
-  const pipeline = new GatewayPipeline({ ...gateOptions, router }, gate);
+  const cache = openResponseCache(svc.home, env, (m, extra) => svc.log.warn(m, extra));
+  const pipeline = new GatewayPipeline({ ...gateOptions, router, cache }, gate);
 
   const admin = new KeyAdmin({
     store,
@@ -166,6 +170,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     outbox,
     email,
     alerts,
+    cache,
     alertSettings: () => settings,
     setAlertSettings,
     authenticate: (token) => keys.authenticate(token),
@@ -186,6 +191,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
         await step(() => outbox.close());
         await step(() => email.close());
         await step(() => closePools());
+        await step(() => cache.close());
         if (errors.length) svc.log.warn("gateway close: some data could not be flushed", { errors: errors.map((e) => String((e as Error)?.message ?? e)) });
       })()),
   };

@@ -4,6 +4,7 @@ import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "
 import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "./keys";
 import type { RateState } from "../errors";
+import type { CacheDirectives, CacheState } from "../cache/types";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
@@ -24,6 +25,8 @@ export interface Caller {
   /** set by an agent run or dispatch (engines/agents): the agent's model calls need this grant,
    * not the `inference` scope */
   grant?: "agents:run" | "agents:dispatch";
+  /** Cache-Control of the request, for the response cache (engines/cache) */
+  cache?: CacheDirectives;
 }
 
 export interface ChatStart {
@@ -36,6 +39,8 @@ export interface ChatStart {
   /** events; iterating to the end settles cost/tokens and writes the audit entry.
    * Breaking out early (client went away) cancels upstream generation and settles what was used. */
   events: AsyncIterable<ChatEvent>;
+  /** the response cache's verdict (x-svc-cache); undefined when the model is not cached */
+  cache?: CacheState;
 }
 
 export interface ModelListing {
@@ -54,7 +59,7 @@ export interface InferencePipeline {
   /** Authenticate, authorize, limit, route, and start generation. Throws SvcError before
    * anything is sent when the request is refused. */
   chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart>;
-  embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }>;
+  embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState; cache?: CacheState }>;
   /** Models the caller may use (all models on unauthenticated loopback). */
   listModels(caller: Caller): Promise<ModelListing[]>;
 }

@@ -32,6 +32,9 @@ import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
+import { syncEvents } from "../chat/collect";
+import type { Probe, ResponseCache } from "../cache";
+import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -44,6 +47,8 @@ export type { AuditSink } from "./gate";
 /** The gate's options (keys, policies, limits, audit, alerts, metrics) and the router. */
 export interface PipelineOptions extends GateOptions {
   router: ProviderRouter;
+  /** the response cache (docs/cache.md), when the gateway runs one */
+  cache?: ResponseCache;
 }
 
 
@@ -53,6 +58,8 @@ interface RunCtx extends Verdict {
   call: GateCall & { model: string; metadata: Record<string, unknown> };
   target?: RouteTarget;
   promptEst: number;
+  /** answered from the response cache */
+  hit?: Probe;
 }
 
 export class GatewayPipeline implements InferencePipeline {
@@ -170,6 +177,10 @@ export class GatewayPipeline implements InferencePipeline {
         run.promptEst = estimateTokens(req); // no limit to judge: the usage of an answer without any
       }
 
+      let probe = probeChat(this.o.cache, cands[0], caller, key, req, now);
+      if (probe instanceof Promise) probe = await probe;
+      if (probe?.entry) return await this.fromCache(run, cands[0], probe);
+
       let events: AsyncIterable<ChatEvent> | undefined;
       let lastErr: unknown;
       for (const t of cands) {
@@ -184,15 +195,27 @@ export class GatewayPipeline implements InferencePipeline {
         }
       }
       if (!events) throw lastErr;
+      if (probe) events = this.o.cache!.record(events, probe, this.now);
       // The reservation is written at the end of this event-loop turn, while the upstream works;
       // no answer leaves before it is (a crash loses at most requests in flight).
       if (run.adm?.written) await reservationWritten(run.adm.written, events);
-      return { provider: run.target!.provider, model: req.model, rate: run.rate, events: this.track(events, run) };
+      return { provider: run.target!.provider, model: req.model, rate: run.rate, cache: probe?.state, events: this.track(events, run) };
     } catch (e) {
       if (run.target) run.call.provider = run.target.provider; // a balanced target names the deployment it tried last
       this.gate.refused(run, e);
       throw e;
     }
+  }
+
+  /** A cache hit: no upstream call; settled and audited as the call it answers (docs/cache.md). */
+  private async fromCache(run: RunCtx, t: RouteTarget, p: Probe): Promise<ChatStart> {
+    run.target = t;
+    run.call.provider = t.provider;
+    run.hit = p;
+    run.call.metadata = hitMetadata(run.call.metadata, p);
+    if (run.adm?.written) await reservationWritten(run.adm.written);
+    const events = syncEvents(p.entry!.body.kind === "chat" ? p.entry!.body.events : []);
+    return { provider: t.provider, model: run.call.model, rate: run.rate, cache: "hit", events: this.track(events, run) };
   }
 
   /** Pass events through; at the end (or on error / early exit) settle and audit. Events known
@@ -242,11 +265,13 @@ export class GatewayPipeline implements InferencePipeline {
     const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
     const t = run.target!;
     const priceCost = costMicros(t, prompt, completion);
+    const free = freeHit(run.hit);
+    if (run.hit) this.o.cache!.saved(run.call.model, this.o.limits.usd(priceCost, t.currency));
     this.gate.finish(run, {
       status: failure === undefined ? (usage ? "success" : "cancelled") : codeOf(failure),
       provider: t.provider, // a balanced target names the deployment that served, once it has
-      costMicros: run.key && run.adm ? this.gate.keyCost(run.key, t, priceCost, run.call.model) : priceCost,
-      usdMicros: this.o.limits.usd(priceCost, t.currency),
+      costMicros: free ? 0 : run.key && run.adm ? this.gate.keyCost(run.key, t, priceCost, run.call.model) : priceCost,
+      usdMicros: free ? 0 : this.o.limits.usd(priceCost, t.currency),
       promptTokens: prompt,
       completionTokens: completion,
     });
@@ -255,7 +280,7 @@ export class GatewayPipeline implements InferencePipeline {
   // ------------------------------------------------------------------------------------------
   // embeddings and model listing
 
-  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState }> {
+  async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState; cache?: Probe["state"] }> {
     const now = this.now();
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
@@ -277,9 +302,13 @@ export class GatewayPipeline implements InferencePipeline {
       const written = v.adm?.written;
       const target = cands[0];
       v.call.provider = target.provider;
+      let probe = probeEmbed(this.o.cache, target, caller, key, req, now);
+      if (probe instanceof Promise) probe = await probe;
+      if (probe?.entry?.body.kind === "embed") return await embedHit(this.gate, this.o.limits, this.o.cache!, v, target, probe, probe.entry.body);
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
       const r = await adapter.embed(this.o.router.resolve(target), req);
+      if (probe) this.o.cache!.save(probe, { kind: "embed", vectors: r.vectors, promptTokens: r.promptTokens }, this.now());
       if (written) await reservationWritten(written); // written before the answer, as for chat
       const priceCost = costMicros(target, r.promptTokens, 0);
       this.gate.finish(v, {
@@ -289,7 +318,7 @@ export class GatewayPipeline implements InferencePipeline {
         promptTokens: r.promptTokens,
         completionTokens: 0,
       });
-      return { ...r, provider: target.provider, model: req.model, rate: v.rate };
+      return { ...r, provider: target.provider, model: req.model, rate: v.rate, cache: probe?.state };
     } catch (e) {
       this.gate.refused(v, e);
       throw e;

@@ -10,11 +10,12 @@ import type { ModelPool } from "../inference/pool";
 import type { Agents } from "../agents";
 
 /** What metrics reads of other engines (structural, so metrics imports no engine that imports it) */
-type MetricsHost = Host & { engines: { pool?: ModelPool; agents?: Agents; gateway?: { router: { deploymentStats(): DeploymentStats[] } } } };
+type MetricsHost = Host & { engines: { pool?: ModelPool; agents?: Agents; gateway?: { router: { deploymentStats(): DeploymentStats[] }; cache?: { counters: CacheCountersOf } } } };
 import type { Ref } from "../../prisma/resource-store";
 import { HttpMetrics } from "./http";
 import { GatewayMetrics } from "./gateway";
 import { processRegistry } from "./process";
+import { registerCacheMetrics, type CacheCountersOf } from "./cache";
 import type { DeploymentStats } from "../providers/balancer";
 
 export type { PipelineMetrics } from "./gateway";
@@ -86,6 +87,8 @@ export class Metrics {
     dep("svc_router_deployment_failures_total", "Tries of a deployment that failed (429, 5xx, timeouts, refused connections, broken streams).", (d) => d.failures, true);
     dep("svc_router_deployment_latency_seconds", "Moving average (EWMA) of a deployment's time to the first answer event.", (d) => d.latencySeconds);
     dep("svc_router_deployment_cooldown_seconds", "Seconds until a cooled-down deployment is used again (0: in service).", (d) => d.coolingSeconds);
+
+    registerCacheMetrics(r, () => this.svc.engines.gateway?.cache?.counters());
 
     const tasks = () => this.svc.engines.agents?.tasks.statusCounts();
     new Gauge({

@@ -203,6 +203,7 @@ export class ProviderRouter {
           headerRefs: s.headers,
           timeoutMs: providerTimeoutMs(s),
           priceKey: priced ? (inPerM ?? 0) + (outPerM ?? 0) : Infinity,
+          cache: pm.cache,
         });
       }
     }
@@ -286,7 +287,7 @@ export class ProviderRouter {
       timeoutMs = Math.max(timeoutMs, d.target.timeoutMs);
     }
     const f = first.target;
-    return { provider: f.provider, type: "routed", model: g.model, upstreamModel: f.upstreamModel, inPerM: priced ? inPerM : undefined, outPerM: priced ? outPerM : undefined, priced, currency: f.currency, timeoutMs, group: g, first, strategy };
+    return { provider: f.provider, type: "routed", model: g.model, upstreamModel: f.upstreamModel, inPerM: priced ? inPerM : undefined, outPerM: priced ? outPerM : undefined, priced, currency: f.currency, timeoutMs, group: g, first, strategy, cache: f.cache };
   }
 
   /** Load-balanced deployments and their state (svc status, /metrics). */

@@ -1,7 +1,7 @@
 // What the router hands a provider adapter, and what an adapter does with it.
 import type { Cancellation } from "../chat/cancel";
 import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
-import type { ProviderSpec } from "../../schemas/kinds/provider";
+import type { ProviderModelCache, ProviderSpec } from "../../schemas/kinds/provider";
 
 /** "routed": the virtual target of a model served by several deployments (balancer.ts) */
 export type ProviderType = ProviderSpec["type"] | "routed";
@@ -28,6 +28,8 @@ export interface RouteTarget {
   timeoutMs: number;
   /** settings of the vendor types (azure-openai, bedrock, gemini, vertex) from the manifest */
   vendor?: VendorSettings;
+  /** the model's response cache declaration (engines/cache), if any */
+  cache?: ProviderModelCache;
 }
 
 /** What the vendor adapters read from their Provider manifest (schemas/kinds/provider.ts). */

@@ -11,6 +11,23 @@ const MediaCapability = Type.Union([
   Type.Literal("credits"),
 ]);
 
+// --- the response cache (engines/cache; docs/cache.md) ---
+export const ProviderModelCache = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean({ description: "Default true when the block is present." })),
+    ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000, description: "How long an answer is kept (default 3600)." })),
+    scope: Type.Optional(
+      Type.Union([Type.Literal("key"), Type.Literal("team"), Type.Literal("organization"), Type.Literal("global")], {
+        description: "Who a stored answer may answer (default key): the key that stored it, its team, its organization, or every caller allowed the model. A key without a team (organization) keeps to its own.",
+      }),
+    ),
+    maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: "Answers of this model kept; the least recently used are evicted (default 10000)." })),
+    chargeHits: Type.Optional(Type.Boolean({ description: "Charge a cached answer its price against budgets (default false: hits are free)." })),
+  },
+  { additionalProperties: false, description: "Exact-match caching of this model's answers (chat, completions, Responses, Messages, Ollama, embeddings); see docs/cache.md." },
+);
+export type ProviderModelCache = Static<typeof ProviderModelCache>;
+
 export const ProviderModel = Type.Object(
   {
     name: Type.String({ minLength: 1, description: "Model name clients request." }),
@@ -28,6 +45,7 @@ export const ProviderModel = Type.Object(
         description: "The media capabilities this model serves (of the Provider's). Without it: those its prices name (perImage: images, perAudioMinute: transcription, perVideoSecond: video), else all of the Provider's.",
       }),
     ),
+    cache: Type.Optional(ProviderModelCache),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,204 @@
+// The response cache (docs/cache.md): exact-match answers of chat, completions, Responses,
+// Messages, the Ollama routes and embeddings, declared per Provider model. The gateway pipeline
+// probes it after the gate admitted a request (so a hit is still judged by key, policy and
+// limits), replays a hit as the events the protocol renders, and stores a miss once its answer
+// is complete. The store is SQLite in embedded mode and Redis in shared mode; a store that fails
+// answers a miss.
+import path from "node:path";
+import type { ChatEvent, ChatRequest, EmbeddingRequest } from "../chat/types";
+import { isSyncEvents, type SyncEvents } from "../chat/collect";
+import { chatKey, embedKey, scopeOf, type ScopeHolder } from "./key";
+import { CACHE_DEFAULTS, type CacheDirectives, type CacheEntry, type CacheSettings, type CacheState, type CacheStore, type CachedBody, type EntryMeta, type PurgeFilter, type StoreStats } from "./types";
+import { SqliteCacheStore } from "./sqlite";
+import { RedisCacheStore } from "./redis";
+import type { ProviderModelCache } from "../../schemas/kinds/provider";
+
+export type { CacheDirectives, CacheSettings, CacheState, CacheEntry } from "./types";
+
+/** What a probe found: a hit's entry, or where a miss's answer goes once complete. */
+export interface Probe {
+  state: CacheState;
+  entry?: CacheEntry;
+  settings?: CacheSettings;
+  hash?: string;
+  meta?: EntryMeta;
+  requestId?: string;
+}
+
+export interface CacheCounters {
+  hits: number;
+  misses: number;
+  bypassed: number;
+  /** USD micros the hits would have cost upstream */
+  savedUsdMicros: number;
+}
+
+export interface CacheStats extends CacheCounters, StoreStats {
+  mode: "sqlite" | "redis";
+  models: Record<string, CacheCounters>;
+}
+
+const BYPASS: Probe = { state: "bypass" };
+const resolved = new WeakMap<ProviderModelCache, CacheSettings | undefined>();
+
+/** A model's declaration with its defaults; undefined when the model is not cached. */
+export function cacheSettings(decl: ProviderModelCache | undefined): CacheSettings | undefined {
+  if (!decl) return undefined;
+  if (resolved.has(decl)) return resolved.get(decl);
+  const s = decl.enabled === false ? undefined : { ...CACHE_DEFAULTS, ...withoutEnabled(decl) };
+  resolved.set(decl, s);
+  return s;
+}
+
+function withoutEnabled(d: ProviderModelCache): Partial<CacheSettings> {
+  const { enabled: _, ...rest } = d;
+  return rest;
+}
+
+export class ResponseCache {
+  private readonly total: CacheCounters = { hits: 0, misses: 0, bypassed: 0, savedUsdMicros: 0 };
+  private readonly byModel = new Map<string, CacheCounters>();
+
+  private opened?: CacheStore;
+
+  /** `open` makes the store on first use: a server whose models declare no cache opens no file
+   * and no Redis connection for it. */
+  constructor(
+    private readonly open: () => CacheStore,
+    private readonly warn: (m: string, extra?: Record<string, unknown>) => void = () => {},
+  ) {}
+
+  get store(): CacheStore {
+    return (this.opened ??= this.open());
+  }
+
+  probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
+    const s = cacheSettings(decl);
+    if (!s) return undefined;
+    return this.probe(s, d, key, req.model, (scope) => chatKey(req, req.model, scope), "chat", requestId, now);
+  }
+
+  probeEmbed(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: EmbeddingRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
+    const s = cacheSettings(decl);
+    if (!s) return undefined;
+    return this.probe(s, d, key, req.model, (scope) => embedKey(req, req.model, scope), "embed", requestId, now);
+  }
+
+  private probe(s: CacheSettings, d: CacheDirectives | undefined, key: ScopeHolder | null, model: string, hashOf: (scope: string) => string, kind: CachedBody["kind"], requestId: string, now: number): Probe | Promise<Probe> {
+    if (d?.noStore) {
+      this.count(model).bypassed++;
+      this.total.bypassed++;
+      return BYPASS;
+    }
+    const scope = scopeOf(s.scope, key);
+    const miss: Probe = { state: "miss", settings: s, hash: hashOf(scope), requestId, meta: { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries } };
+    if (d?.noCache) return this.missed(miss);
+    let got: ReturnType<CacheStore["get"]>;
+    try {
+      got = this.store.get(miss.hash!, now);
+    } catch (e) {
+      this.warn("cache: lookup failed; answered as a miss", { err: String((e as Error)?.message ?? e) });
+      return this.missed(miss);
+    }
+    if (got instanceof Promise) return got.then((e) => this.judge(e, miss, d, kind, now), () => this.missed(miss));
+    return this.judge(got, miss, d, kind, now);
+  }
+
+  private judge(e: CacheEntry | undefined, miss: Probe, d: CacheDirectives | undefined, kind: CachedBody["kind"], now: number): Probe {
+    if (!e || e.body.kind !== kind) return this.missed(miss);
+    if (d?.maxAgeSeconds !== undefined && now - e.createdAt > d.maxAgeSeconds * 1000) return this.missed(miss);
+    this.count(miss.meta!.model).hits++;
+    this.total.hits++;
+    return { ...miss, state: "hit", entry: e };
+  }
+
+  private missed(p: Probe): Probe {
+    this.count(p.meta!.model).misses++;
+    this.total.misses++;
+    return p;
+  }
+
+  private count(model: string): CacheCounters {
+    let c = this.byModel.get(model);
+    if (!c) this.byModel.set(model, (c = { hits: 0, misses: 0, bypassed: 0, savedUsdMicros: 0 }));
+    return c;
+  }
+
+  /** A hit spared the upstream this much (USD micros, the price the miss would have had). */
+  saved(model: string, usdMicros: number): void {
+    this.count(model).savedUsdMicros += usdMicros;
+    this.total.savedUsdMicros += usdMicros;
+  }
+
+  /** Pass a miss's events through and store them once the answer is complete (a `done` event
+   * and no failure); an answer cut short or failed is never stored. Keeps a synchronous view. */
+  record(events: AsyncIterable<ChatEvent>, p: Probe, now: () => number): AsyncIterable<ChatEvent> {
+    if (p.state !== "miss") return events;
+    const seen: ChatEvent[] = [];
+    const complete = () => {
+      if (seen.length && seen[seen.length - 1].type === "done") this.save(p, { kind: "chat", events: seen }, now());
+    };
+    if (isSyncEvents(events)) {
+      const tee: SyncEvents = { sync: teeSync(events.sync, seen, complete), [Symbol.asyncIterator]: () => teeAsync(events, seen, complete) };
+      return tee;
+    }
+    return { [Symbol.asyncIterator]: () => teeAsync(events, seen, complete) };
+  }
+
+  /** Store a complete answer (an embedding's, or a chat answer's events). */
+  save(p: Probe, body: CachedBody, now: number): void {
+    if (p.state !== "miss" || !p.hash || !p.meta) return;
+    try {
+      const r = this.store.put(p.hash, { body, requestId: p.requestId ?? "", createdAt: now }, p.meta, now);
+      if (r instanceof Promise) r.catch((e) => this.warn("cache: an answer could not be stored", { err: String(e?.message ?? e) }));
+    } catch (e) {
+      this.warn("cache: an answer could not be stored", { err: String((e as Error)?.message ?? e) });
+    }
+  }
+
+  counters(): CacheCounters & { models: Record<string, CacheCounters> } {
+    return { ...this.total, models: Object.fromEntries([...this.byModel].map(([m, c]) => [m, { ...c }])) };
+  }
+
+  async stats(): Promise<CacheStats> {
+    let st: StoreStats = { entries: 0, bytes: 0 };
+    try {
+      st = await this.store.stats();
+    } catch (e) {
+      this.warn("cache: the store could not be read", { err: String((e as Error)?.message ?? e) });
+    }
+    return { mode: this.store.mode, ...st, ...this.counters() };
+  }
+
+  purge(f: PurgeFilter): Promise<number> {
+    return this.store.purge(f);
+  }
+
+  async close(): Promise<void> {
+    await this.opened?.close();
+  }
+}
+
+function* teeSync(src: Iterable<ChatEvent>, seen: ChatEvent[], complete: () => void): Generator<ChatEvent> {
+  for (const ev of src) {
+    seen.push(ev);
+    yield ev;
+  }
+  complete();
+}
+
+async function* teeAsync(src: AsyncIterable<ChatEvent>, seen: ChatEvent[], complete: () => void): AsyncGenerator<ChatEvent> {
+  for await (const ev of src) {
+    seen.push(ev);
+    yield ev;
+  }
+  complete();
+}
+
+/** The embedded store in the data dir, or the shared one when SVC_REDIS_URL is set. */
+export function openResponseCache(home: string, env: NodeJS.ProcessEnv, warn: (m: string, extra?: Record<string, unknown>) => void): ResponseCache {
+  const url = env.SVC_REDIS_URL?.trim();
+  const cache = new ResponseCache(() => (url ? new RedisCacheStore(url, env.SVC_REDIS_PREFIX?.trim() || "svc:", warn) : new SqliteCacheStore(path.join(home, "cache.sqlite"))), warn);
+  if (url) void cache.store; // connect now: a replica's first requests find Redis ready
+  return cache;
+}
