@@ -10,7 +10,7 @@
 // engines/svc.ts, the registry of running engines, is above them all and imported by none.
 const ENGINE_ORDER = [
   // shared types and plumbing
-  "chat", "secrets", "net", "store", "tools",
+  "telemetry", "chat", "secrets", "net", "store", "tools",
   // what the gateway forwards to
   "providers", "inference",
   // the gate: keys, policy, limits, audit, alerts and their outboxes

@@ -4,6 +4,7 @@ import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "
 import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "./keys";
 import type { RateState } from "../errors";
+import type { Span } from "../telemetry";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
@@ -24,6 +25,8 @@ export interface Caller {
   /** set by an agent run or dispatch (engines/agents): the agent's model calls need this grant,
    * not the `inference` scope */
   grant?: "agents:run" | "agents:dispatch";
+  /** the span the request's calls are children of, while tracing is on (engines/telemetry) */
+  trace?: Span;
 }
 
 export interface ChatStart {
