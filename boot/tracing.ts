@@ -28,7 +28,7 @@ export async function startTracingFor(server: Partial<ServerSpec>, log: Logger):
       if (v === undefined) log.warn("tracing: an export header's secret reference does not resolve; the header is not sent", { header: name, ref });
       else headers[name] = v;
     }
-    settings = { endpoint: t.endpoint, protocol: t.protocol, headers, serviceName: t.serviceName, sampleRatio: t.sampleRatio, recordContent: t.recordContent };
+    settings = { endpoint: t.endpoint, protocol: t.protocol, headers: t.headers ? headers : undefined, serviceName: t.serviceName, sampleRatio: t.sampleRatio, recordContent: t.recordContent };
   }
   try {
     if (!(await startTracing(env, version(), settings))) return async () => undefined;
