@@ -131,6 +131,8 @@ export function gatewayTraces(protocol: "http/json" | "http/protobuf"): void {
       expect(failed.attrs["error.type"]).toBe("upstream_error");
       expect(failed.status).toBe(2);
       expect(one(attempts, (s) => s.attrs["svc.provider"] === "b-backup").attrs["error.type"]).toBeUndefined();
+      // the failed attempt's warn line names the trace
+      expect(env.svc.logs.some((l) => l.msg === "upstream request failed" && l.trace_id === traceId && l.provider === "a-main")).toBe(true);
     });
 
     it("a refused request carries error.type and the limit that refused it", async () => {
