@@ -207,7 +207,7 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0 };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
     let failure: unknown;
     try {
       for await (const ev of events) {
@@ -224,7 +224,7 @@ export class GatewayPipeline implements InferencePipeline {
 
   /** trackAsync for a synchronous view (same settle/audit on completion, error or early exit). */
   private *trackSync(events: Iterable<ChatEvent>, run: RunCtx): Generator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0 };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
     let failure: unknown;
     try {
       for (const ev of events) {
