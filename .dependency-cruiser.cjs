@@ -9,8 +9,8 @@
 // engines/*.ts files other than svc.ts (errors, ids, paths, host, ...) are below every package;
 // engines/svc.ts, the registry of running engines, is above them all and imported by none.
 const ENGINE_ORDER = [
-  // shared types and plumbing
-  "chat", "secrets", "net", "store", "tools",
+  // shared types and plumbing (telemetry: tracing's switch and span helpers, which every package may call)
+  "telemetry", "chat", "secrets", "net", "store", "tools",
   // what the gateway forwards to
   "providers", "inference",
   // the response cache the gateway pipeline answers from (docs/cache.md)

@@ -87,6 +87,7 @@ export function callerFrom(ctx: HttpContext): Caller {
     requestId: String(ctx.state.requestId ?? ""),
     route: typeof route === "string" ? route : ctx.path,
     key: undefined,
+    trace: ctx.state.span,
   };
   if (EMBEDDING_ROUTES.has(caller.route)) caller.modelCall = "embeddings";
   const cc = ctx.get("cache-control");

@@ -90,6 +90,8 @@ export interface AccessRecord {
   latencyMs: number;
   /** the client went away before the response was complete */
   aborted?: boolean;
+  /** the request's trace id while tracing is on */
+  traceId?: string;
 }
 
 export interface SvcLogger extends Logger {
@@ -161,7 +163,7 @@ export function createLogger(opts: LoggerOptions = {}): SvcLogger {
 
 /** An access record as a line in pino's shape; only the route can be a client's text. */
 function accessLine(r: AccessRecord, base: string): string {
-  return `{"level":"info","time":"${isoAt(Date.now())}",${base}"requestId":${JSON.stringify(r.requestId)},${r.keyId !== undefined ? `"keyId":${JSON.stringify(r.keyId)},` : ""}"method":${JSON.stringify(r.method)},"route":${JSON.stringify(r.route)},"status":${r.status},"latencyMs":${r.latencyMs}${r.aborted ? ',"aborted":true' : ""},"msg":"request"}\n`;
+  return `{"level":"info","time":"${isoAt(Date.now())}",${base}"requestId":${JSON.stringify(r.requestId)},${r.keyId !== undefined ? `"keyId":${JSON.stringify(r.keyId)},` : ""}"method":${JSON.stringify(r.method)},"route":${JSON.stringify(r.route)},"status":${r.status},"latencyMs":${r.latencyMs}${r.aborted ? ',"aborted":true' : ""}${r.traceId ? `,"trace_id":"${r.traceId}"` : ""},"msg":"request"}\n`;
 }
 
 /** How long an access line may wait in the buffer before it is written. */

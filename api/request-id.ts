@@ -10,6 +10,8 @@ import { uniqueId } from "../engines/ids";
 import type { HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import { redactString, svcLoggerOf, type SvcLogger } from "./log";
+import { tracing } from "../engines/telemetry";
+import { traceRequest } from "./trace-request";
 
 const SANE = /^[\w.:-]{1,128}$/;
 
@@ -29,6 +31,7 @@ export function beginRequest(ctx: HttpContext, svc: Svc): void {
   ctx.state.requestId = id;
   ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
   ctx.set("x-request-id", id);
+  if (tracing.spans !== undefined) traceRequest(ctx, tracing.spans);
   const log = svcLoggerOf(svc.log);
   if (log !== undefined && log.enabled("info")) {
     const res = ctx.res as Tracked;
@@ -61,5 +64,6 @@ function endRequest(this: Tracked): void {
     status: this.statusCode,
     latencyMs,
     aborted: this.writableFinished ? undefined : true,
+    traceId: ctx.state.span?.spanContext().traceId,
   });
 }

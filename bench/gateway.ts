@@ -39,6 +39,7 @@ export async function gatewayBench(): Promise<Section> {
   const procs: ChildProcess[] = [];
   const seconds = Number(process.env.BENCH_SECONDS ?? 8);
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+  let collector: Awaited<ReturnType<typeof otlpSink>> | undefined;
   try {
     const up = await startStandin();
     procs.push(up.proc);
@@ -65,6 +66,14 @@ export async function gatewayBench(): Promise<Section> {
     // a change is compared with earlier code in the same run, on the same machine.
     const baselineDir = process.env.BENCH_BASELINE?.trim();
     const baseline = baselineDir ? await startSvc(path.join(tmp, "baseline"), path.resolve(baselineDir)) : undefined;
+    // BENCH_TRACING=1: the same svc with OpenTelemetry traces on (every request sampled, OTLP
+    // http/protobuf to a loopback collector in this process) joins the rounds as "traced"
+    collector = process.env.BENCH_TRACING === "1" ? await otlpSink() : undefined;
+    const traced = collector ? await (async () => {
+      const t = await startSvcProcess({ home: path.join(tmp, "traced"), config: cfg, core: 1, env: { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } });
+      procs.push(t.proc);
+      return { url: t.url, key: await gatewayKey(t.url) };
+    })() : undefined;
 
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
     const pkPort = Number(new URL(upstream).port) + 1 + Math.floor(Math.random() * 1000);
@@ -78,6 +87,7 @@ export async function gatewayBench(): Promise<Section> {
       svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
       "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY },
       ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
+      ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` } } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
@@ -96,8 +106,8 @@ export async function gatewayBench(): Promise<Section> {
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
     // svc's round divided by the baseline's round next to it, median over rounds: the two took
     // turns within seconds, so a slow spell of this shared machine hits both sides of a ratio
-    const paired = (c: number) => {
-      const r = runs.svc[c].map((x, i) => x.steady / runs.baseline[c][i].steady).sort((a, b) => a - b);
+    const paired = (c: number, over = "baseline", of = "svc") => {
+      const r = runs[of][c].map((x, i) => x.steady / runs[over][c][i].steady).sort((a, b) => a - b);
       return { median: r[Math.floor(r.length / 2)], min: r[0], max: r[r.length - 1] };
     };
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
@@ -131,16 +141,38 @@ export async function gatewayBench(): Promise<Section> {
               [1, 50].map((c) => { const p = paired(c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".",
           ]
         : []),
+      ...(results.traced
+        ? [`traced / svc paired (tracing on, 100% sampled, OTLP http/protobuf to a loopback collector, over tracing off; median over rounds, lowest to highest in brackets): ` +
+            [1, 50].map((c) => { const p = paired(c, "svc", "traced"); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + `; ${collector!.spans()} export requests received.`]
+        : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc cache hits / svc misses (the same path forwarded upstream) requests/s (steady): ${ratio(results["svc-cache-hit"][1].steady, s1.steady)} at 1 connection, ${ratio(results["svc-cache-hit"][50].steady, s50.steady)} at 50 (aim ≥ 1.5 at 50).`,
       `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, ...(results.baseline ? { paired: { 1: paired(1), 50: paired(50) } } : {}) } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, ...(results.baseline ? { paired: { 1: paired(1), 50: paired(50) } } : {}), ...(results.traced ? { tracedOverSvc: { 1: paired(1, "svc", "traced"), 50: paired(50, "svc", "traced") } } : {}) } };
   } finally {
+    await collector?.close();
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** A loopback OTLP/HTTP collector that accepts and drops trace exports (counts them). */
+async function otlpSink(): Promise<{ url: string; spans(): number; close(): Promise<void> }> {
+  const { createServer } = await import("node:http");
+  let posts = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      posts++;
+      res.setHeader("content-type", "application/x-protobuf");
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as import("node:net").AddressInfo).port;
+  return { url: `http://127.0.0.1:${port}`, spans: () => posts, close: () => new Promise((r) => server.close(() => r())) };
 }

@@ -39,7 +39,7 @@ function oldRow(i: number, rows: number, now: number): AuditRow {
   const ok = i % 10 !== 0;
   const key = `key_old${i % 5}`;
   return [`old_${String(i).padStart(9, "0")}`, new Date(at).toISOString().replace("Z", "+00:00"), key, key, "org-old", `req_${i}`, "chat.completions", `model-${i % 3}`,
-    "standin", ok ? "success" : "upstream_error", ok ? null : "upstream_error", 5 + (i % 40), ok ? 12 : 0, ok ? 8 : 0, ok ? 20 : 0, ok ? 30 : 0, "{}", "127.0.0.1", null];
+    "standin", ok ? "success" : "upstream_error", ok ? null : "upstream_error", 5 + (i % 40), ok ? 12 : 0, ok ? 8 : 0, ok ? 20 : 0, ok ? 30 : 0, "{}", "127.0.0.1", null, null];
 }
 
 /** Runs of one side taken together: their mean requests/s and the percentiles of all their responses. */

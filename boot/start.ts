@@ -12,6 +12,7 @@ import { openStore, postgresUrlOf } from "../engines/store/open"; // scale-out: 
 import { ResourceStore } from "../prisma/resource-store";
 import type { Logger, Svc } from "../engines/svc";
 import type { ControllerManager } from "../controllers/runtime";
+import { startTracingFor } from "./tracing";
 import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type StartOverrides } from "../controllers/kinds/server";
 import { httpListener, type HttpListener } from "./http-listener";
 import { readiness, startingHandler } from "./starting";
@@ -97,6 +98,8 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
 
     const serverObj = store.list({ kind: "Server" }).sort((a, b) => a.name.localeCompare(b.name))[0];
     const eff = effectiveServer(serverObj?.spec);
+    const stopTracing = await startTracingFor(eff, log); // OTLP traces when configured (boot/tracing.ts)
+    cleanup.push(stopTracing);
     const ready = readiness();
     const svc: Svc = {
       home,
@@ -179,6 +182,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await svc.engines.pool?.close().catch((e) => log.warn("model pool close failed", { err: String(e?.message ?? e) }));
         await store.close(); // flush batched status writes
         await db.close();
+        await stopTracing(); // the last spans exported
         await removeInfoFile(infoFile);
         log.info("stopped");
         await svcLoggerOf(log)?.flush();

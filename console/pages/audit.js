@@ -1,4 +1,4 @@
-// Audit log: filters, server-side paging (cursor), row detail.
+// Audit log: filters, server-side paging (cursor), row detail, the trace id of traced requests.
 import { html, useState } from "/console/vendor/preact-htm.js";
 import { get, qs } from "/console/lib/api.js";
 import { Badge, Err, Table, useLoad, usd, when } from "/console/lib/ui.js";
@@ -28,6 +28,8 @@ export default function Audit({ me }) {
     { label: "Tokens", num: true, render: (r) => r.tokens?.total ?? 0 },
     { label: "Cost", num: true, render: (r) => usd(r.cost_usd) },
     { label: "ms", num: true, render: (r) => r.latency_ms ?? "–" },
+    // the request's OpenTelemetry trace (tracing on): the full id is in the row's detail, to paste into Jaeger, Tempo or Langfuse
+    { label: "Trace", render: (r) => (r.trace_id ? html`<code title=${r.trace_id}>${r.trace_id.slice(0, 8)}…</code>` : "–") },
   ];
   const field = (k, label, type = "text") => html`<label>${label} <input name=${k} type=${type} value=${f[k]} onInput=${set(k)} /></label>`;
   return html`<h1>Audit log</h1>
@@ -45,5 +47,5 @@ export default function Audit({ me }) {
         <span class="note">page ${cursors.length}</span>
         <button type="button" disabled=${!data.has_more} onClick=${() => setCursors([...cursors, data.next_cursor])}>Next page</button>
       </div>` : null}
-    ${row ? html`<section aria-labelledby="row-h"><h2 id="row-h">Request ${row.request_id}</h2><pre data-testid="audit-detail">${JSON.stringify(row, null, 2)}</pre><button type="button" onClick=${() => setRow(null)}>Close</button></section>` : null}`;
+    ${row ? html`<section aria-labelledby="row-h"><h2 id="row-h">Request ${row.request_id}</h2>${row.trace_id ? html`<p>Trace id <code data-testid="audit-trace">${row.trace_id}</code></p>` : null}<pre data-testid="audit-detail">${JSON.stringify(row, null, 2)}</pre><button type="button" onClick=${() => setRow(null)}>Close</button></section>` : null}`;
 }

@@ -11,6 +11,8 @@ import type { MemoryEngine } from "../memory/engine";
 /** What agents use: the gateway (the gate and model calls), the tool catalog, memory. */
 export type AgentsHost = Host & { engines: { gateway?: Gateway; tools?: ToolRegistry; memory?: MemoryEngine } };
 import type { Caller } from "../gateway/pipeline-types";
+import type { Span } from "../telemetry";
+import { endSpan, invokeSpan, traced } from "./trace";
 import type { AgentSpec } from "../../schemas/kinds/agent";
 import type { ChatMessage, ToolChoice } from "../chat/types";
 import type { Cancellation } from "../chat/cancel";
@@ -139,12 +141,32 @@ export class Agents {
     return start.events;
   }
 
-  /** Run the loop within the request. `emit` sees every event (SSE); the result ends it. */
+  /** Run the loop within the request. `emit` sees every event (SSE); the result ends it. While
+   * tracing is on the run is an invoke_agent span, its model calls, tools and memory under it. */
   async run(name: string, caller: Caller, input: RunInput, o: { stream: boolean; cancel: Cancellation; emit?: (ev: LoopEvent) => void | Promise<void> }): Promise<RunResult> {
+    const outer = caller.trace;
+    if (!outer) return this.runLoopOnce(name, caller, input, o);
+    const span = invokeSpan(outer, name, this.resolve(name, input.model).model);
+    caller.trace = span;
+    let failure: unknown;
+    try {
+      const r = await this.runLoopOnce(name, caller, input, o, span);
+      endSpan(span, { "svc.run.status": r.status, "svc.run.reason": r.reason ?? undefined });
+      return r;
+    } catch (e) {
+      failure = e;
+      throw e;
+    } finally {
+      if (failure !== undefined) endSpan(span, undefined, failure);
+      caller.trace = outer;
+    }
+  }
+
+  private async runLoopOnce(name: string, caller: Caller, input: RunInput, o: { stream: boolean; cancel: Cancellation; emit?: (ev: LoopEvent) => void | Promise<void> }, span?: Span): Promise<RunResult> {
     const { spec, model } = this.resolve(name, input.model);
     const state = newState(input.messages, input.toolChoice);
     const query = lastUserText(input.messages);
-    const recalled = await recallForRun(this.svc, name, spec, query, model);
+    const recalled = await traced(spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": name }, () => recallForRun(this.svc, name, spec, query, model));
     const out = await runLoop(state, {
       agent: name,
       spec,
@@ -155,9 +177,10 @@ export class Agents {
       cancel: o.cancel,
       emit: o.emit ?? (() => {}),
       memory: recalled?.text,
+      trace: span,
     });
     // one turn per run (its internal model calls are not turns)
-    const turn = out.status === "completed" ? await bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }) : null;
+    const turn = out.status === "completed" ? await traced(spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": name }, () => bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false })) : null;
     const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
     const base = { agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {

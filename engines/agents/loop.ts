@@ -16,6 +16,9 @@ import { redactSecrets } from "../secrets/redact";
 import { capabilityRefusal, missingCapabilities } from "./capabilities";
 import type { LoopEvent, LoopOutcome, LoopState, Pending, ToolOutcome } from "./types";
 import { SvcError } from "../errors";
+import type { Span } from "../telemetry";
+import { endSpan, toolSpan } from "./trace";
+import { tracing } from "../telemetry";
 
 /** Tool output kept in the conversation (and the step log) per call. */
 const MAX_TOOL_OUTPUT = 32_000;
@@ -39,6 +42,8 @@ export interface LoopDeps {
   cancel: Cancellation;
   /** recalled memory (engines/memory), sent as a system message after the instructions */
   memory?: string | null;
+  /** the run's invoke_agent span while tracing is on: tool calls are its children */
+  trace?: Span;
 }
 
 export async function runLoop(state: LoopState, d: LoopDeps): Promise<LoopOutcome> {
@@ -183,13 +188,17 @@ async function handleCall(state: LoopState, call: ToolCall, d: LoopDeps): Promis
     return;
   }
   let r: ToolCallResult;
+  const span = d.trace ? toolSpan(d.trace, call.name, call.id) : undefined;
   try {
     r = await d.tools.call(call.name, args, {
       signal: d.cancel.signal,
       agent: d.agent,
       onProgress: (p) => void d.emit({ type: "tool_progress", id: call.id, name: call.name, ...p }),
+      traceparent: span && tracing.spans?.headers(span).traceparent,
     });
+    endSpan(span, undefined, r.isError ? { code: "tool_error" } : undefined);
   } catch (e) {
+    endSpan(span, undefined, e);
     if (d.cancel.aborted) return "cancelled";
     const msg = isToolError(e) ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e);
     await reply(`Error: ${msg}`, true, "error");

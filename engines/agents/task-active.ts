@@ -40,6 +40,8 @@ export interface Active {
   queued?: { row: TaskRow | null; steps: StepRow[] };
   /** recalled memory, fixed at the task's first start (undefined: not recalled yet) */
   memory?: string | null;
+  /** the task's trace (W3C traceparent), set at dispatch while tracing is on */
+  trace?: string;
 }
 
 export function rowOf(t: Active, runner: string | null): TaskRow {
@@ -61,6 +63,7 @@ export function rowOf(t: Active, runner: string | null): TaskRow {
     updatedAt: t.updatedAt,
     finishedAt: t.finishedAt,
     runner,
+    traceParent: t.trace ?? null,
   };
 }
 

@@ -37,6 +37,7 @@ import { LEASE_MS, TaskLease } from "./task-lease";
 import { rowOf, viewOf, type Active } from "./task-active";
 import { clusterOf } from "../cluster";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
+import { endSpan, invokeSpan, stepSpan, taskTrace, traced } from "./trace";
 
 type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import { redactSecrets } from "../secrets/redact";
@@ -170,6 +171,7 @@ export class TaskManager {
       createdAt: now,
       updatedAt: now,
       finishedAt: null,
+      trace: taskTrace(input.caller.trace),
     };
     // durable before the 202 (SQLite: synchronous, so no other dispatch interleaves; shared: the
     // capacity is counted and the row inserted under one database lock)
@@ -238,7 +240,8 @@ export class TaskManager {
 
   /** A task run by another replica: the answer goes into its row, for its runner to apply. */
   private async clarifyElsewhere(id: string, response: { text?: string; approve?: boolean }): Promise<TaskView> {
-    const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { status: true, pending: true } });
+    const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { status: true, pending: true, traceParent: true } });
+    if (row?.traceParent) endSpan(stepSpan(row.traceParent, "answer_task", { "svc.task.id": id })); // in the task's trace, from this replica
     const conflict = (status: string) => new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
     if (!row || row.status !== "input_required" || !row.pending) throw conflict(row?.status ?? "finished");
     checkAnswer(id, JSON.parse(row.pending) as Pending, response);
@@ -277,10 +280,13 @@ export class TaskManager {
   private async execute(t: Active): Promise<void> {
     if (t.finishedAt || t.runner) return;
     if (t.cancelRequested) return this.finish(t, "cancelled", "cancelled_by_request");
+    // each stretch of the run is an invoke_agent span in the task's trace (tracing on)
+    const span = t.trace ? invokeSpan(t.trace, t.agent, t.model, t.id) : undefined;
+    if (span) t.caller.trace = span;
     const run = (async () => {
       this.setStatus(t, "running");
       try {
-        if (t.memory === undefined) t.memory = (await recallForRun(this.d.svc, t.agent, t.spec, t.prompt, t.model))?.text ?? null;
+        if (t.memory === undefined) t.memory = (await traced(t.spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": t.agent }, () => recallForRun(this.d.svc, t.agent, t.spec, t.prompt, t.model)))?.text ?? null;
         const out = await runLoop(t.state, {
           agent: t.agent,
           spec: t.spec,
@@ -291,6 +297,7 @@ export class TaskManager {
           cancel: t.cancel,
           emit: (ev) => this.onEvent(t, ev),
           memory: t.memory,
+          trace: span,
         });
         const usage = { prompt_tokens: t.state.usage.promptTokens, completion_tokens: t.state.usage.completionTokens };
         if (out.status === "cancelled") {
@@ -298,7 +305,7 @@ export class TaskManager {
           else this.finish(t, "cancelled", "cancelled_by_request", { usage });
         } else if (out.status === "completed") {
           // delegated work: its own memory session, never the agent's direct-chat one
-          bufferRunTurn(this.d.svc, t.agent, t.spec, { conversationId: `task:${t.id}`, user: t.prompt, assistant: out.output, delegated: true });
+          void traced(t.spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": t.agent }, () => bufferRunTurn(this.d.svc, t.agent, t.spec, { conversationId: `task:${t.id}`, user: t.prompt, assistant: out.output, delegated: true }));
           this.finish(t, "completed", null, { output: out.output, usage });
         }
         else if (out.status === "incomplete") this.finish(t, "failed", out.reason, { message: out.message, usage });
@@ -316,6 +323,7 @@ export class TaskManager {
     t.runner = run;
     await run;
     t.runner = undefined;
+    endSpan(span, { "svc.task.status": t.status, "svc.task.reason": t.reason ?? undefined }, t.status === "failed" ? { code: t.reason ?? "failed" } : undefined);
   }
 
   private onEvent(t: Active, ev: LoopEvent): void {

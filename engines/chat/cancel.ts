@@ -3,12 +3,16 @@
 // costs microseconds to create and to listen to on Node 20, so one is made only for consumers
 // that need it (local inference), through `signal`.
 import { EventEmitter } from "node:events";
+import type { Span } from "../telemetry";
 
 export class Cancellation extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
   /** the HTTP request this cancellation belongs to, so an upstream's log lines can name it */
   requestId?: string;
+  /** the model call's span while tracing is on: the upstream attempts are its children and
+   * carry its traceparent (providers/http.ts) */
+  trace?: Span;
   private controller?: AbortController;
 
   /** An AbortSignal that follows this cancellation (made on first use). */

@@ -17,6 +17,8 @@ import type { RateState } from "../errors";
 import type { RouteTarget } from "../providers/types";
 import type { PipelineMetrics } from "./metrics-sink";
 import { keyCurrency } from "./limits/currency";
+import type { Span } from "../telemetry";
+import { endCallSpan, failCallSpan } from "./trace-spans";
 
 export interface AuditSink {
   record(e: AuditRecord): void;
@@ -69,6 +71,8 @@ export interface Verdict<T extends Target = RouteTarget> {
   targets?: readonly T[];
   t0: number;
   ts: Date;
+  /** the call's span while tracing is on (engines/telemetry) */
+  span?: Span;
 }
 
 export interface Outcome {
@@ -85,6 +89,8 @@ export interface Outcome {
   provider?: string;
   model?: string;
   metadata?: Record<string, unknown>;
+  /** a model call's finish reason (its span's gen_ai.response.finish_reasons) */
+  finishReason?: string;
 }
 
 export interface GateOptions {
@@ -151,6 +157,7 @@ export class GateLedger {
       this.o.limits.settle(v.adm, cost, prompt + completion, true);
       if (v.key && cost > 0) this.alerts.spent(v.key);
     }
+    if (v.span) endCallSpan(v, o, cost);
     const model = o.model ?? v.call.model;
     const provider = o.provider ?? v.call.provider;
     // a model call: its price in USD goes to the metrics and the audit log (cost may be in the key's budget currency)
@@ -165,6 +172,7 @@ export class GateLedger {
   /** A call that failed after the gate admitted it: released, audited with its code. */
   failed(v: Verdict<Target>, e: unknown, info: Omit<Outcome, "status"> = {}): void {
     if (v.adm && !v.adm.settled) this.o.limits.settle(v.adm, 0, 0, false);
+    if (v.span) failCallSpan(v, e);
     this.finish(v, { ...info, status: codeOf(e), costMicros: 0 });
   }
 
@@ -185,6 +193,7 @@ export class GateLedger {
    * audited with its code and alerted; the error carries the key's rate window. */
   refused(v: Verdict<Target>, e: unknown): void {
     if (v.adm) this.o.limits.settle(v.adm, 0, 0, false);
+    if (v.span) failCallSpan(v, e);
     this.o.metrics?.refused(e);
     if (!v.key) return;
     withRate(e, v.rate ?? v.adm?.shared?.rate);

@@ -18,6 +18,7 @@ import { evaluate, globMatch, type KeyPolicy } from "./policy";
 import { reservationWritten } from "./pipeline-records";
 import type { RouteTarget } from "../providers/types";
 import { GateLedger, type GateCall, type Outcome, type Target, type Verdict } from "./gate-ledger";
+import { callSpan } from "./trace-spans";
 
 export type { AuditSink, GateCall, GateOptions, Outcome, Target, Verdict } from "./gate-ledger";
 
@@ -192,6 +193,7 @@ export class Gate extends GateLedger {
     const key = caller.key !== undefined ? caller.key : this.authenticate(caller, c.audit, now);
     caller.key = key;
     const v: Verdict<T> = { caller, key, call: c, rate: undefined, targets: c.targets, t0, ts: new Date(now) };
+    if (caller.trace) v.span = callSpan(caller.trace, c);
     if (!key) return v;
     try {
       this.use(key, caller, c.scope, undefined, c.scope === null ? managementAccessAction(c.audit) : undefined);

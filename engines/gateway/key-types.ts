@@ -53,6 +53,8 @@ export interface AuditRecord {
   metadata: Record<string, unknown>;
   ipAddress?: string;
   userAgent?: string;
+  /** the request's trace id while tracing is on */
+  traceId?: string;
 }
 
 export type WebhookEventName =

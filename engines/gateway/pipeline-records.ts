@@ -41,19 +41,24 @@ export function auditRow(
     metadata,
     ipAddress: caller.ip,
     userAgent: caller.userAgent,
+    traceId: caller.trace?.spanContext().traceId,
   };
 }
 
 export interface Tally {
   usage: Usage | undefined;
   chars: number;
+  finish?: string;
 }
 
 /** What settlement needs from the events that went through: output size and final usage. */
 export function count(t: Tally, ev: ChatEvent): void {
   if (ev.type === "text") t.chars += ev.text.length;
   else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
-  else if (ev.type === "done") t.usage = ev.usage;
+  else if (ev.type === "done") {
+    t.usage = ev.usage;
+    t.finish = ev.finishReason;
+  }
 }
 
 /** A group commit of reservations failed (disk full, store closed): refuse rather than forward

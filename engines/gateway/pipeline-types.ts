@@ -5,6 +5,7 @@ import type { Cancellation } from "../chat/cancel";
 import type { KeyEntry } from "./keys";
 import type { RateState } from "../errors";
 import type { CacheDirectives, CacheState } from "../cache/types";
+import type { Span } from "../telemetry";
 
 /** Who is calling, as the HTTP layer saw it. */
 export interface Caller {
@@ -27,6 +28,8 @@ export interface Caller {
   grant?: "agents:run" | "agents:dispatch";
   /** Cache-Control of the request, for the response cache (engines/cache) */
   cache?: CacheDirectives;
+  /** the span the request's calls are children of, while tracing is on (engines/telemetry) */
+  trace?: Span;
 }
 
 export interface ChatStart {

@@ -14,7 +14,7 @@
 //   429 rate_limit_exceeded with Retry-After and x-ratelimit-* headers
 //   502 upstream_error / 504 upstream_timeout / 429 from the upstream (see providers/http.ts)
 import { performance } from "node:perf_hooks";
-import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult, Usage } from "../chat/types";
+import type { ChatEvent, ChatRequest, EmbeddingRequest, EmbeddingResult } from "../chat/types";
 import type { Caller, ChatStart, InferencePipeline, ModelListing } from "./pipeline-types";
 import { SvcError, modelNotFound, invalidRequest } from "../errors";
 import type { KeyEntry } from "./keys";
@@ -35,6 +35,7 @@ import type { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
 import type { Probe, ResponseCache } from "../cache";
 import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
+import { attemptSpan, callSpan, chatSpan } from "./trace-spans";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -133,6 +134,7 @@ export class GatewayPipeline implements InferencePipeline {
     const admitted = caller.key !== undefined; // by admit(), before the body was read
     run.key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const key = run.key;
+    if (caller.trace) cancel.trace = run.span = chatSpan(caller.trace, caller, req);
     try {
       if (key && (!admitted || caller.grant)) this.checkUse(key, caller);
       if (key && req.agentId && key.role === "key") this.attribution(key, caller, req.agentId);
@@ -186,6 +188,7 @@ export class GatewayPipeline implements InferencePipeline {
       for (const t of cands) {
         run.target = t;
         run.call.provider = t.provider;
+        if (run.span) attemptSpan(run.span, t, cands.indexOf(t));
         try {
           events = await this.o.router.adapter(t.type).chat(this.o.router.resolve(t), out, cancel);
           break;
@@ -227,7 +230,7 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0 };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
     let failure: unknown;
     try {
       for await (const ev of events) {
@@ -238,13 +241,13 @@ export class GatewayPipeline implements InferencePipeline {
       failure = e;
       throw e;
     } finally {
-      this.finish(run, tally.usage, tally.chars, failure);
+      this.finish(run, tally, failure);
     }
   }
 
   /** trackAsync for a synchronous view (same settle/audit on completion, error or early exit). */
   private *trackSync(events: Iterable<ChatEvent>, run: RunCtx): Generator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0 };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
     let failure: unknown;
     try {
       for (const ev of events) {
@@ -255,12 +258,12 @@ export class GatewayPipeline implements InferencePipeline {
       failure = e;
       throw e;
     } finally {
-      this.finish(run, tally.usage, tally.chars, failure);
+      this.finish(run, tally, failure);
     }
   }
 
   /** The answer ended (complete, failed mid-way, or the client left): settle what was used. */
-  private finish(run: RunCtx, usage: Usage | undefined, chars: number, failure: unknown) {
+  private finish(run: RunCtx, { usage, chars, finish }: Tally, failure: unknown) {
     const prompt = usage?.promptTokens ?? run.promptEst;
     const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
     const t = run.target!;
@@ -274,6 +277,7 @@ export class GatewayPipeline implements InferencePipeline {
       usdMicros: free ? 0 : this.o.limits.usd(priceCost, t.currency),
       promptTokens: prompt,
       completionTokens: completion,
+      finishReason: finish,
     });
   }
 
@@ -285,6 +289,7 @@ export class GatewayPipeline implements InferencePipeline {
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const v: Verdict = { caller, key, call: { action: "embeddings", scope: "inference", audit: "embeddings", model: req.model, metadata: {} }, adm: undefined, rate: undefined, t0: performance.now(), ts: new Date(now) };
+    if (caller.trace) v.span = callSpan(caller.trace, v.call);
     try {
       if (key && !admitted) this.checkUse(key, caller);
       let cands = this.o.router.targets(req.model);

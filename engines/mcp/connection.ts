@@ -220,7 +220,9 @@ export class McpConnection {
     }
     const timeoutMs = (this.spec.toolCallTimeoutSeconds ?? 45) * 1000;
     try {
-      const r: any = await client.callTool({ name: tool, arguments: args }, undefined, {
+      // a traced call carries its span's traceparent in _meta, the MCP convention for trace context
+      const req = opts.traceparent ? { name: tool, arguments: args, _meta: { traceparent: opts.traceparent } } : { name: tool, arguments: args };
+      const r: any = await client.callTool(req, undefined, {
         timeout: timeoutMs,
         resetTimeoutOnProgress: true,
         onprogress: (p) => opts.onProgress?.({ progress: p.progress, total: p.total, message: p.message }),

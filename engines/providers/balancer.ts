@@ -19,7 +19,7 @@ import { SvcError, type ErrorKind } from "../errors";
 import type { ProviderRouting } from "../../schemas/kinds/provider";
 import type { ProviderAdapter, RouteTarget } from "./types";
 import type { Logger } from "../host";
-import { isAbort, logUpstreamFailure, upstreamFields } from "./upstream-log";
+import { isAbort, logUpstreamFailure, traceField, upstreamFields } from "./upstream-log";
 
 export type Strategy = NonNullable<ProviderRouting["strategy"]>;
 
@@ -241,7 +241,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
       lastErr = e;
       const retry = retryable(e) && attempt < g.settings.maxAttempts;
       // one line per failed attempt, saying what happens next
-      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
+      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { ...traceField(cancel), routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
       if (!retry) throw e;
       await sleep(g.settings.backoffMs * 2 ** (attempt - 1), cancel);
       if (cancel.aborted) throw e;

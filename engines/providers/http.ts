@@ -17,6 +17,7 @@ import type { Cancellation } from "../chat/cancel";
 import { redactSecrets } from "./redact";
 import { outboundConnect } from "../net/outbound-guard";
 import { within } from "../../prisma/waits";
+import { endUpstream, upstreamSpan, type UpstreamSpan } from "./trace-http";
 
 const pools = new Map<string, Pool>();
 
@@ -151,12 +152,12 @@ export function isFallbackable(e: unknown): boolean {
 }
 
 /** The pool and options of a JSON POST upstream (postJson and postForJson). */
-function jsonPost(baseUrl: string, path: string, accept: string, headers: Record<string, string>, body: unknown, timeoutMs: number) {
+function jsonPost(baseUrl: string, path: string, accept: string, headers: Record<string, string>, body: unknown, timeoutMs: number, up?: UpstreamSpan) {
   const { origin, prefix } = splitUrl(baseUrl);
   const opts: Dispatcher.DispatchOptions = {
     method: "POST",
     path: prefix + path,
-    headers: { "content-type": "application/json", accept, ...headers },
+    headers: up ? { "content-type": "application/json", accept, ...headers, ...up.headers } : { "content-type": "application/json", accept, ...headers },
     // a string is sent as it is (a signed body must be the bytes that were signed)
     body: typeof body === "string" ? body : JSON.stringify(body),
     headersTimeout: timeoutMs,
@@ -175,22 +176,29 @@ export async function postJson(
   timeoutMs: number,
   cancel?: Cancellation,
 ): Promise<Dispatcher.ResponseData> {
-  const { pool, opts } = jsonPost(baseUrl, path, "application/json, text/event-stream", headers, body, timeoutMs);
+  const up = cancel?.trace ? upstreamSpan(cancel.trace, provider, baseUrl, path) : undefined;
+  const { pool, opts } = jsonPost(baseUrl, path, "application/json, text/event-stream", headers, body, timeoutMs, up);
   let res: Dispatcher.ResponseData;
   try {
     res = await pool.request({ ...opts, signal: cancel }); // an EventEmitter: cheaper than an AbortSignal per request
   } catch (e) {
-    if (isAbort(e, cancel)) throw e;
-    throw transportError(provider, e, timeoutMs);
+    const err = isAbort(e, cancel) ? e : transportError(provider, e, timeoutMs);
+    if (up) endUpstream(up, undefined, err);
+    throw err;
   }
-  if (res.statusCode >= 200 && res.statusCode < 300) return res;
+  if (res.statusCode >= 200 && res.statusCode < 300) {
+    if (up) endUpstream(up, res.statusCode); // a stream's span ends with its headers
+    return res;
+  }
   let text = "";
   try {
     text = await res.body.text();
   } catch {
     /* ignore */
   }
-  throw statusError(provider, res.statusCode, text, res.headers);
+  const err = statusError(provider, res.statusCode, text, res.headers);
+  if (up) endUpstream(up, res.statusCode, err);
+  throw err;
 }
 
 /** POST JSON upstream and resolve with the whole JSON answer (non-streaming requests). Goes
@@ -205,9 +213,12 @@ export function postForJson(
   timeoutMs: number,
   cancel?: Cancellation,
 ): Promise<any> {
-  const { pool, opts } = jsonPost(baseUrl, path, "application/json", headers, body, timeoutMs);
+  const up = cancel?.trace ? upstreamSpan(cancel.trace, provider, baseUrl, path) : undefined;
+  const { pool, opts } = jsonPost(baseUrl, path, "application/json", headers, body, timeoutMs, up);
   return new Promise((resolve, reject) => {
-    pool.dispatch(opts, new JsonCollector(provider, timeoutMs, cancel, resolve, reject));
+    const c = new JsonCollector(provider, timeoutMs, cancel, resolve, reject);
+    if (up) c.traced(up);
+    pool.dispatch(opts, c);
   });
 }
 
@@ -226,8 +237,8 @@ class JsonCollector implements Dispatcher.DispatchHandler {
     private readonly provider: string,
     private readonly timeoutMs: number,
     private readonly cancel: Cancellation | undefined,
-    private readonly resolve: (json: any) => void,
-    private readonly reject: (e: unknown) => void,
+    private resolve: (json: any) => void,
+    private reject: (e: unknown) => void,
   ) {
     // bound, not an arrow field: tsx's keepNames wraps every named closure it creates per request
     this.onCancel = abortCollector.bind(this);
@@ -236,6 +247,19 @@ class JsonCollector implements Dispatcher.DispatchHandler {
 
   abort(): void {
     this.controller?.abort(this.cancel!.reason as Error);
+  }
+
+  /** end the attempt's client span with the answer (tracing on only) */
+  traced(up: UpstreamSpan): void {
+    const { resolve, reject } = this;
+    this.resolve = (json) => {
+      endUpstream(up, this.status);
+      resolve(json);
+    };
+    this.reject = (e) => {
+      endUpstream(up, this.status || undefined, e);
+      reject(e);
+    };
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -43,6 +43,11 @@ export function logUpstreamFailure(log: Logger | undefined, t: RouteTarget, e: u
   log.warn(msg, { ...upstreamFields(t, e, requestId), ...extra });
 }
 
+/** The trace id of a traced call, for its log lines (tracing on; empty otherwise). */
+export function traceField(cancel: { trace?: { spanContext(): { traceId: string } } } | undefined): Record<string, string> {
+  return cancel?.trace ? { trace_id: cancel.trace.spanContext().traceId } : {};
+}
+
 /** `a` with a warn line for each call that fails (the error itself goes on unchanged). */
 export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter {
   const out: ProviderAdapter = {
@@ -50,7 +55,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.chat(t, req, cancel);
       } catch (e) {
-        if (!cancel.aborted) logUpstreamFailure(log, t, e, cancel.requestId);
+        if (!cancel.aborted) logUpstreamFailure(log, t, e, cancel.requestId, traceField(cancel));
         throw e;
       }
     },
@@ -60,7 +65,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.embed!(t, req, cancel);
       } catch (e) {
-        if (!cancel?.aborted) logUpstreamFailure(log, t, e, cancel?.requestId);
+        if (!cancel?.aborted) logUpstreamFailure(log, t, e, cancel?.requestId, traceField(cancel));
         throw e;
       }
     };

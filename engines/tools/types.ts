@@ -52,6 +52,8 @@ export interface ToolCallOptions {
   onProgress?: (p: ToolProgress) => void;
   /** the agent making the call (agent loop); tools scoped to an agent (svc_memory_search) need it */
   agent?: string;
+  /** W3C traceparent of the call's execute_tool span (tracing on): sent to the MCP server in _meta */
+  traceparent?: string;
 }
 
 /** Why a call could not be made at all (the spec's tool-service failures). */

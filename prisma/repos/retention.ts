@@ -39,6 +39,7 @@ export interface RetentionRepo {
 export const AUDIT_FIELDS = [
   "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",
   "errorCode", "latencyMs", "promptTokens", "completionTokens", "totalTokens", "costMicros", "metadata", "ipAddress", "userAgent",
+  "traceId",
 ] as const;
 
 /** One raw row (SQLite's camelCase or PostgreSQL's lower-case column names) in the archived shape. */

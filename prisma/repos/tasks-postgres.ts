@@ -16,9 +16,9 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 // Inserted only while fewer than $19 tasks are unfinished: the count and the insert are one
 // statement, run after the capacity lock was taken (its snapshot then sees every admitted row).
-const ADMIT = `INSERT INTO agenttask (id, agent, title, prompt, status, reason, idempotencykey, ownerkeyid, iterations, messages, pending, result, cancelrequested, createdat, updatedat, finishedat, runner, leaseuntil)
+const ADMIT = `INSERT INTO agenttask (id, agent, title, prompt, status, reason, idempotencykey, ownerkeyid, iterations, messages, pending, result, cancelrequested, createdat, updatedat, finishedat, runner, leaseuntil, traceparent)
   SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::int, $10::text, $11::text, $12::text, $13::boolean,
-    $14::timestamp(3), $15::timestamp(3), $16::timestamp(3), $17::text, ${LEASE("$18")}
+    $14::timestamp(3), $15::timestamp(3), $16::timestamp(3), $17::text, ${LEASE("$18")}, $20::text
   WHERE (SELECT COUNT(*) FROM agenttask WHERE ${UNFINISHED}) < $19::int`;
 // the runner's write never revives a task another replica ended, nor drops a stored cancel request
 const SET_ROW = `status = $2, reason = $3, iterations = $4, messages = $5, pending = $6, result = $7,
@@ -50,7 +50,7 @@ export class PgTasks implements TaskRepo {
     const [, inserted] = await this.prisma.$transaction([
       this.prisma.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${CAPACITY_LOCK})`),
       this.prisma.$executeRawUnsafe(ADMIT, r.id, r.agent, r.title, r.prompt, r.status, r.reason, r.idempotencyKey, r.ownerKeyId, r.iterations, r.messages,
-        r.pending, r.result, r.cancelRequested, iso(r.createdAt), iso(r.updatedAt), iso(r.finishedAt), r.runner, Math.round(leaseMs), limit),
+        r.pending, r.result, r.cancelRequested, iso(r.createdAt), iso(r.updatedAt), iso(r.finishedAt), r.runner, Math.round(leaseMs), limit, r.traceParent),
     ]);
     return inserted > 0;
   }

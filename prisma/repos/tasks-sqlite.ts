@@ -18,8 +18,8 @@ export class SqliteTasks implements TaskRepo {
 
   constructor(db: Database.Database, private readonly prisma: PrismaClient) {
     this.ins = db.prepare(
-      `INSERT INTO AgentTask (id, agent, title, prompt, status, reason, idempotencyKey, ownerKeyId, iterations, messages, pending, result, cancelRequested, createdAt, updatedAt, finishedAt)
-       VALUES (@id, @agent, @title, @prompt, @status, @reason, @idempotencyKey, @ownerKeyId, @iterations, @messages, @pending, @result, @cancelRequested, @createdAt, @updatedAt, @finishedAt)`,
+      `INSERT INTO AgentTask (id, agent, title, prompt, status, reason, idempotencyKey, ownerKeyId, iterations, messages, pending, result, cancelRequested, createdAt, updatedAt, finishedAt, traceParent)
+       VALUES (@id, @agent, @title, @prompt, @status, @reason, @idempotencyKey, @ownerKeyId, @iterations, @messages, @pending, @result, @cancelRequested, @createdAt, @updatedAt, @finishedAt, @traceParent)`,
     );
     this.upd = db.prepare(
       `UPDATE AgentTask SET status = @status, reason = @reason, iterations = @iterations, messages = @messages, pending = @pending, result = @result,

@@ -23,6 +23,8 @@ export interface TaskRow {
   finishedAt: Date | null;
   /** the replica running the task (shared store; null on SQLite) */
   runner: string | null;
+  /** the task's trace (W3C traceparent) while tracing is on, else null */
+  traceParent: string | null;
 }
 
 /** What the runner's heartbeat found on its tasks' rows. */

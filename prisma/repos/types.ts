@@ -11,6 +11,7 @@ import type { RetentionRepo } from "./retention";
 export const AUDIT_COLUMNS = [
   "id", "timestamp", "apiKeyId", "apiKeyName", "organizationId", "requestId", "action", "model", "provider", "status",
   "errorCode", "latencyMs", "promptTokens", "completionTokens", "totalTokens", "costMicros", "metadata", "ipAddress", "userAgent",
+  "traceId",
 ] as const;
 
 /** One audit row as INSERT parameters, in AUDIT_COLUMNS order (timestamp as ISO text). */

@@ -1,6 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { envelope, Sampling } from "../common";
 import { ExchangeRates } from "./currency";
+import { ServerTracing } from "./server-tracing";
 
 export const ServerSpec = Type.Object(
   {
@@ -71,6 +72,7 @@ export const ServerSpec = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    tracing: Type.Optional(ServerTracing),
     // -- generation settings (the spec's "user settings" layer) --
     generation: Type.Optional(
       Type.Object(Sampling.properties, {

@@ -22,6 +22,7 @@ function audit(i: number, over: Partial<Record<(typeof AUDIT_COLUMNS)[number], s
       timestamp: ts, apiKeyId: "key_a", apiKeyName: "Key A", organizationId: "org1", requestId: `req_${i}`, action: "chat.completions",
       model: "m", provider: "p", status: i % 2 ? "success" : "budget_exceeded", latencyMs: 7, promptTokens: 3, completionTokens: 4,
       costMicros: 5_000_000_000n + BigInt(i), metadata: { i, text: "ünïcode 'quoted' \"too\"" }, ipAddress: "10.0.0.1", userAgent: "ua",
+      traceId: "0af7651916cd43dd8448eb211c80319c",
     },
     `aud_${String(i).padStart(6, "0")}`,
     ts,
@@ -94,7 +95,7 @@ describe.each(stores)("$name repositories", (s) => {
       id: "aud_000003", timestamp: new Date(T0 + 3000), apiKeyId: "key_a", apiKeyName: "Key A", organizationId: "org1",
       requestId: "req_3", action: "chat.completions", model: "m", provider: "p", status: "success", errorCode: null, latencyMs: 7,
       promptTokens: 3, completionTokens: 4, totalTokens: 7, costMicros: 5_000_000_003n, metadata: JSON.stringify({ i: 3, text: "ünïcode 'quoted' \"too\"" }),
-      ipAddress: "10.0.0.1", userAgent: "ua",
+      ipAddress: "10.0.0.1", userAgent: "ua", traceId: "0af7651916cd43dd8448eb211c80319c",
     });
     const nulls = await db.prisma.auditEntry.findUniqueOrThrow({ where: { id: "aud_000000" } });
     expect(nulls.errorCode).toBe("budget_exceeded");

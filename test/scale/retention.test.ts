@@ -30,7 +30,7 @@ function rows(): { old: AuditRow[]; recent: AuditRow[] } {
     const k = keys[i % 2];
     const ok = i % 7 !== 0;
     return [`old_${at}_${i}`, new Date(at).toISOString().replace("Z", "+00:00"), k, k ? "a" : null, null, `req_${i}`, "chat.completions", models[i % 3 === 0 ? 1 : 0], "up",
-      ok ? "success" : "rate_limit_exceeded", ok ? null : "rate_limit_exceeded", 5, ok ? 10 : 0, ok ? 4 : 0, ok ? 14 : 0, ok ? 1000 + i : 0, "{}", "127.0.0.1", null];
+      ok ? "success" : "rate_limit_exceeded", ok ? null : "rate_limit_exceeded", 5, ok ? 10 : 0, ok ? 4 : 0, ok ? 14 : 0, ok ? 1000 + i : 0, "{}", "127.0.0.1", null, null];
   };
   const old = Array.from({ length: 1300 }, (_, i) => make(i, now - (100 + (i % 3)) * DAY - i * 1000));
   const recent = Array.from({ length: 40 }, (_, i) => make(i, now - DAY + i * 1000)).map((r) => ((r[0] = `new_${r[0]}`), r));

@@ -18,6 +18,8 @@ export interface AuditEntryJson {
   ip_address: string | null;
   user_agent: string | null;
   error_code?: string;
+  /** the request's trace id (docs/observability.md), when it was traced */
+  trace_id?: string;
 }
 
 export function toEntryJson(row: AuditEntry): AuditEntryJson {
@@ -38,6 +40,7 @@ export function toEntryJson(row: AuditEntry): AuditEntryJson {
     user_agent: row.userAgent,
   };
   if (row.status !== "success") out.error_code = row.errorCode ?? row.status;
+  if (row.traceId) out.trace_id = row.traceId;
   return out;
 }
 

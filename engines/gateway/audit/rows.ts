@@ -52,5 +52,6 @@ export function auditRow(e: AuditRecord, id: string, ts: Date): Row {
     metadata,
     e.ipAddress ?? null,
     e.userAgent ?? null,
+    e.traceId ?? null,
   ];
 }

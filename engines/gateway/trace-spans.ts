@@ -1,0 +1,112 @@
+// What the gate's calls put on their spans (docs/observability.md has the table): the GenAI
+// conventions' attributes for model calls (gen_ai.*), svc's own under svc.* (the key's id, never
+// its secret; organization, team and user; the policy decision; the limit that refused; cost and
+// currency; fallback). Spans exist only while tracing is on (engines/telemetry): a call site
+// reaches here only when the request carries a span (Caller.trace).
+import { tracing, type Attrs, type Span } from "../telemetry";
+import { SvcError } from "../errors";
+import type { ChatRequest } from "../chat/types";
+import type { Caller } from "./pipeline-types";
+import type { RouteTarget } from "../providers/types";
+import type { KeyEntry } from "./keys";
+import { keyCurrency } from "./limits/currency";
+import { redactSecrets } from "../secrets/redact";
+
+// the parts of gate-ledger.ts's GateCall, Verdict and Outcome read here (it imports this file)
+interface Call { action: string; audit: string; model?: string; provider?: string; resource?: string }
+interface Ended { key: KeyEntry | null; call: Call; adm?: unknown; span?: Span }
+interface Result { status: string; provider?: string; promptTokens?: number; completionTokens?: number; usdMicros?: number; finishReason?: string }
+
+/** gen_ai.provider.name for a provider type (the conventions' well-known values). */
+const GENAI_PROVIDER: Record<string, string> = {
+  openai: "openai",
+  anthropic: "anthropic",
+  bedrock: "aws.bedrock",
+  gemini: "gcp.gemini",
+  vertex: "gcp.vertex_ai",
+  "azure-openai": "azure.ai.openai",
+  ollama: "ollama",
+  local: "svc.local",
+};
+
+function keyAttrs(key: KeyEntry | null): Attrs {
+  if (!key) return { "svc.key.id": undefined };
+  return { "svc.key.id": key.id, "svc.organization.id": key.spec.organization_id, "svc.team.id": key.spec.team_id, "svc.user.id": key.spec.user_id };
+}
+
+/** The `chat` (or `text_completion`) span of a model call, a child of the request's span. */
+export function chatSpan(parent: Span, caller: Caller, req: ChatRequest): Span {
+  const op = req.prompt !== undefined && req.messages.length === 0 ? "text_completion" : "chat";
+  const sp = tracing.spans!;
+  const span = sp.child(parent, `${op} ${req.model}`, "internal", {
+    "gen_ai.operation.name": op,
+    "gen_ai.request.model": req.model,
+    "gen_ai.request.max_tokens": req.maxTokens,
+    "gen_ai.request.temperature": req.sampling.temperature,
+    "gen_ai.request.top_p": req.sampling.topP,
+    "svc.stream": req.stream === true,
+    "svc.request.id": caller.requestId,
+    "svc.agent.id": req.agentId,
+  });
+  if (sp.content) span.setAttribute("gen_ai.input.messages", redactSecrets(JSON.stringify(req.messages.map((m) => ({ role: m.role, content: m.content })))));
+  return span;
+}
+
+/** The span of a gate call that is not a chat (embeddings, tools, memory, media, dispatch). */
+export function callSpan(parent: Span, c: Call): Span {
+  const tool = c.resource?.startsWith("tool:") ? c.resource.slice(5) : undefined;
+  const name = tool ? `execute_tool ${tool}` : c.action === "embeddings" ? `embeddings ${c.model}` : c.audit;
+  return tracing.spans!.child(parent, name, "internal", {
+    "gen_ai.operation.name": tool ? "execute_tool" : c.action === "embeddings" ? "embeddings" : undefined,
+    "gen_ai.tool.name": tool,
+    "gen_ai.request.model": c.model,
+    "svc.action": c.action,
+  });
+}
+
+/** A chat's attempt moved on to another target (fallback or a routed deployment). */
+export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
+  span.setAttributes({ "gen_ai.provider.name": GENAI_PROVIDER[t.type] ?? t.type, "svc.provider": t.provider, "gen_ai.response.model": t.upstreamModel, "svc.attempts": attempt + 1 });
+  if (attempt > 0) span.setAttribute("svc.fallback", true);
+}
+
+/** An admitted call ended (Gate's finish). */
+export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
+  const span = v.span!;
+  v.span = undefined; // ended once
+  const ok = o.status === "success" || o.status === "tool_error";
+  const model = o.usdMicros !== undefined; // a model call
+  tracing.spans!.end(
+    span,
+    {
+      ...keyAttrs(v.key),
+      "svc.policy.decision": "allow",
+      "svc.provider": o.provider ?? v.call.provider,
+      "gen_ai.usage.input_tokens": model ? o.promptTokens : undefined,
+      "gen_ai.usage.output_tokens": model ? o.completionTokens : undefined,
+      "gen_ai.response.finish_reasons": o.finishReason ? [o.finishReason] : undefined,
+      "svc.cost": v.key && v.adm ? costMicros / 1e6 : undefined,
+      "svc.currency": v.key && v.adm ? keyCurrency(v.key) : undefined,
+      "svc.cost_usd": o.usdMicros !== undefined ? o.usdMicros / 1e6 : undefined,
+      "svc.status": o.status,
+    },
+    ok || o.status === "cancelled" ? undefined : { code: o.status },
+  );
+}
+
+/** A refused or failed call: error.type, and which limit or policy refused it. */
+export function failCallSpan(v: Ended, e: unknown): void {
+  const span = v.span!;
+  v.span = undefined;
+  const refusedBy = e instanceof SvcError ? e.kind : undefined;
+  tracing.spans!.end(
+    span,
+    {
+      ...keyAttrs(v.key),
+      "svc.provider": v.call.provider,
+      "svc.policy.decision": refusedBy === "forbidden" ? "deny" : v.adm || refusedBy === "rate_limited" || refusedBy === "payment" ? "allow" : undefined,
+      "svc.limit": e instanceof SvcError ? e.limit.window : undefined,
+    },
+    e,
+  );
+}

@@ -1,0 +1,100 @@
+// Starting and stopping the trace pipeline. Tracing is on when the standard OpenTelemetry
+// variables name an exporter endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp) or the Server manifest declares
+// `tracing`; OTEL_SDK_DISABLED=true turns it off whatever else says. Only then are the SDK and an
+// OTLP exporter imported (http/protobuf, the OTLP default, or http/json), so a server without
+// tracing loads none of it. The exporters read the other OTEL_EXPORTER_OTLP_* variables (headers,
+// timeout, compression) themselves; the SDK reads OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*.
+// Several servers in one process (a test's replicas) share one pipeline, stopped by the last.
+import { tracing } from "./index";
+
+/** The Server manifest's `tracing` (schemas/kinds/server-tracing.ts), header values resolved. */
+export interface TracingSettings {
+  endpoint?: string;
+  protocol?: "http/protobuf" | "http/json";
+  headers?: Record<string, string>;
+  serviceName?: string;
+  /** 0..1: the share of new traces sampled (a continued trace follows its parent's decision) */
+  sampleRatio?: number;
+  /** record prompt and completion text on spans (redacted like logs) */
+  recordContent?: boolean;
+}
+
+interface Running {
+  key: string;
+  shutdown(): Promise<void>;
+  flush(): Promise<void>;
+}
+
+let running: Running | undefined;
+let users = 0;
+
+const truthy = (v: string | undefined) => v?.trim().toLowerCase() === "true";
+
+/** Whether the environment (or settings) ask for traces. */
+export function tracingWanted(env: NodeJS.ProcessEnv, s?: TracingSettings): boolean {
+  if (truthy(env.OTEL_SDK_DISABLED)) return false;
+  if (s) return true;
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (exporter === "none") return false;
+  return !!(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || exporter === "otlp");
+}
+
+function protocolOf(env: NodeJS.ProcessEnv, s?: TracingSettings): "http/protobuf" | "http/json" {
+  const p = (s?.protocol ?? env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/protobuf").trim().toLowerCase();
+  if (p === "http/json" || p === "http/protobuf") return p;
+  throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL ${JSON.stringify(p)} is not supported by svc: use http/protobuf or http/json`);
+}
+
+/** Start (or restart with new settings) the trace pipeline when wanted; a second server in the
+ * process with the same settings shares it. Returns whether tracing is on. */
+export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: TracingSettings): Promise<boolean> {
+  if (!tracingWanted(env, s)) return false;
+  const protocol = protocolOf(env, s);
+  const key = JSON.stringify([protocol, s ?? null]);
+  users++;
+  if (running?.key === key) return true;
+  if (running) await stopPipeline();
+  const [{ BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
+    import("@opentelemetry/sdk-trace-base"),
+    import("@opentelemetry/resources"),
+    import("./spans"),
+  ]);
+  const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
+  const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
+  const exporter =
+    protocol === "http/json"
+      ? new (await import("@opentelemetry/exporter-trace-otlp-http")).OTLPTraceExporter(exporterOpts)
+      : new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter(exporterOpts);
+  const resource = resourceFromAttributes({ "service.name": s?.serviceName ?? env.OTEL_SERVICE_NAME?.trim() ?? "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+    ...(s?.sampleRatio !== undefined ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.sampleRatio) }) } : {}),
+  });
+  tracing.spans = makeSpans(provider.getTracer("svc", version), s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT));
+  running = {
+    key,
+    shutdown: () => provider.shutdown(),
+    flush: () => provider.forceFlush(),
+  };
+  return true;
+}
+
+async function stopPipeline(): Promise<void> {
+  const r = running;
+  running = undefined;
+  tracing.spans = undefined;
+  await r?.shutdown().catch(() => undefined); // exports what is buffered; a collector that is gone costs its timeout
+}
+
+/** One server stopped: the last one flushes and stops the pipeline. */
+export async function stopTracing(): Promise<void> {
+  if (users === 0) return;
+  if (--users === 0) await stopPipeline();
+}
+
+/** Export every ended span now (tests and shutdown). */
+export async function flushTracing(): Promise<void> {
+  await running?.flush();
+}

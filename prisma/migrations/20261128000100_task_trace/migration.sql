@@ -1,0 +1,3 @@
+-- An agent task's W3C traceparent (docs/observability.md): its spans on any replica join one trace.
+-- AlterTable
+ALTER TABLE "AgentTask" ADD COLUMN "traceParent" TEXT;

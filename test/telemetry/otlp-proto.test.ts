@@ -1,0 +1,4 @@
+// Gateway traces exported over OTLP http/protobuf (gateway-traces.ts).
+import { gatewayTraces } from "./gateway-traces";
+
+gatewayTraces("http/protobuf");
