@@ -10,6 +10,9 @@ import type { LogFormat, LogLevel } from "../api/log";
 import { startupSteps } from "../api/startup-progress";
 import { resolveHome, storeFile } from "../engines/paths";
 
+/** how long a graceful stop may take before svc exits anyway */
+const STOP_BOUND_MS = 60_000;
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
@@ -29,52 +32,66 @@ export function registerServe(program: Command): void {
       const signal = (sig: string) => () => onSignal(sig);
       process.on("SIGTERM", signal("SIGTERM"));
       process.on("SIGINT", signal("SIGINT"));
-      const port = o.port !== undefined ? parsePort(o.port, "--port") : process.env.SVC_PORT ? parsePort(process.env.SVC_PORT, "SVC_PORT") : undefined;
-      // pino is loaded only by the command that logs
-      const { createLogger, loadPretty, parseLogFormat, parseLogLevel } = await import("../api/log");
-      let level: LogLevel;
-      let format: LogFormat;
+      // the store's threads are unref'd (they never keep a process alive by themselves), yet
+      // start-up and stop await their answers: a ref'd timer holds the process until the command
+      // is done, so the event loop never runs empty under an unsettled await (Node then exits
+      // with 13 instead of 0: seen as a SIGTERM test failing under load)
+      const alive = setInterval(() => undefined, 2 ** 30);
       try {
-        level = o.logLevel !== undefined ? parseLogLevel(o.logLevel, "--log-level") : process.env.SVC_LOG_LEVEL ? parseLogLevel(process.env.SVC_LOG_LEVEL, "SVC_LOG_LEVEL") : "info";
-        format = parseLogFormat(process.env.SVC_LOG_FORMAT, process.stdout.isTTY === true);
-      } catch (e: any) {
-        throw new CliError(e.message);
+        const port = o.port !== undefined ? parsePort(o.port, "--port") : process.env.SVC_PORT ? parsePort(process.env.SVC_PORT, "SVC_PORT") : undefined;
+        // pino is loaded only by the command that logs
+        const { createLogger, loadPretty, parseLogFormat, parseLogLevel } = await import("../api/log");
+        let level: LogLevel;
+        let format: LogFormat;
+        try {
+          level = o.logLevel !== undefined ? parseLogLevel(o.logLevel, "--log-level") : process.env.SVC_LOG_LEVEL ? parseLogLevel(process.env.SVC_LOG_LEVEL, "SVC_LOG_LEVEL") : "info";
+          format = parseLogFormat(process.env.SVC_LOG_FORMAT, process.stdout.isTTY === true);
+        } catch (e: any) {
+          throw new CliError(e.message);
+        }
+        const progress = (line: string) => void process.stderr.write(line + "\n");
+        const steps = startupSteps(progress);
+        steps.say(`starting (data dir ${resolveHome(o.home)}; logs on stdout at level ${level})`);
+        // the server's modules (the engines load after the listener is bound: boot/engines.ts)
+        const { startSvc } = await steps.run("loading svc", () => import("../boot/start"));
+        if (format === "pretty") await loadPretty();
+        const log = createLogger({ level, format });
+        let running;
+        try {
+          running = await startSvc({ home: o.home, port, host: o.host, config: o.config, watch: o.watch, quickstart: o.quickstart, log, progress });
+        } catch (e: any) {
+          await log.flush();
+          throw new CliError(startupFailure(e, resolveHome(o.home)));
+        }
+        steps.say("Ctrl-C stops svc");
+        process.stderr.write(`svc listening on ${running.url}\n`);
+        await new Promise<void>((resolve) => {
+          let stopping = false;
+          onSignal = (sig: string) => {
+            if (stopping) {
+              process.stderr.write(`second ${sig}: exiting now\n`);
+              process.exit(1);
+            }
+            stopping = true;
+            // every step of stop has its own bound; this one is the last resort, never a hang
+            setTimeout(() => {
+              process.stderr.write(`svc did not stop within ${STOP_BOUND_MS / 1000} s of ${sig}: exiting now\n`);
+              process.exit(1);
+            }, STOP_BOUND_MS).unref();
+            running!.stop().then(resolve, (e) => {
+              process.stderr.write(`error while stopping: ${e?.message ?? e}\n`);
+              process.exitCode = 1;
+              resolve();
+            });
+          };
+          if (stopRequested) onSignal(stopRequested);
+        });
+        // stopped: a socket nobody will read again (node-llama-cpp's downloader probes a file's size
+        // with a GET whose body it leaves unread) must not keep the process alive
+        setTimeout(() => process.exit(), 2000).unref();
+      } finally {
+        clearInterval(alive);
       }
-      const progress = (line: string) => void process.stderr.write(line + "\n");
-      const steps = startupSteps(progress);
-      steps.say(`starting (data dir ${resolveHome(o.home)}; logs on stdout at level ${level})`);
-      // the server's modules (the engines load after the listener is bound: boot/engines.ts)
-      const { startSvc } = await steps.run("loading svc", () => import("../boot/start"));
-      if (format === "pretty") await loadPretty();
-      const log = createLogger({ level, format });
-      let running;
-      try {
-        running = await startSvc({ home: o.home, port, host: o.host, config: o.config, watch: o.watch, quickstart: o.quickstart, log, progress });
-      } catch (e: any) {
-        await log.flush();
-        throw new CliError(startupFailure(e, resolveHome(o.home)));
-      }
-      steps.say("Ctrl-C stops svc");
-      process.stderr.write(`svc listening on ${running.url}\n`);
-      await new Promise<void>((resolve) => {
-        let stopping = false;
-        onSignal = (sig: string) => {
-          if (stopping) {
-            process.stderr.write(`second ${sig}: exiting now\n`);
-            process.exit(1);
-          }
-          stopping = true;
-          running!.stop().then(resolve, (e) => {
-            process.stderr.write(`error while stopping: ${e?.message ?? e}\n`);
-            process.exitCode = 1;
-            resolve();
-          });
-        };
-        if (stopRequested) onSignal(stopRequested);
-      });
-      // stopped: a socket nobody will read again (node-llama-cpp's downloader probes a file's size
-      // with a GET whose body it leaves unread) must not keep the process alive
-      setTimeout(() => process.exit(), 2000).unref();
     });
 }
 
