@@ -1,12 +1,13 @@
 // Gateway benchmark: autocannon load against a loopback stand-in upstream measured directly,
-// through svc (key with a policy, limits and audit on) and through Portkey's open-source
+// through svc (key with a policy, limits and audit on), through a bare Node gateway (no checks:
+// Node's own limit for the job, bench/bare-gateway.ts) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
+import { firstLine, gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -58,6 +59,11 @@ export async function gatewayBench(): Promise<Section> {
     const baselineDir = process.env.BENCH_BASELINE?.trim();
     const baseline = baselineDir ? await startSvc(path.join(tmp, "baseline"), path.resolve(baselineDir)) : undefined;
 
+    // The bare Node gateway on the same core as svc, forwarding to the same upstream.
+    const bareProc = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", upstream]);
+    procs.push(bareProc);
+    const bareUrl = `http://127.0.0.1:${Number(await firstLine(bareProc))}`;
+
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
     const pkPort = Number(new URL(upstream).port) + 1 + Math.floor(Math.random() * 1000);
     const pk = start(1, process.execPath, [require.resolve("@portkey-ai/gateway/build/start-server.js"), "--headless", `--port=${pkPort}`]);
@@ -68,6 +74,7 @@ export async function gatewayBench(): Promise<Section> {
     const targets = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
       svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
+      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {} },
       ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
@@ -85,12 +92,16 @@ export async function gatewayBench(): Promise<Section> {
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
-    // svc's round divided by the baseline's round next to it, median over rounds: the two took
+    // svc's round divided by the other path's round next to it, median over rounds: the two took
     // turns within seconds, so a slow spell of this shared machine hits both sides of a ratio
-    const paired = (c: number) => {
-      const r = runs.svc[c].map((x, i) => x.steady / runs.baseline[c][i].steady).sort((a, b) => a - b);
+    const paired = (other: string, c: number) => {
+      const r = runs.svc[c].map((x, i) => x.steady / runs[other][c][i].steady).sort((a, b) => a - b);
       return { median: r[Math.floor(r.length / 2)], min: r[0], max: r[r.length - 1] };
     };
+    const pairedLine = (other: string) =>
+      `svc / ${other} paired (the median over rounds of svc's round over ${other}'s next to it; lowest to highest round in brackets): ` +
+      [1, 50].map((c) => { const p = paired(other, c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".";
+    const others = names.filter((n) => n !== "svc");
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
 
     const rows: (string | number)[][] = [];
@@ -105,7 +116,7 @@ export async function gatewayBench(): Promise<Section> {
     const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
     const s1 = results.svc[1], s50 = results.svc[50];
     const body = [
-      `Load: autocannon, ${seconds} s per cell, ${rounds} rounds with the paths taking turns (each figure is the path's median round), non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream.`,
+      `Load: autocannon, ${seconds} s per cell, ${rounds} rounds with the paths taking turns (each figure is the path's median round), non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc, bare or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream; "bare" is bench/bare-gateway.ts (node:http, JSON.parse of the body, forward with an undici Pool, answer; no checks), the limit Node itself sets for a gateway on this machine.`,
       "",
       table(["connections", "path", "requests/s (steady)", "requests/s (whole run)", "p50", "p99", "added mean", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
@@ -118,16 +129,17 @@ export async function gatewayBench(): Promise<Section> {
         ? [
             `svc / baseline (${process.env.BENCH_BASELINE_NAME ?? baselineDir}) requests/s (steady): ${ratio(s1.steady, results.baseline[1].steady)} at 1 connection, ${ratio(s50.steady, results.baseline[50].steady)} at 50; ` +
               `baseline / direct: ${ratio(results.baseline[1].steady, results.direct[1].steady)} at 1, ${ratio(results.baseline[50].steady, results.direct[50].steady)} at 50.`,
-            `svc / baseline paired (the median over rounds of svc's round over the baseline's next to it; lowest to highest round in brackets): ` +
-              [1, 50].map((c) => { const p = paired(c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".",
           ]
         : []),
+      `svc / bare requests/s (steady): ${ratio(s1.steady, results.bare[1].steady)} at 1 connection, ${ratio(s50.steady, results.bare[50].steady)} at 50 (aim ≥ 0.7 at 50); bare / direct: ${ratio(results.bare[1].steady, results.direct[1].steady)} at 1, ${ratio(results.bare[50].steady, results.direct[50].steady)} at 50.`,
+      `svc added p50 over bare's at 1 connection: ${lat(s1.p50 - results.bare[1].p50)} (aim ≤ 0.1 ms); at 50: ${lat(s50.p50 - results.bare[50].p50)}.`,
+      ...others.map(pairedLine),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, ...(results.baseline ? { paired: { 1: paired(1), 50: paired(50) } } : {}) } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])) } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);
