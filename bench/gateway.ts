@@ -3,7 +3,7 @@
 // Node's own limit for the job, bench/bare-gateway.ts) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -21,16 +21,36 @@ const require = createRequire(import.meta.url);
 /** rps: whole run; steady: mean of the per-second counts after the first second (autocannon is
  * a fresh process per cell and its first second includes its own start-up and JIT warm-up);
  * latencies in ms with microsecond precision (bench/load.ts). */
-interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number }
+interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number; cpuUs?: number }
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 
-/** One autocannon run (bench/load.ts) as a child process on core 0. */
-async function load(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
+/** CPU time a process has used (user + system, microseconds; /proc, Linux only). Unlike
+ * requests/s it barely moves when other work shares the machine, so CPU per request compares
+ * gateways on a loaded machine too. */
+function cpuMicros(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    // the fields after the command's closing parenthesis; utime and stime are the 12th and 13th
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+/** One autocannon run (bench/load.ts) as a child process on core 0; `pid`: the gateway process,
+ * whose CPU time per request is measured. */
+async function load(url: string, headers: Record<string, string>, connections: number, seconds: number, pid?: number): Promise<Load> {
+  const cpu0 = cpuMicros(pid);
   const r = (await loadRun({ url, headers, body: BODY, connections, seconds })) as Omit<Load, "steady">;
+  const cpu1 = cpuMicros(pid);
   const after = r.perSecond.slice(1, seconds);
   const steady = after.length ? after.reduce((a, b) => a + b, 0) / after.length : r.rps;
-  return { ...r, steady };
+  const requests = r.rps * seconds;
+  const cpuUs = cpu0 !== undefined && cpu1 !== undefined && requests > 0 ? (cpu1 - cpu0) / requests : undefined;
+  return { ...r, steady, ...(cpuUs !== undefined ? { cpuUs } : {}) };
 }
 
 export async function gatewayBench(): Promise<Section> {
@@ -51,7 +71,7 @@ export async function gatewayBench(): Promise<Section> {
     const startSvc = async (home: string, checkout?: string) => {
       const svc = await startSvcProcess({ home, config: cfg, core: 1, checkout, env: gatewayEnv });
       procs.push(svc.proc);
-      return { url: svc.url, key: await gatewayKey(svc.url) };
+      return { url: svc.url, key: await gatewayKey(svc.url), pid: svc.proc.pid };
     };
     const svc = await startSvc(path.join(tmp, "home"));
     // BENCH_BASELINE=<another svc checkout, installed>: its svc joins the rounds as "baseline", so
@@ -71,14 +91,15 @@ export async function gatewayBench(): Promise<Section> {
     const pkUrl = `http://127.0.0.1:${pkPort}`;
     await waitHttp(`${pkUrl}/`);
 
-    const targets = {
+    const targets: Record<string, { url: string; headers: Record<string, string>; pid?: number }> = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
-      svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
-      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {} },
-      ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
+      svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, pid: svc.pid },
+      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {}, pid: bareProc.pid },
+      ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
+        pid: pk.pid,
       },
     };
     // Warm up every path (JIT, keep-alive pools) before measuring.
@@ -88,7 +109,7 @@ export async function gatewayBench(): Promise<Section> {
     // alike; each path's figure is its median round (by steady requests/s).
     const names = Object.keys(targets);
     const runs: Record<string, Record<number, Load[]>> = Object.fromEntries(names.map((n) => [n, { 1: [], 50: [] }]));
-    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds));
+    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.pid));
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
@@ -102,6 +123,14 @@ export async function gatewayBench(): Promise<Section> {
       `svc / ${other} paired (the median over rounds of svc's round over ${other}'s next to it; lowest to highest round in brackets): ` +
       [1, 50].map((c) => { const p = paired(other, c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".";
     const others = names.filter((n) => n !== "svc");
+    // CPU per request: the median round's, per path and connection count
+    const cpu = (n: string, c: number) => {
+      const xs = runs[n][c].map((r) => r.cpuUs).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+      return xs.length ? xs[Math.floor(xs.length / 2)] : undefined;
+    };
+    const us = (x: number | undefined) => (x === undefined ? "n/a" : `${Math.round(x)} µs`);
+    const cpuLine = names.filter((n) => n !== "direct").map((n) => `${n} ${us(cpu(n, 1))} at 1 connection, ${us(cpu(n, 50))} at 50`).join("; ");
+    const cpuRatio = (c: number) => { const a = cpu("svc", c), b = cpu("bare", c); return a && b ? (b / a).toFixed(2) : "n/a"; };
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
 
     const rows: (string | number)[][] = [];
@@ -134,12 +163,13 @@ export async function gatewayBench(): Promise<Section> {
       `svc / bare requests/s (steady): ${ratio(s1.steady, results.bare[1].steady)} at 1 connection, ${ratio(s50.steady, results.bare[50].steady)} at 50 (aim ≥ 0.7 at 50); bare / direct: ${ratio(results.bare[1].steady, results.direct[1].steady)} at 1, ${ratio(results.bare[50].steady, results.direct[50].steady)} at 50.`,
       `svc added p50 over bare's at 1 connection: ${lat(s1.p50 - results.bare[1].p50)} (aim ≤ 0.1 ms); at 50: ${lat(s50.p50 - results.bare[50].p50)}.`,
       ...others.map(pairedLine),
+      `Gateway CPU per request (user + system time of the gateway's process over the round, from /proc, divided by its requests; median round): ${cpuLine}. bare / svc CPU per request, the share of Node's own cost in svc's: ${cpuRatio(1)} at 1 connection, ${cpuRatio(50)} at 50 (the bound on svc / bare requests/s when the gateway's core is saturated; it holds on a loaded machine where requests/s do not).`,
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc added latency at 1 connection: p50 ${lat(s1.p50 - results.direct[1].p50)} (aim < 0.5 ms), p99 ${lat(s1.p99 - results.direct[1].p99)}, mean ${lat(s1.mean - results.direct[1].mean)}. Through svc the round trip also crosses between the two cores twice more than the direct path.`,
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])) } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])), cpuPerRequestUs: Object.fromEntries(names.map((n) => [n, { 1: cpu(n, 1), 50: cpu(n, 50) }])) } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);
