@@ -1,12 +1,13 @@
 // Gateway benchmark: autocannon load against a loopback stand-in upstream measured directly,
-// through svc (key with a policy, limits and audit on) and through Portkey's open-source
+// through svc (key with a policy, limits and audit on), through a bare Node gateway (no checks:
+// Node's own limit for the job, bench/bare-gateway.ts) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
+import { firstLine, gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -20,18 +21,38 @@ const require = createRequire(import.meta.url);
 /** rps: whole run; steady: mean of the per-second counts after the first second (autocannon is
  * a fresh process per cell and its first second includes its own start-up and JIT warm-up);
  * latencies in ms with microsecond precision (bench/load.ts). */
-interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number }
+interface Load { rps: number; steady: number; perSecond: number[]; mean: number; p50: number; p99: number; errors: number; non2xx: number; cpuUs?: number }
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** The same request to the model with a response cache: after the first, every one is a hit. */
 const CACHED_BODY = JSON.stringify({ model: "bench-cached", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 
-/** One autocannon run (bench/load.ts) as a child process on core 0. */
-async function load(url: string, headers: Record<string, string>, connections: number, seconds: number, body = BODY): Promise<Load> {
+/** CPU time a process has used (user + system, microseconds; /proc, Linux only). Unlike
+ * requests/s it barely moves when other work shares the machine, so CPU per request compares
+ * gateways on a loaded machine too. */
+function cpuMicros(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    // the fields after the command's closing parenthesis; utime and stime are the 12th and 13th
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+/** One autocannon run (bench/load.ts) as a child process on core 0; `pid`: the gateway process,
+ * whose CPU time per request is measured. */
+async function load(url: string, headers: Record<string, string>, connections: number, seconds: number, pid?: number, body = BODY): Promise<Load> {
+  const cpu0 = cpuMicros(pid);
   const r = (await loadRun({ url, headers, body, connections, seconds })) as Omit<Load, "steady">;
+  const cpu1 = cpuMicros(pid);
   const after = r.perSecond.slice(1, seconds);
   const steady = after.length ? after.reduce((a, b) => a + b, 0) / after.length : r.rps;
-  return { ...r, steady };
+  const requests = r.rps * seconds;
+  const cpuUs = cpu0 !== undefined && cpu1 !== undefined && requests > 0 ? (cpu1 - cpu0) / requests : undefined;
+  return { ...r, steady, ...(cpuUs !== undefined ? { cpuUs } : {}) };
 }
 
 export async function gatewayBench(): Promise<Section> {
@@ -59,7 +80,7 @@ export async function gatewayBench(): Promise<Section> {
     const startSvc = async (home: string, checkout?: string) => {
       const svc = await startSvcProcess({ home, config: checkout ? cfg : cfgCache, core: 1, checkout, env: gatewayEnv });
       procs.push(svc.proc);
-      return { url: svc.url, key: await gatewayKey(svc.url) };
+      return { url: svc.url, key: await gatewayKey(svc.url), pid: svc.proc.pid };
     };
     const svc = await startSvc(path.join(tmp, "home"));
     // BENCH_BASELINE=<another svc checkout, installed>: its svc joins the rounds as "baseline", so
@@ -72,8 +93,13 @@ export async function gatewayBench(): Promise<Section> {
     const traced = collector ? await (async () => {
       const t = await startSvcProcess({ home: path.join(tmp, "traced"), config: cfg, core: 1, env: { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } });
       procs.push(t.proc);
-      return { url: t.url, key: await gatewayKey(t.url) };
+      return { url: t.url, key: await gatewayKey(t.url), pid: t.proc.pid };
     })() : undefined;
+
+    // The bare Node gateway on the same core as svc, forwarding to the same upstream.
+    const bareProc = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", upstream]);
+    procs.push(bareProc);
+    const bareUrl = `http://127.0.0.1:${Number(await firstLine(bareProc))}`;
 
     // Portkey 1.15.2, routed to the same upstream with its custom-host headers.
     const pkPort = Number(new URL(upstream).port) + 1 + Math.floor(Math.random() * 1000);
@@ -82,34 +108,48 @@ export async function gatewayBench(): Promise<Section> {
     const pkUrl = `http://127.0.0.1:${pkPort}`;
     await waitHttp(`${pkUrl}/`);
 
-    const targets: Record<string, { url: string; headers: Record<string, string>; body?: string }> = {
+    const targets: Record<string, { url: string; headers: Record<string, string>; body?: string; pid?: number }> = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
-      svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` } },
-      "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY },
-      ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` } } } : {}),
-      ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` } } } : {}),
+      svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, pid: svc.pid },
+      "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY, pid: svc.pid },
+      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {}, pid: bareProc.pid },
+      ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid } } : {}),
+      ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` }, pid: traced.pid } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
+        pid: pk.pid,
       },
     };
     // Warm up every path (JIT, keep-alive pools) before measuring.
-    for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2, t.body);
+    for (const t of Object.values(targets)) await load(t.url, t.headers, 4, 2, undefined, t.body);
 
     // Paths take turns, round after round, so a slow spell on this shared machine hits them all
     // alike; each path's figure is its median round (by steady requests/s).
     const names = Object.keys(targets);
     const runs: Record<string, Record<number, Load[]>> = Object.fromEntries(names.map((n) => [n, { 1: [], 50: [] }]));
-    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.body));
+    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.pid, t.body));
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
-    // svc's round divided by the baseline's round next to it, median over rounds: the two took
+    // svc's round divided by the other path's round next to it, median over rounds: the two took
     // turns within seconds, so a slow spell of this shared machine hits both sides of a ratio
-    const paired = (c: number, over = "baseline", of = "svc") => {
-      const r = runs[of][c].map((x, i) => x.steady / runs[over][c][i].steady).sort((a, b) => a - b);
+    const paired = (other: string, c: number, of = "svc") => {
+      const r = runs[of][c].map((x, i) => x.steady / runs[other][c][i].steady).sort((a, b) => a - b);
       return { median: r[Math.floor(r.length / 2)], min: r[0], max: r[r.length - 1] };
     };
+    const pairedLine = (other: string) =>
+      `svc / ${other} paired (the median over rounds of svc's round over ${other}'s next to it; lowest to highest round in brackets): ` +
+      [1, 50].map((c) => { const p = paired(other, c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".";
+    const others = names.filter((n) => n !== "svc");
+    // CPU per request: the median round's, per path and connection count
+    const cpu = (n: string, c: number) => {
+      const xs = runs[n][c].map((r) => r.cpuUs).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+      return xs.length ? xs[Math.floor(xs.length / 2)] : undefined;
+    };
+    const us = (x: number | undefined) => (x === undefined ? "n/a" : `${Math.round(x)} µs`);
+    const cpuLine = names.filter((n) => n !== "direct").map((n) => `${n} ${us(cpu(n, 1))} at 1 connection, ${us(cpu(n, 50))} at 50`).join("; ");
+    const cpuRatio = (c: number) => { const a = cpu("svc", c), b = cpu("bare", c); return a && b ? (b / a).toFixed(2) : "n/a"; };
     const roundsLine = (c: number) => Object.keys(runs).map((n) => `${n} ${runs[n][c].map((r) => Math.round(r.steady)).join(" / ")}`).join("; ");
 
     const rows: (string | number)[][] = [];
@@ -124,7 +164,7 @@ export async function gatewayBench(): Promise<Section> {
     const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
     const s1 = results.svc[1], s50 = results.svc[50];
     const body = [
-      `Load: autocannon, ${seconds} s per cell, ${rounds} rounds with the paths taking turns (each figure is the path's median round), non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream.`,
+      `Load: autocannon, ${seconds} s per cell, ${rounds} rounds with the paths taking turns (each figure is the path's median round), non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc, bare or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream; "bare" is bench/bare-gateway.ts (node:http, JSON.parse of the body, forward with an undici Pool, answer; no checks), the limit Node itself sets for a gateway on this machine.`,
       "",
       table(["connections", "path", "requests/s (steady)", "requests/s (whole run)", "p50", "p99", "added mean", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
@@ -137,13 +177,15 @@ export async function gatewayBench(): Promise<Section> {
         ? [
             `svc / baseline (${process.env.BENCH_BASELINE_NAME ?? baselineDir}) requests/s (steady): ${ratio(s1.steady, results.baseline[1].steady)} at 1 connection, ${ratio(s50.steady, results.baseline[50].steady)} at 50; ` +
               `baseline / direct: ${ratio(results.baseline[1].steady, results.direct[1].steady)} at 1, ${ratio(results.baseline[50].steady, results.direct[50].steady)} at 50.`,
-            `svc / baseline paired (the median over rounds of svc's round over the baseline's next to it; lowest to highest round in brackets): ` +
-              [1, 50].map((c) => { const p = paired(c); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + ".",
           ]
         : []),
+      `svc / bare requests/s (steady): ${ratio(s1.steady, results.bare[1].steady)} at 1 connection, ${ratio(s50.steady, results.bare[50].steady)} at 50 (aim ≥ 0.7 at 50); bare / direct: ${ratio(results.bare[1].steady, results.direct[1].steady)} at 1, ${ratio(results.bare[50].steady, results.direct[50].steady)} at 50.`,
+      `svc added p50 over bare's at 1 connection: ${lat(s1.p50 - results.bare[1].p50)} (aim ≤ 0.1 ms); at 50: ${lat(s50.p50 - results.bare[50].p50)}.`,
+      ...others.map(pairedLine),
+      `Gateway CPU per request (user + system time of the gateway's process over the round, from /proc, divided by its requests; median round): ${cpuLine}. bare / svc CPU per request, the share of Node's own cost in svc's: ${cpuRatio(1)} at 1 connection, ${cpuRatio(50)} at 50 (the bound on svc / bare requests/s when the gateway's core is saturated; it holds on a loaded machine where requests/s do not).`,
       ...(results.traced
         ? [`traced / svc paired (tracing on, 100% sampled, OTLP http/protobuf to a loopback collector, over tracing off; median over rounds, lowest to highest in brackets): ` +
-            [1, 50].map((c) => { const p = paired(c, "svc", "traced"); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + `; ${collector!.spans()} export requests received.`]
+            [1, 50].map((c) => { const p = paired("svc", c, "traced"); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + `; ${collector!.spans()} export requests received.`]
         : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc cache hits / svc misses (the same path forwarded upstream) requests/s (steady): ${ratio(results["svc-cache-hit"][1].steady, s1.steady)} at 1 connection, ${ratio(results["svc-cache-hit"][50].steady, s50.steady)} at 50 (aim ≥ 1.5 at 50).`,
@@ -151,7 +193,7 @@ export async function gatewayBench(): Promise<Section> {
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, ...(results.baseline ? { paired: { 1: paired(1), 50: paired(50) } } : {}), ...(results.traced ? { tracedOverSvc: { 1: paired(1, "svc", "traced"), 50: paired(50, "svc", "traced") } } : {}) } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])), cpuPerRequestUs: Object.fromEntries(names.map((n) => [n, { 1: cpu(n, 1), 50: cpu(n, 50) }])), ...(results.traced ? { tracedOverSvc: { 1: paired("svc", 1, "traced"), 50: paired("svc", 50, "traced") } } : {}) } };
   } finally {
     await collector?.close();
     for (const p of procs) p.kill("SIGTERM");
