@@ -25,34 +25,27 @@ export interface ServeChild {
 /** Spawn `svc serve ARGS` (SVC_HOME and the like go in env). Rejects with its stderr if it exits
  * or does not listen within timeoutMs. */
 export async function startServeChild(args: string[], env: Record<string, string | undefined> = {}, opts: { timeoutMs?: number } = {}): Promise<ServeChild> {
-  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+  const spawned = spawnServe(args, env);
+  const { child, exited } = spawned;
   try {
-    await until(() => LISTENING.test(err) || child.exitCode !== null, opts.timeoutMs ?? 60_000);
+    await until(() => LISTENING.test(spawned.stderr()) || child.exitCode !== null, opts.timeoutMs ?? 60_000);
   } catch {
     /* reported below */
   }
-  const url = err.match(LISTENING)?.[1];
+  const url = spawned.stderr().match(LISTENING)?.[1];
   if (!url) {
     if (child.exitCode === null) child.kill("SIGKILL");
     await exited;
-    throw new Error(`svc serve did not start (exit ${child.exitCode}); stderr:\n${err}\nstdout:\n${out.slice(-2000)}`);
+    throw new Error(`svc serve did not start (exit ${child.exitCode}); stderr:\n${spawned.stderr()}\nstdout:\n${spawned.stdout().slice(-2000)}`);
   }
   return {
     url,
     child,
-    stdout: () => out,
-    stderr: () => err,
+    stdout: spawned.stdout,
+    stderr: spawned.stderr,
     logs: () =>
-      out
+      spawned
+        .stdout()
         .split("\n")
         .filter((l) => l.startsWith("{"))
         .map((l) => JSON.parse(l)),
@@ -66,4 +59,19 @@ export async function startServeChild(args: string[], env: Record<string, string
       await exited;
     },
   };
+}
+
+/** Spawn `svc serve ARGS` and collect what it writes, without waiting for anything. */
+export function spawnServe(args: string[], env: Record<string, string | undefined> = {}): { child: ChildProcess; stdout(): string; stderr(): string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+  return { child, stdout: () => out, stderr: () => err, exited };
 }

@@ -133,25 +133,15 @@ describe("svc serve", () => {
 
 describe("svc serve stopped while it starts", () => {
   it("a SIGTERM sent during start-up stops svc gracefully once it is up: exit 0, stopped logged, no server.json left", async () => {
-    const { spawn } = await import("node:child_process");
     const { existsSync } = await import("node:fs");
-    const { repoRoot } = await import("../helpers/cli");
+    const { spawnServe } = await import("../helpers/serve-child");
     const home = await tempDir("svc-serve-early-");
-    const child = spawn(process.execPath, [path.join(repoRoot, "bin", "svc.mjs"), "serve", "--port", "0", "--no-quickstart"], {
-      cwd: repoRoot,
-      env: { ...process.env, SVC_HOME: home, NO_COLOR: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout!.on("data", (d) => (out += d));
-    child.stderr!.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+    const { child, stdout, stderr, exited } = spawnServe(["--port", "0", "--no-quickstart"], { SVC_HOME: home });
     // the first progress line: the CLI runs `serve`, nothing is loaded or bound yet
-    await until(() => /^svc: starting/m.test(err) || child.exitCode !== null);
+    await until(() => /^svc: starting/m.test(stderr()) || child.exitCode !== null);
     child.kill("SIGTERM");
-    expect(await exited, err).toBe(0);
-    expect(out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l).msg)).toContain("stopped");
+    expect(await exited, stderr()).toBe(0);
+    expect(stdout().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l).msg)).toContain("stopped");
     expect(existsSync(path.join(home, "server.json"))).toBe(false);
   });
 });
