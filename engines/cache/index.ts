@@ -10,7 +10,6 @@ import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import { chatKey, embedKey, scopeOf, type ScopeHolder } from "./key";
 import { CACHE_DEFAULTS, type CacheDirectives, type CacheEntry, type CacheSettings, type CacheState, type CacheStore, type CachedBody, type EntryMeta, type PurgeFilter, type StoreStats } from "./types";
 import { SqliteCacheStore } from "./sqlite";
-import { RedisCacheStore } from "./redis";
 import type { ProviderModelCache } from "../../schemas/kinds/provider";
 
 export type { CacheDirectives, CacheSettings, CacheState, CacheEntry } from "./types";
@@ -196,9 +195,11 @@ async function* teeAsync(src: AsyncIterable<ChatEvent>, seen: ChatEvent[], compl
 }
 
 /** The embedded store in the data dir, or the shared one when SVC_REDIS_URL is set. */
-export function openResponseCache(home: string, env: NodeJS.ProcessEnv, warn: (m: string, extra?: Record<string, unknown>) => void): ResponseCache {
+export async function openResponseCache(home: string, env: NodeJS.ProcessEnv, warn: (m: string, extra?: Record<string, unknown>) => void): Promise<ResponseCache> {
   const url = env.SVC_REDIS_URL?.trim();
-  const cache = new ResponseCache(() => (url ? new RedisCacheStore(url, env.SVC_REDIS_PREFIX?.trim() || "svc:", warn) : new SqliteCacheStore(path.join(home, "cache.sqlite"))), warn);
+  // the Redis client is loaded in shared mode only: an embedded server never loads ioredis
+  const { RedisCacheStore } = url ? await import("./redis") : { RedisCacheStore: undefined };
+  const cache = new ResponseCache(() => (url && RedisCacheStore ? new RedisCacheStore(url, env.SVC_REDIS_PREFIX?.trim() || "svc:", warn) : new SqliteCacheStore(path.join(home, "cache.sqlite"))), warn);
   if (url) void cache.store; // connect now: a replica's first requests find Redis ready
   return cache;
 }

@@ -144,7 +144,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
     now: opts.now,
   };
   const gate = new Gate(gateOptions);
-  const cache = openResponseCache(svc.home, env, (m, extra) => svc.log.warn(m, extra));
+  const cache = await openResponseCache(svc.home, env, (m, extra) => svc.log.warn(m, extra));
   const pipeline = new GatewayPipeline({ ...gateOptions, router, cache }, gate);
 
   const admin = new KeyAdmin({

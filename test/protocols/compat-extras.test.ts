@@ -77,11 +77,12 @@ describe("Ollama compatibility", () => {
     const j = (await r.json()) as { error: unknown };
     expect(typeof j.error).toBe("string");
     expect(j.error).toContain("/api/nonexistent");
-    // ollama-js: /api/pull is not served here; the client must print a readable message
-    const e = await ollama.pull({ model: MODEL, stream: false }).then(() => undefined, (x) => x);
+    // ollama-js: /api/push is not served here (svc pulls models, it does not push them); the
+    // client must print a readable message
+    const e = await ollama.push({ model: MODEL, stream: false }).then(() => undefined, (x) => x);
     expect(e).toBeInstanceOf(Error);
     expect(e.message).not.toContain("[object Object]");
-    expect(e.message).toContain("/api/pull");
+    expect(e.message).toContain("/api/push");
   });
 
   it("GET / answers like Ollama's liveness probe", async () => {
