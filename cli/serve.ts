@@ -28,7 +28,13 @@ export function registerServe(program: Command): void {
       // signals are caught from here on: one during start-up stops svc as soon as it is up (the
       // default action would kill it mid-start, with the store open and server.json written)
       let stopRequested: string | undefined;
-      let onSignal = (sig: string) => void (stopRequested ??= sig);
+      let onSignal = (sig: string) => {
+        if (stopRequested) {
+          process.stderr.write(`second ${sig}: exiting now\n`);
+          process.exit(1);
+        }
+        stopRequested = sig;
+      };
       const signal = (sig: string) => () => onSignal(sig);
       process.on("SIGTERM", signal("SIGTERM"));
       process.on("SIGINT", signal("SIGINT"));
