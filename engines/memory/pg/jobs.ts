@@ -47,8 +47,10 @@ export class PgScheduler implements MemoryScheduler {
   private beat?: NodeJS.Timeout;
   /** the poll in flight: a tick meanwhile waits for it instead of starting another */
   private polling: Promise<void> | null = null;
-  /** the clock's time when the poll in flight was asked for (it reads the clock then or later) */
+  /** the clock's time when the poll in flight started (its query reads the clock then or later) */
   private pollingAt = 0;
+  /** a poll waiting for the one in flight to finish */
+  private queued: Promise<void> | null = null;
   private closed = false;
   private readonly armedHere = new Set<string>();
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -142,15 +144,22 @@ export class PgScheduler implements MemoryScheduler {
   /** Take what fell due (one replica gets each row) and hand it to the engine; resolves once
    * what it took is handed over. A tick during a poll that read the clock at this time or later
    * resolves with that poll; during one that read an earlier time (the clock has moved since: it
-   * may miss what fell due meanwhile) it polls again after it. */
+   * may miss what fell due meanwhile) it polls again after it. At most one poll waits: it reads
+   * the clock when it starts, so every tick until then resolves with it. */
   tick(): Promise<void> {
     if (this.closed || !this.host) return Promise.resolve();
     const host = this.host;
-    const at = this.clock().now();
-    if (this.polling && this.pollingAt >= at) return this.polling;
-    const poll: Promise<void> = (this.polling ?? Promise.resolve()).then(() => this.take(host));
+    if (this.queued) return this.queued;
+    if (this.polling && this.pollingAt >= this.clock().now()) return this.polling;
+    const run = async () => {
+      this.queued = null;
+      this.pollingAt = this.clock().now();
+      await this.take(host);
+    };
+    let poll: Promise<void>;
+    if (this.polling) this.queued = poll = this.polling.then(run);
+    else poll = run();
     this.polling = poll;
-    this.pollingAt = at;
     void poll.finally(() => {
       if (this.polling === poll) this.polling = null;
     });
