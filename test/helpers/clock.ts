@@ -1,13 +1,17 @@
-// An injected clock for tests that compare "today's" usage across steps: Date (and Date.now) in
-// this test process run at the real pace, shifted so the run starts at 12:00 UTC of the current
-// day, so no step can fall on the other side of a UTC midnight. In-process svc instances read
-// the same clock; child processes keep the real one.
+// A settable clock for a whole test process: Date (and Date.now) run at the real pace from the
+// time last set. In-process svc instances read it (their clocks are Date.now); child processes
+// keep the real one. Install before the server starts, set only forward.
 const RealDate = Date;
+let offset = 0;
 
-export function pinToMiddayUtc(): () => void {
-  const real = RealDate.now();
-  const offset = Math.floor(real / 86_400_000) * 86_400_000 + 43_200_000 - real;
-  class ShiftedDate extends RealDate {
+export const realNow = (): number => RealDate.now();
+
+export function setNow(ms: number): void {
+  offset = ms - RealDate.now();
+}
+
+export function installClock(): () => void {
+  class SetDate extends RealDate {
     constructor(...args: unknown[]) {
       if (args.length === 0) super(RealDate.now() + offset);
       else super(...(args as [string | number]));
@@ -16,8 +20,18 @@ export function pinToMiddayUtc(): () => void {
       return RealDate.now() + offset;
     }
   }
-  globalThis.Date = ShiftedDate as DateConstructor;
+  globalThis.Date = SetDate as DateConstructor;
   return () => {
     globalThis.Date = RealDate;
+    offset = 0;
   };
+}
+
+/** For tests that compare "today's" usage across steps: the run starts at 12:00 UTC of the
+ * current day, so no step can fall on the other side of a UTC midnight. */
+export function pinToMiddayUtc(): () => void {
+  const real = RealDate.now();
+  const restore = installClock();
+  setNow(Math.floor(real / 86_400_000) * 86_400_000 + 43_200_000);
+  return restore;
 }
