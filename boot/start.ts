@@ -162,6 +162,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         // running 3 s in are told to end (generation cancelled, each protocol's terminal error
         // frame written) so that none is cut mid-frame when the grace runs out at 5 s.
         await mcp.closeSessions(); // end /mcp client streams, which would hold the listener open
+        await svc.engines.downloads?.close(); // model downloads cancelled, their temp files kept to resume at the next start
         const { endStreams, forgetStopped } = await import("../api/stream-shutdown");
         const port = listener.address()?.port;
         let ending: Promise<void> | undefined;

@@ -14,6 +14,8 @@ export interface HubFile {
   advertisedSha256?: string;
   /** advertise this size (X-Linked-Size) instead of the real one */
   advertisedSize?: number;
+  /** answer HEADs and whole-file probes with this Content-Length (no body is sent with either) */
+  advertisedLength?: number;
 }
 
 export interface HubStandin {
@@ -78,7 +80,8 @@ export async function startHub(): Promise<HubStandin> {
       "x-linked-etag": `"${f.advertisedSha256 ?? sha256(f.bytes)}"`,
       "content-type": "application/octet-stream",
     };
-    if (req.method === "HEAD") return void res.writeHead(200, { ...common, "content-length": String(size) }).end();
+    const probeLength = String(f.advertisedLength ?? size);
+    if (req.method === "HEAD") return void res.writeHead(200, { ...common, "content-length": probeLength }).end();
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
     hub.ranges.set(key, [...(hub.ranges.get(key) ?? []), req.headers.range ?? ""]);
     const start = range ? Number(range[1]) : 0;
@@ -86,7 +89,7 @@ export async function startHub(): Promise<HubStandin> {
     // a GET without Range is ipull's size probe (it reads the headers, never the body, and then
     // asks for ranges): answer the headers and hold the body, so `sent` counts delivered data only
     if (!range) {
-      res.writeHead(200, { ...common, "content-length": String(size) });
+      res.writeHead(200, { ...common, "content-length": probeLength });
       res.flushHeaders();
       await new Promise((r) => res.once("close", r));
       return;

@@ -32,9 +32,24 @@ afterAll(async () => {
 });
 
 describe("ollama pull / delete through svc", () => {
-  it("pulls with streamed progress, then chats with the pulled name and lists it in /api/ps", async () => {
-    const seen: Array<{ status: string; total?: number; completed?: number }> = [];
-    for await (const p of await client.pull({ model: NAME, stream: true })) seen.push(p);
+  it("pulls with streamed progress (two pulls share one download), then chats with the pulled name and lists it in /api/ps", async () => {
+    type Progress = { status: string; total?: number; completed?: number };
+    const collect = async (into: Progress[]) => {
+      for await (const p of await client.pull({ model: NAME, stream: true })) into.push(p);
+    };
+    const seen: Progress[] = [];
+    const second: Progress[] = [];
+    hub.holdAt = 128 * 1024; // the transfer waits part-way, so the second pull joins it mid-flight
+    const first = collect(seen);
+    await waitUntil("the first pull downloading", async () => seen.some((p) => p.status === "downloading" && (p.completed ?? 0) > 0));
+    const joined = collect(second);
+    await waitUntil("the second pull downloading", async () => second.some((p) => p.status === "downloading"));
+    hub.release();
+    await Promise.all([first, joined]);
+    // one download: the stand-in sent the file's bytes once, and both pulls saw it to the end
+    expect(hub.sent.get("svc-test/tiny-GGUF/tiny.Q8_0.gguf")).toBe(tiny.length);
+    expect(second.find((p) => p.status === "downloading")!.completed).toBeGreaterThan(0);
+    expect(second.at(-1)!.status).toBe("success");
     const statuses = seen.map((p) => p.status);
     expect(statuses[0]).toBe("pulling manifest");
     expect(statuses).toContain("verifying sha256 digest");

@@ -102,3 +102,20 @@ describe("Model source", () => {
     expect(existsSync(file)).toBe(true);
   });
 });
+
+describe("free disk check", () => {
+  it("refuses a download larger than the free space before fetching anything, with a clear reason", async () => {
+    // the hub lists a file of 1 PiB: svc checks the disk before the downloader starts
+    const huge = 2 ** 50;
+    hub.files.set("svc-test/huge-GGUF/huge.Q8_0.gguf", { bytes: tiny, advertisedSize: huge, advertisedLength: huge });
+    hub.manifests.set("svc-test/huge-GGUF:Q8_0", "huge.Q8_0.gguf");
+    await apply(t.url, modelDoc("huge-hf", { source: "hf:svc-test/huge-GGUF:Q8_0", download: { endpoint: hub.url } }));
+    const s = await waitUntil("refusal in status", async () => {
+      const st = await modelStatus(t.url, "huge-hf");
+      return st.ready?.reason === "DownloadFailed" ? st : undefined;
+    });
+    expect(s.ready?.message).toMatch(new RegExp(`not enough free disk space in .*: the download needs ${huge} bytes, \\d+ are free`));
+    expect(hub.sent.get("svc-test/huge-GGUF/huge.Q8_0.gguf")).toBeUndefined();
+    expect((await readdir(modelsDir)).filter((f) => f.includes("huge"))).toEqual([]);
+  });
+});

@@ -5,13 +5,14 @@
 // disk check, verification (size, and the hub's SHA-256) before the files move into place, and a
 // record of what was pulled from where.
 import { createHash } from "node:crypto";
-import { mkdir, rename, rm, stat, statfs } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { SvcError } from "../../errors";
 import { PullJob, type PullResult } from "./job";
 import { completeRecord, PARTIAL_DIR, writeRecord, type DownloadRecord } from "./records";
 import { parseSource } from "./source";
-import { hubFileMeta, sha256File } from "./verify";
+import { hubFileUrls } from "./hub-urls";
+import { hubFileMeta, sha256File, type HubFileMeta } from "./verify";
 
 export interface PullOptions {
   /** save the (entry) file under this name in the models dir */
@@ -33,14 +34,30 @@ interface FileInfo {
   fileName: string;
   filePath: string;
   totalSize: number;
-  url?: string;
+  /** what the hub said of it before the download */
+  meta: HubFileMeta;
 }
 
-// node-llama-cpp 3.22 keeps each file's resolved URL on its ipull engines only; the hub's
-// metadata (size, SHA-256) is read from that URL. Without it, the size check still applies.
-function fileUrls(dl: unknown): Array<string | undefined> {
-  const engines = (dl as { _specificFileDownloaders?: Array<{ file?: { parts?: Array<{ downloadURL?: string }> } }> })._specificFileDownloaders ?? [];
-  return engines.map((e) => e.file?.parts?.[0]?.downloadURL);
+/** How long a shutdown waits for downloads to close their files. */
+const CLOSE_WAIT_MS = 3000;
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** Rejects with the signal's reason once `cancel` has closed the download's files (bounded): the
+ * downloader's own promise does not settle when it is cancelled mid-transfer. */
+function cancelledBy(signal: AbortSignal, cancel: () => Promise<void>): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    const stop = () => void Promise.race([cancel().catch(() => undefined), delay(CLOSE_WAIT_MS)]).then(() => reject(signal.reason));
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
+  });
+}
+
+/** Bytes already in the staging dir (a download being resumed). */
+async function stagedBytes(dir: string): Promise<number> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const sizes = await Promise.all(names.map((n) => stat(path.join(dir, n)).then((s) => s.size, () => 0)));
+  return sizes.reduce((a, b) => a + b, 0);
 }
 
 export class ModelDownloads {
@@ -85,10 +102,11 @@ export class ModelDownloads {
     return job;
   }
 
-  /** Cancel every download (shutdown): temp files stay, so the next start resumes them. */
+  /** Cancel every download (shutdown): temp files stay, so the next start resumes them. A job
+   * still resolving its source (which the downloader cannot cancel) is not waited for long. */
   async close(): Promise<void> {
     for (const j of this.jobs.values()) if (!j.finished) j.abort.abort(new Error("svc is shutting down"));
-    await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
+    await Promise.race([Promise.allSettled([...this.jobs.values()].map((j) => j.done)), delay(CLOSE_WAIT_MS)]);
   }
 
   private async run(job: PullJob, o: PullOptions): Promise<PullResult> {
@@ -98,8 +116,17 @@ export class ModelDownloads {
     if (have && !o.refresh && (!o.sha256 || have.files[0]?.sha256 === o.sha256.toLowerCase())) return { record: have, downloaded: false };
     const staging = path.join(this.modelsDir, PARTIAL_DIR, createHash("sha256").update(`${info.uri}\0${fileName ?? ""}`).digest("hex").slice(0, 16));
     await mkdir(staging, { recursive: true });
-    const { createModelDownloader } = await import("node-llama-cpp");
     const endpoint = o.endpoint ?? process.env.SVC_HF_ENDPOINT;
+    // the hub's word on every file first: a missing or unreachable file fails at once with its
+    // reason (the downloader would retry it for minutes), and the disk is checked before the
+    // downloader sizes its work
+    const signal = job.abort.signal;
+    const urls = await hubFileUrls(info.uri, { endpoint, token: o.token, signal });
+    const metas = await Promise.all(urls.map((u) => hubFileMeta(u, this.authHeaders(o), signal)));
+    const problem = metas.find((m) => m.problem)?.problem;
+    if (problem) throw new SvcError("upstream", "upstream_error", `cannot download ${info.uri}: ${problem}`, "source");
+    if (!have) await this.checkDisk(metas.reduce((n, m) => n + (m.sizeBytes ?? 0), 0) - (await stagedBytes(staging)));
+    const { createModelDownloader } = await import("node-llama-cpp");
     const dl = await createModelDownloader({
       modelUri: info.uri,
       dirPath: staging,
@@ -112,16 +139,17 @@ export class ModelDownloads {
     }).catch((e: Error) => {
       throw new SvcError("upstream", "upstream_error", `cannot resolve ${info.uri}: ${e.message}`, "source");
     });
-    const urls = fileUrls(dl);
-    const files: FileInfo[] = dl.filesInfo.map((f, i) => ({ ...f, url: urls[i] }));
+    // svc's URLs name the same files as the downloader's, in order, or none is trusted
+    const known = metas.length === dl.filesInfo.length;
+    const files: FileInfo[] = dl.filesInfo.map((f, i) => ({ ...f, meta: known ? metas[i]! : {} }));
     job.update({ phase: "downloading", total: dl.totalSize, completed: dl.downloadedSize, files: files.length });
-    if (have && (await this.unchanged(have, files, o))) {
+    if (have && this.unchanged(have, files)) {
       await rm(staging, { recursive: true, force: true });
       return { record: have, downloaded: false };
     }
     await this.checkDisk(dl.totalSize - dl.downloadedSize);
     try {
-      await dl.download({ signal: job.abort.signal });
+      await Promise.race([dl.download(), cancelledBy(signal, () => dl.cancel())]);
     } catch (e) {
       const why = job.abort.signal.aborted ? `cancelled (${(job.abort.signal.reason as Error)?.message ?? "aborted"})` : (e as Error).message;
       throw new SvcError("upstream", "upstream_error", `download of ${info.uri} did not finish: ${why}; what was fetched is kept to resume, and the previous file (if any) stays in place`, "source");
@@ -145,13 +173,12 @@ export class ModelDownloads {
   }
 
   /** A pull of a source already on disk: unchanged when the hub's sizes and digests match the record. */
-  private async unchanged(have: DownloadRecord, files: FileInfo[], o: PullOptions): Promise<boolean> {
+  private unchanged(have: DownloadRecord, files: FileInfo[]): boolean {
     if (files.length !== have.files.length) return false;
     for (const [i, f] of files.entries()) {
       const rec = have.files[i]!;
       if (rec.name !== f.fileName || rec.sizeBytes !== f.totalSize) return false;
-      const meta = f.url ? await hubFileMeta(f.url, this.authHeaders(o)) : {};
-      if (meta.sha256 && meta.sha256 !== rec.sha256) return false;
+      if (f.meta.sha256 && f.meta.sha256 !== rec.sha256) return false;
     }
     return true;
   }
@@ -175,7 +202,7 @@ export class ModelDownloads {
   private async verify(files: FileInfo[], o: PullOptions, uri: string): Promise<DownloadRecord["files"]> {
     const out: DownloadRecord["files"] = [];
     for (const [i, f] of files.entries()) {
-      const meta = f.url ? await hubFileMeta(f.url, this.authHeaders(o)) : {};
+      const meta = f.meta;
       const size = (await stat(f.filePath)).size;
       const refuse = async (what: string) => {
         await rm(f.filePath, { force: true });

@@ -7,17 +7,27 @@ import { createReadStream } from "node:fs";
 export interface HubFileMeta {
   sizeBytes?: number;
   sha256?: string;
+  /** why the file cannot be fetched (unreachable, missing, gated) */
+  problem?: string;
 }
 
 const SHA256 = /^"?(?:W\/)?"?([a-f0-9]{64})"?$/i;
 
+/** What the hub says of a file. A refused connection or a missing file is a `problem` at once:
+ * the downloader would retry it for minutes and cannot be cancelled meanwhile. */
 export async function hubFileMeta(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<HubFileMeta> {
+  const shown = url.replace(/\?download=true$/, "");
   let res: Response;
   try {
     res = await fetch(url, { method: "HEAD", redirect: "manual", headers, signal });
-  } catch {
-    return {}; // no metadata: the size the download itself reported still applies
+  } catch (e) {
+    if (signal?.aborted) throw signal.reason;
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    return { problem: `cannot reach ${new URL(url).host}: ${cause?.code ?? cause?.message ?? (e as Error).message}` };
   }
+  if (res.status === 401 || res.status === 403) return { problem: `${shown} needs access (${res.status}): a gated repository takes a token (download.token, or --token env:HF_TOKEN)` };
+  if (res.status === 404) return { problem: `${shown} does not exist (404)` };
+  if (res.status >= 400 && res.status < 500) return { problem: `${shown} answered ${res.status}` };
   const h = res.headers;
   const etag = h.get("x-linked-etag") ?? h.get("etag") ?? "";
   const size = h.get("x-linked-size") ?? (res.status === 200 ? h.get("content-length") : null);
