@@ -69,4 +69,17 @@ describe("svc models pull", () => {
     expect(rm.code, rm.stderr).toBe(0);
     expect(existsSync(path.join(dir, "hf_svc-test_small.Q8_0.gguf"))).toBe(false);
   });
+
+  it("says in one line why a source cannot be pulled (no stack trace)", async () => {
+    const dir = await tempDir("svc-pull-bad-");
+    const pull = (uri: string) => runCli(["models", "pull", uri, "--dir", dir, "--endpoint", hub.url]);
+    const [notSource, noQuant, missing] = await Promise.all([pull("llama3"), pull("hf:svc-test/small-GGUF:Q2_K"), pull("hf:svc-test/small-GGUF/missing.gguf")]);
+    expect(notSource.stderr).toMatch(/^svc: not a model source: "llama3"; use hf:<user>\/<repo>:<quant>/m);
+    expect(noQuant.stderr).toMatch(/^svc: cannot resolve hf:svc-test\/small-GGUF:Q2_K: .*"Q2_K".* does not exist$/m);
+    expect(missing.stderr).toMatch(/^svc: cannot download hf:svc-test\/small-GGUF\/missing\.gguf: \S+\/missing\.gguf does not exist \(404\)$/m);
+    for (const r of [notSource, noQuant, missing]) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).not.toMatch(/^\s+at /m);
+    }
+  });
 });
