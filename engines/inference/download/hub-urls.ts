@@ -26,6 +26,8 @@ export async function hubFileUrls(uri: string, o: HubUrlOptions = {}): Promise<s
   const entry = await hubEntryUrl(uri, o);
   if (!entry) return [];
   const u = new URL(entry);
+  // binary-split parts (.gguf.part1of3) are joined into one file by the downloader: no per-file metadata
+  if (/\.part\d+of\d+$/i.test(u.pathname)) return [];
   const m = SPLIT.exec(u.pathname);
   if (!m) return [entry];
   return Array.from({ length: Number(m[2]) }, (_, i) => {
