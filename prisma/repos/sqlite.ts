@@ -5,6 +5,7 @@
 // the Prisma client's interactive transaction like the model reads around them.
 import type Database from "better-sqlite3";
 import { SqliteTasks } from "./tasks-sqlite";
+import { rollUp } from "./rollup-sqlite";
 import { SqliteRetention, type OffThreadPrune } from "./retention-sqlite";
 import type { PrismaClient } from "../generated/client";
 import { resourceRepo, type RawClient } from "./resources";
@@ -56,13 +57,12 @@ class SqliteAudit implements SyncAudit {
   get handle() {
     return this.st.handle;
   }
-  /** Atomic: one statement, or a transaction (a savepoint inside the caller's) for more rows. */
+  /** Atomic: one transaction (a savepoint inside the caller's) with the rows' roll-up. */
   insert(rows: AuditRow[]): void {
-    const run = () => {
+    this.handle.transaction(() => {
       for (const c of chunks(rows, BATCH.audit)) this.st.get(`audit:${c.length}`, () => auditInsertSql(c.length)).run(c.flat());
-    };
-    if (rows.length > BATCH.audit) this.handle.transaction(run)();
-    else run();
+      rollUp(this.handle, rows);
+    })();
   }
 }
 
