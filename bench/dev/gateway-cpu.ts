@@ -2,7 +2,10 @@
 // BENCH_BASELINE=<another svc checkout, built>, that checkout's svc), in alternating rounds at 50
 // connections: the gateway bench's load-robust measure alone, for checking a hot-path change on a
 // busy machine.
-//   node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
+// RATE=<requests/s> holds every path to that rate (autocannon's overallRate): on a machine too
+// busy for any path to saturate its core, CPU per request at the same rate still compares the
+// paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
+//   [RATE=n] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -14,6 +17,7 @@ const cpu = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, "utf8
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 5);
+const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-cpu-"));
 const procs = [];
 try {
@@ -38,7 +42,7 @@ try {
   for (let i = 0; i < rounds; i++) {
     for (const [name, t] of Object.entries(targets)) {
       const c0 = cpu(t.pid);
-      const r = await loadRun({ ...t, body: BODY, connections: 50, seconds });
+      const r = await loadRun({ ...t, body: BODY, connections: 50, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
       (per[name] ??= []).push(us);
       console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);

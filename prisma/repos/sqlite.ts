@@ -53,16 +53,20 @@ class Statements {
 }
 
 class SqliteAudit implements SyncAudit {
-  constructor(private readonly st: Statements) {}
+  /** the rows and their roll-up in one transaction (a savepoint inside the caller's); made once */
+  private readonly write: (rows: AuditRow[]) => void;
+  constructor(private readonly st: Statements) {
+    this.write = st.handle.transaction((rows: AuditRow[]) => {
+      for (const c of chunks(rows, BATCH.audit)) st.get(`audit:${c.length}`, () => auditInsertSql(c.length)).run(c.flat());
+      rollUp(st.handle, rows);
+    });
+  }
   get handle() {
     return this.st.handle;
   }
-  /** Atomic: one transaction (a savepoint inside the caller's) with the rows' roll-up. */
+  /** Atomic: the rows with their roll-up, or nothing. */
   insert(rows: AuditRow[]): void {
-    this.handle.transaction(() => {
-      for (const c of chunks(rows, BATCH.audit)) this.st.get(`audit:${c.length}`, () => auditInsertSql(c.length)).run(c.flat());
-      rollUp(this.handle, rows);
-    })();
+    this.write(rows);
   }
 }
 
