@@ -19,7 +19,9 @@ let lastDb = "";
 /** The DateTime text the Prisma SQLite adapter stores: ISO with "+00:00" for "Z". */
 export function dbIsoAt(ms: number): string {
   if (ms !== lastDbMs) {
-    lastDb = isoAt(ms).slice(0, -1) + "+00:00";
+    // its own slot, not isoAt's: audit rows (request start) and access lines (now) ask for
+    // different milliseconds in turn, and one shared slot would miss on every call
+    lastDb = new Date(ms).toISOString().slice(0, -1) + "+00:00";
     lastDbMs = ms;
   }
   return lastDb;

@@ -1,7 +1,8 @@
 // GET /v1/usage and `svc usage`: the audit log grouped in SQL (one statement, SQLite or
 // PostgreSQL) into requests, tokens, spend, errors, refusals by kind and p50/p95 latency.
 // Source: the roll-up UsageRollup (one row per UTC day, key, organization, model, provider,
-// action, failure status and latency bucket, kept by triggers on AuditEntry) whenever it can
+// action, failure status and latency bucket, kept with AuditEntry: prisma/repos/rollup-sqlite.ts
+// and a delete trigger on SQLite, triggers on PostgreSQL) whenever it can
 // answer: groups among key, team, organization, model, provider and day, no metadata filter, and
 // from/to on UTC midnights. Else the audit rows themselves (hour, minute, metadata, any instant).
 // Both give the same answer; the roll-up reads a row per bucket instead of one per request.

@@ -5,6 +5,7 @@
 // the Prisma client's interactive transaction like the model reads around them.
 import type Database from "better-sqlite3";
 import { SqliteTasks } from "./tasks-sqlite";
+import { rollUp } from "./rollup-sqlite";
 import { SqliteRetention, type OffThreadPrune } from "./retention-sqlite";
 import type { PrismaClient } from "../generated/client";
 import { resourceRepo, type RawClient } from "./resources";
@@ -52,17 +53,20 @@ class Statements {
 }
 
 class SqliteAudit implements SyncAudit {
-  constructor(private readonly st: Statements) {}
+  /** the rows and their roll-up in one transaction (a savepoint inside the caller's); made once */
+  private readonly write: (rows: AuditRow[]) => void;
+  constructor(private readonly st: Statements) {
+    this.write = st.handle.transaction((rows: AuditRow[]) => {
+      for (const c of chunks(rows, BATCH.audit)) st.get(`audit:${c.length}`, () => auditInsertSql(c.length)).run(c.flat());
+      rollUp(st.handle, rows);
+    });
+  }
   get handle() {
     return this.st.handle;
   }
-  /** Atomic: one statement, or a transaction (a savepoint inside the caller's) for more rows. */
+  /** Atomic: the rows with their roll-up, or nothing. */
   insert(rows: AuditRow[]): void {
-    const run = () => {
-      for (const c of chunks(rows, BATCH.audit)) this.st.get(`audit:${c.length}`, () => auditInsertSql(c.length)).run(c.flat());
-    };
-    if (rows.length > BATCH.audit) this.handle.transaction(run)();
-    else run();
+    this.write(rows);
   }
 }
 

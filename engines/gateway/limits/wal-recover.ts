@@ -11,6 +11,7 @@ import type Database from "better-sqlite3";
 import { auditId, auditRow } from "../audit/rows";
 import { dbIsoAt } from "../../iso-time";
 import { auditInsertSql as insertSql } from "../../../prisma/repos/sqlite";
+import { rollUp } from "../../../prisma/repos/rollup-sqlite";
 import { COLS, FOLDED_KEY, journals, markFolded, type StoredRow } from "./wal";
 
 /**
@@ -45,6 +46,7 @@ export function recover(db: Database.Database): { rows: number; admissions: Map<
   const tail = randomBytes(4).toString("hex");
   db.transaction(() => {
     let i = 0;
+    const written: ReturnType<typeof auditRow>[] = [];
     for (const r of rows) {
       const at = Number(r.at);
       for (const ent of r.entities.split("\n")) {
@@ -57,8 +59,7 @@ export function recover(db: Database.Database): { rows: number; admissions: Map<
       if (!audited.get(r.keyId, r.requestId, since)) {
         const ts = new Date(at);
         const id = auditId(at, i++, tail);
-        writeAudit.run(
-          auditRow(
+        const row = auditRow(
             {
               timestamp: ts,
               apiKeyId: r.keyId,
@@ -78,11 +79,13 @@ export function recover(db: Database.Database): { rows: number; admissions: Map<
             },
             id,
             ts,
-          ),
-        );
+          );
+        writeAudit.run(row);
+        written.push(row);
       }
     }
     db.prepare(`DELETE FROM "Reservation"`).run();
+    rollUp(db, written); // for GET /v1/usage, in the same transaction
     markFolded(db, generation);
   })();
   return done();

@@ -1,0 +1,57 @@
+// Dev tool (not a test): CPU per request of svc beside the bare Node gateway (and, with
+// BENCH_BASELINE=<another svc checkout, built>, that checkout's svc), in alternating rounds at 50
+// connections: the gateway bench's load-robust measure alone, for checking a hot-path change on a
+// busy machine.
+// RATE=<requests/s> holds every path to that rate (autocannon's overallRate): on a machine too
+// busy for any path to saturate its core, CPU per request at the same rate still compares the
+// paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
+//   [RATE=n] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandin, startSvcProcess, writeGatewayConfig } from "../processes";
+
+const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
+/** user + system CPU of a process, µs (/proc; 100 ticks a second) */
+const cpu = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 1e4; };
+
+const rounds = Number(process.argv[2] ?? 3);
+const seconds = Number(process.argv[3] ?? 5);
+const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
+const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-cpu-"));
+const procs = [];
+try {
+  const up = await startStandin();
+  procs.push(up.proc);
+  const cfg = path.join(tmp, "config");
+  mkdirSync(cfg);
+  writeGatewayConfig(cfg, up.url);
+  const targets: Record<string, { url: string; headers: Record<string, string>; pid: number }> = {};
+  const svcAt = async (name: string, checkout?: string) => {
+    const s = await startSvcProcess({ home: path.join(tmp, name), config: cfg, core: 1, env: gatewayEnv, checkout });
+    procs.push(s.proc);
+    targets[name] = { url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${await gatewayKey(s.url)}` }, pid: s.proc.pid! };
+  };
+  await svcAt("svc");
+  if (process.env.BENCH_BASELINE) await svcAt("baseline", path.resolve(process.env.BENCH_BASELINE));
+  const bare = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", up.url]);
+  procs.push(bare);
+  targets.bare = { url: `http://127.0.0.1:${Number(await firstLine(bare))}/v1/chat/completions`, headers: {}, pid: bare.pid! };
+  for (const t of Object.values(targets)) await loadRun({ ...t, body: BODY, connections: 8, seconds: 2 });
+  const per: Record<string, number[]> = {};
+  for (let i = 0; i < rounds; i++) {
+    for (const [name, t] of Object.entries(targets)) {
+      const c0 = cpu(t.pid);
+      const r = await loadRun({ ...t, body: BODY, connections: 50, seconds, ...(rate ? { rate } : {}) });
+      const us = (cpu(t.pid) - c0) / (r.rps * seconds);
+      (per[name] ??= []).push(us);
+      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
+    }
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : ""));
+} finally {
+  for (const p of procs) p.kill("SIGTERM");
+  await new Promise((r) => setTimeout(r, 300));
+  rmSync(tmp, { recursive: true, force: true });
+}
