@@ -18,6 +18,9 @@ setFlagsFromString("--no-allocation-site-pretenuring");
 // Set before anything compiles WebAssembly (the flags are read at compile time).
 setFlagsFromString("--wasm-lazy-compilation");
 setFlagsFromString("--liftoff-only");
+// The young generation stays at its initial size while svc starts (a server lets it grow once
+// ready: boot/memory.ts says why).
+setFlagsFromString("--semi-space-growth-factor=1");
 
 // stack traces name the .ts lines (dist/ carries source maps)
 process.setSourceMapsEnabled(true);
