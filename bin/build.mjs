@@ -114,10 +114,22 @@ const mirror = {
         const fromDist = path.relative(path.dirname(distFile(args.path)), args.path).split(path.sep).join("/");
         text = `const ${SRC_URL} = new URL(${JSON.stringify(fromDist)}, import.meta.url).href; ` + text.replaceAll("import.meta.url", SRC_URL);
       }
+      if (/\/prisma\/generated[^/]*\/internal\/class\.ts$/.test(args.path)) text = queryCompilerFromFile(text, args.path);
       return { contents: text, loader: "ts" };
     });
   },
 };
+
+// The generated Prisma clients import their query compiler as a module holding it in base64,
+// which stays in the heap for good; prisma/query-compiler-wasm.ts loads it and lets it go. A
+// generated client that no longer has this shape fails the build rather than silently costing 5 MB.
+const WASM_IMPORT = /const \{ wasm \} = await import\("@prisma\/client\/runtime\/query_compiler_bg\.(sqlite|postgresql)\.wasm-base64\.mjs"\)\s*\n\s*return await decodeBase64AsWasm\(wasm\)/;
+function queryCompilerFromFile(text, file) {
+  const m = WASM_IMPORT.exec(text);
+  if (!m) throw new Error(`${path.relative(root, file)}: the query compiler's import has changed shape; update WASM_IMPORT in bin/build.mjs`);
+  // one line, so that source-map lines stay the source's lines
+  return text.replace(m[0], `return (await import("../../query-compiler-wasm")).queryCompilerWasm(${JSON.stringify(m[1])})`);
+}
 
 function distFile(src) {
   return path.join(outdir, path.relative(root, src)).replace(/\.ts$/, ".js");

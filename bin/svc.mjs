@@ -10,6 +10,18 @@ import { setFlagsFromString } from "node:v8";
 // objects are short-lived, so the heuristic is turned off before anything is allocated.
 setFlagsFromString("--no-allocation-site-pretenuring");
 
+// Prisma's query compiler is a 1.9 MB WebAssembly module. By default V8 compiles every function
+// of it up front with its baseline compiler and then recompiles hot ones with its optimizing one,
+// which kept ~15 MB of machine code resident in an idle server (issue 43). svc calls a small part
+// of it, and only for admin and background work: the gateway's request path reads keys from
+// memory and writes through better-sqlite3. So functions are compiled on first call, baseline only.
+// Set before anything compiles WebAssembly (the flags are read at compile time).
+setFlagsFromString("--wasm-lazy-compilation");
+setFlagsFromString("--liftoff-only");
+// The young generation stays at its initial size while svc starts (a server lets it grow once
+// ready: boot/memory.ts says why).
+setFlagsFromString("--semi-space-growth-factor=1");
+
 // stack traces name the .ts lines (dist/ carries source maps)
 process.setSourceMapsEnabled(true);
 

@@ -16,6 +16,7 @@ import { startTracingFor } from "./tracing";
 import { desiredAddress, effectiveServer, urlOf, type BoundAddress, type StartOverrides } from "../controllers/kinds/server";
 import { httpListener, type HttpListener } from "./http-listener";
 import { readiness, startingHandler } from "./starting";
+import { startupOver } from "./memory";
 import { loadEngines } from "./engines";
 import { resolveHome, resolveModelsDir, serverInfoFile, storeFile, type ServerInfo } from "../engines/paths";
 import type { ManifestWatcher } from "../controllers/watch";
@@ -144,7 +145,9 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
     const { manager: mgr, cluster, mcp, handler } = loaded;
     // requests that came while svc loaded are served once the controllers' first pass is done (a
     // model is registered before a chat names it); those that come from now on at once
-    starting.ready(handler, ready.step("the controllers' first pass", () => settled(mgr, 5000)));
+    const firstPass = ready.step("the controllers' first pass", () => settled(mgr, 5000));
+    starting.ready(handler, firstPass);
+    void firstPass.then(startupOver, startupOver); // the young generation may grow with load (boot/memory.ts)
 
     let watcher: ManifestWatcher | undefined;
     if (opts.watch) {

@@ -4,12 +4,15 @@
 // of the installed node-llama-cpp, at its version; SVC_GPU picks the backend, and one that
 // cannot start falls back to the CPU with a message (engines/inference/gpu.ts).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Llama } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../helpers/cli";
 import { gpuChoice, startLlama } from "../../engines/inference/gpu";
+// @ts-expect-error: a plain .mjs script without declarations
+import { prune } from "../../bin/prune-install.mjs";
 
 const lock = JSON.parse(readFileSync(path.join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, any> };
 const GPU = /@node-llama-cpp\/[a-z]+-[a-z0-9]+-(cuda|cuda-ext|vulkan)$/;
@@ -71,5 +74,28 @@ describe("the GPU switch", () => {
     said.length = 0;
     await startLlama(noCuda, false, (m) => said.push(m));
     expect(said).toEqual([]); // the default says nothing
+  });
+});
+
+describe("the install prune (bin/prune-install.mjs, run by postinstall)", () => {
+  it("removes other databases' and runtimes' Prisma files, source maps, llama.cpp's sources, build objects and gpt-tokenizer's unused copies, and keeps what svc loads", () => {
+    const nm = mkdtempSync(path.join(process.env.SVC_TEST_ROOT ?? os.tmpdir(), "svc-prune-"));
+    const files = {
+      gone: ["@prisma/client/runtime/client.js.map", "@prisma/client/runtime/query_engine_bg.sqlite.mjs", "@prisma/client/runtime/query_compiler_bg.mysql.wasm-base64.js", "@prisma/client/runtime/library.js", "@prisma/client/runtime/edge.js", "@prisma/client/runtime/react-native.js", "node-llama-cpp/llama/gitRelease.bundle", "better-sqlite3/build/Release/obj/sqlite3.o", "gpt-tokenizer/cjs/encoding/o200k_base.js", "gpt-tokenizer/data/o200k_base.tiktoken", "gpt-tokenizer/src/main.ts", "prisma/prisma-client/runtime/edge.js", "prisma/build/query_engine_bg.mysql.wasm", "effect/src/index.ts", "openai/src/index.ts"],
+      kept: ["@prisma/client/runtime/client.mjs", "@prisma/client/runtime/client.d.ts", "@prisma/client/runtime/library.d.ts", "@prisma/client/runtime/index-browser.js", "@prisma/client/runtime/query_compiler_bg.sqlite.mjs", "@prisma/client/runtime/query_compiler_bg.sqlite.wasm-base64.js", "@prisma/client/runtime/query_compiler_bg.postgresql.wasm-base64.mjs", "node-llama-cpp/llama/llama.cpp.info.json", "better-sqlite3/build/Release/better_sqlite3.node", "better-sqlite3/deps/sqlite3/sqlite3.c", "gpt-tokenizer/esm/encoding/o200k_base.js", "gpt-tokenizer/package.json", "prisma/build/query_compiler_bg.postgresql.wasm", "prisma/build/schema_engine_bg.wasm", "prisma/prisma-client/runtime/client.js", "effect/dist/cjs/index.js", "openai/index.mjs"],
+    };
+    for (const f of [...files.gone, ...files.kept]) {
+      mkdirSync(path.dirname(path.join(nm, f)), { recursive: true });
+      writeFileSync(path.join(nm, f), "x".repeat(10));
+    }
+    expect(prune(nm, (m: string) => expect.fail(m))).toBe(10 * files.gone.length);
+    expect(files.gone.filter((f) => existsSync(path.join(nm, f)))).toEqual([]);
+    expect(files.kept.filter((f) => !existsSync(path.join(nm, f)))).toEqual([]);
+    expect(prune(nm)).toBe(0); // a second run (npm install again) finds nothing
+  });
+
+  it("runs after the Prisma clients are generated in postinstall", () => {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
+    expect(pkg.scripts.postinstall).toMatch(/prisma generate --schema prisma\/postgres\/schema\.prisma && node bin\/prune-install\.mjs$/);
   });
 });

@@ -4,6 +4,7 @@
 // start, not at the first audit-retention run (5 s in) when nothing is past the cutoff. The
 // first write (an admin key created, audited) starts the checkpoint thread. A loader hook
 // (record-loads.mjs) writes the URL of every ES module the process loads, worker files included.
+// Prisma's query compiler comes from the module that lets its base64 text go after one decode.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
@@ -37,6 +38,10 @@ describe("a gateway-only server at rest", () => {
       expect(loads().some((u) => u.endsWith("/dist/boot/engines.js")), "the hook sees the server's modules").toBe(true);
       for (const [name, re] of Object.entries(SHARED_ONLY)) expect(loads().filter((u) => re.test(u)), name).toEqual([]);
       expect(loads().filter((u) => STORE_THREADS.test(u))).toEqual([]);
+      // the query compiler's base64 module is required and dropped (prisma/query-compiler-wasm.ts),
+      // not imported as an ES module, which would keep its 2.5 MB string for good
+      expect(loads().some((u) => u.endsWith("/dist/prisma/query-compiler-wasm.js")), "the store loads its query compiler from there").toBe(true);
+      expect(loads().filter((u) => /wasm-base64\.m?js$/.test(u))).toEqual([]);
 
       // a write: an admin-made key (stored, audited) starts the checkpoint thread
       const created = await fetch(`${url}/v1/api-keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ name: "footprint" }) });
