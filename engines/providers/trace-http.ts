@@ -42,3 +42,11 @@ export function upstreamSpan(parent: Span, provider: string, baseUrl: string, pa
 export function endUpstream(u: UpstreamSpan, status: number | undefined, error?: unknown): void {
   tracing.spans!.end(u.span, { "http.response.status_code": status }, error);
 }
+
+/** A 2xx answer whose body is read later (a stream): the attempt's span ends when the body is
+ * done (read to its end, or broken: then with the failure), not when its headers arrive. */
+export function endUpstreamWithBody(u: UpstreamSpan, status: number, body: NodeJS.EventEmitter): void {
+  let failed: unknown;
+  body.once("error", (e: unknown) => (failed = e));
+  body.once("close", () => endUpstream(u, status, failed));
+}
