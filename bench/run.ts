@@ -7,6 +7,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const all: Record<string, () => Promise<Section>> = {
   platform: async () => (await import("./platform")).platformBench(),
   gateway: async () => (await import("./gateway")).gatewayBench(),
+  tracing: async () => (await import("./tracing")).tracingBench(),
   inference: async () => (await import("./inference")).inferenceBench(),
   mcp: async () => (await import("./mcp")).mcpBench(),
   agents: async () => (await import("./agents")).agentsBench(),

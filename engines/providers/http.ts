@@ -17,7 +17,7 @@ import type { Cancellation } from "../chat/cancel";
 import { redactSecrets } from "./redact";
 import { outboundConnect } from "../net/outbound-guard";
 import { within } from "../../prisma/waits";
-import { endUpstream, upstreamSpan, type UpstreamSpan } from "./trace-http";
+import { endUpstream, endUpstreamWithBody, upstreamSpan, type UpstreamSpan } from "./trace-http";
 
 const pools = new Map<string, Pool>();
 
@@ -187,7 +187,7 @@ export async function postJson(
     throw err;
   }
   if (res.statusCode >= 200 && res.statusCode < 300) {
-    if (up) endUpstream(up, res.statusCode); // a stream's span ends with its headers
+    if (up) endUpstreamWithBody(up, res.statusCode, res.body); // ends when the body (a stream) is done
     return res;
   }
   let text = "";

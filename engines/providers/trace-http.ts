@@ -9,14 +9,30 @@ export interface UpstreamSpan {
   headers: Record<string, string>;
 }
 
+/** A base URL's parts as the span shows them, parsed once per base URL (a few per server). */
+interface Target { address: string; port: number; base: string }
+const targets = new Map<string, Target>();
+
+function targetOf(baseUrl: string): Target {
+  let t = targets.get(baseUrl);
+  if (!t) {
+    const u = new URL(baseUrl);
+    t = { address: u.hostname, port: Number(u.port || (u.protocol === "https:" ? 443 : 80)), base: u.origin + u.pathname.replace(/\/+$/, "") };
+    if (targets.size > 1000) targets.clear(); // bounded: base URLs come from manifests
+    targets.set(baseUrl, t);
+  }
+  return t;
+}
+
 export function upstreamSpan(parent: Span, provider: string, baseUrl: string, path: string): UpstreamSpan {
   const sp = tracing.spans!;
-  const u = new URL(baseUrl);
+  const t = targetOf(baseUrl);
+  const q = path.indexOf("?");
   const span = sp.child(parent, "POST", "client", {
     "http.request.method": "POST",
-    "server.address": u.hostname,
-    "server.port": Number(u.port || (u.protocol === "https:" ? 443 : 80)),
-    "url.full": u.origin + u.pathname.replace(/\/+$/, "") + path.split("?")[0],
+    "server.address": t.address,
+    "server.port": t.port,
+    "url.full": t.base + (q < 0 ? path : path.slice(0, q)),
     "svc.provider": provider,
   });
   return { span, headers: sp.headers(span) };
@@ -25,4 +41,12 @@ export function upstreamSpan(parent: Span, provider: string, baseUrl: string, pa
 /** The attempt's answer (status) or its failure. */
 export function endUpstream(u: UpstreamSpan, status: number | undefined, error?: unknown): void {
   tracing.spans!.end(u.span, { "http.response.status_code": status }, error);
+}
+
+/** A 2xx answer whose body is read later (a stream): the attempt's span ends when the body is
+ * done (read to its end, or broken: then with the failure), not when its headers arrive. */
+export function endUpstreamWithBody(u: UpstreamSpan, status: number, body: NodeJS.EventEmitter): void {
+  let failed: unknown;
+  body.once("error", (e: unknown) => (failed = e));
+  body.once("close", () => endUpstream(u, status, failed));
 }

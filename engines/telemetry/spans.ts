@@ -1,21 +1,17 @@
 // The span helpers behind engines/telemetry (index.ts's Spans), loaded by setup.ts once tracing
 // is configured. Parents are passed explicitly (a request's Caller, a Cancellation, a task's stored
 // traceparent), not through an async context manager: no async hook runs on the hot path.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Context, type Span, type Tracer } from "@opentelemetry/api";
+// Attributes are set once, after the span starts: given to startSpan they would be sanitised
+// (copied and checked) twice by the SDK before the span checks them again, and the SDK skips
+// undefined values itself, so no cleaned copy is made here either (both showed in profiles).
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, defaultTextMapGetter, trace, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { errorType, type Attrs, type Spans } from "./index";
 
 const w3c = new W3CTraceContextPropagator();
-
-function clean(attrs: Attrs | undefined): Record<string, string | number | boolean | string[]> | undefined {
-  if (!attrs) return undefined;
-  const out: Record<string, string | number | boolean | string[]> = {};
-  for (const k in attrs) {
-    const v = attrs[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
-}
+const SERVER = { kind: SpanKind.SERVER };
+const CLIENT = { kind: SpanKind.CLIENT };
+const INTERNAL = { kind: SpanKind.INTERNAL };
 
 function parentContext(parent: Span | string | undefined): Context {
   if (parent === undefined) return ROOT_CONTEXT;
@@ -23,12 +19,21 @@ function parentContext(parent: Span | string | undefined): Context {
   return trace.setSpan(ROOT_CONTEXT, parent);
 }
 
+/** Set the defined attributes (the SDK's setAttributes skips undefined values). */
+function setAll(span: Span, attrs: Attrs | undefined): void {
+  if (attrs) span.setAttributes(attrs as Record<string, string | number | boolean | string[]>);
+}
+
 export function makeSpans(tracer: Tracer, content: boolean): Spans {
   return {
     content,
     server(method, path, headers, attrs) {
       const ctx = headers.traceparent ? w3c.extract(ROOT_CONTEXT, headers, defaultTextMapGetter) : ROOT_CONTEXT;
-      return tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: clean({ "http.request.method": method, "url.path": path, ...attrs }) }, ctx);
+      const span = tracer.startSpan(method, SERVER, ctx);
+      span.setAttribute("http.request.method", method);
+      span.setAttribute("url.path", path);
+      setAll(span, attrs);
+      return span;
     },
     endServer(span, method, status, route, aborted) {
       if (route) {
@@ -43,11 +48,12 @@ export function makeSpans(tracer: Tracer, content: boolean): Spans {
       span.end();
     },
     child(parent, name, kind, attrs) {
-      return tracer.startSpan(name, { kind: kind === "client" ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: clean(attrs) }, parentContext(parent));
+      const span = tracer.startSpan(name, kind === "client" ? CLIENT : INTERNAL, parentContext(parent));
+      setAll(span, attrs);
+      return span;
     },
     end(span, attrs, error) {
-      const a = clean(attrs);
-      if (a) span.setAttributes(a);
+      setAll(span, attrs);
       if (error !== undefined) {
         span.setAttribute("error.type", errorType(error));
         span.setStatus({ code: SpanStatusCode.ERROR, message: String((error as Error)?.message ?? error).slice(0, 500) });
@@ -55,8 +61,12 @@ export function makeSpans(tracer: Tracer, content: boolean): Spans {
       span.end();
     },
     headers(span) {
-      const out: Record<string, string> = {};
-      w3c.inject(trace.setSpan(ROOT_CONTEXT, span), out, defaultTextMapSetter);
+      // W3C trace context, version 00 (what the propagator's inject writes), without the
+      // context object the propagator needs per call
+      const c = span.spanContext();
+      const out: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-0${Number(c.traceFlags || TraceFlags.NONE).toString(16)}` };
+      const state = c.traceState?.serialize();
+      if (state) out.tracestate = state;
       return out;
     },
     traceId(span) {

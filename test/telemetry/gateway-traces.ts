@@ -1,7 +1,8 @@
 // The gateway's traces, run once per OTLP protocol (otlp-json.test.ts, otlp-proto.test.ts): a
 // keyed chat gives one trace (server span, chat span with the GenAI attributes, upstream client
 // span); a fallback shows both attempts; a refused request carries error.type and the limit; an
-// incoming traceparent is continued and the upstream gets a child traceparent; the trace id is in
+// incoming traceparent is continued and the upstream gets a child traceparent; a streamed
+// attempt's span ends with its stream; the trace id is in
 // the audit entry and the access line. Everything on loopback: svc, the stand-in upstreams and
 // the OTLP receiver.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
@@ -32,7 +33,7 @@ export function gatewayTraces(protocol: "http/json" | "http/protobuf"): void {
     b = await standIn();
     env = await startEnv();
     await env.apply([
-      provider("a-main", a, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 2 }, { name: "shaky", upstreamName: "mode:fail500", inputPerMillion: 1, outputPerMillion: 1 }]),
+      provider("a-main", a, [{ name: "gpt-x", inputPerMillion: 1, outputPerMillion: 2 }, { name: "shaky", upstreamName: "mode:fail500", inputPerMillion: 1, outputPerMillion: 1 }, { name: "broken", upstreamName: "mode:midstream" }]),
       provider("b-backup", b, [{ name: "shaky", inputPerMillion: 5, outputPerMillion: 5 }]),
     ]);
   });
@@ -152,6 +153,20 @@ export function gatewayTraces(protocol: "http/json" | "http/protobuf"): void {
       expect(server.attrs["http.response.status_code"]).toBe(429);
       expect(server.attrs["error.type"]).toBe("429");
       expect(spans.some((s) => s.kind === CLIENT)).toBe(false); // the upstream never saw it
+    });
+
+    it("a streamed attempt's client span ends with its stream, failed when the stream breaks", async () => {
+      const k = await env.key();
+      const n = a.requests.length;
+      const res = await chat(k.secret, { model: "broken", stream: true, messages: [{ role: "user", content: "hi" }] });
+      expect(res.status).toBe(200); // the headers (and the first chunks) arrived fine
+      await res.text().catch(() => undefined);
+      const traceId = String(a.requests[n].headers.traceparent).split("-")[1];
+      await eventually(async () => traceOf(traceId).some((s) => s.kind === CLIENT));
+      const up = one(traceOf(traceId), (s) => s.kind === CLIENT);
+      expect(up.attrs["http.response.status_code"]).toBe(200);
+      expect(up.attrs["error.type"]).toBeDefined(); // ended at the break, not at the headers
+      expect(up.status).toBe(2);
     });
 
     it("an incoming traceparent is continued and the upstream receives a child traceparent", async () => {
