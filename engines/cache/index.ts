@@ -3,11 +3,13 @@
 // probes it after the gate admitted a request (so a hit is still judged by key, policy and
 // limits), replays a hit as the events the protocol renders, and stores a miss once its answer
 // is complete. The store is SQLite in embedded mode and Redis in shared mode; a store that fails
-// answers a miss.
+// answers a miss. In front of the store a small in-memory tier (hot.ts) answers repeated requests
+// with the entry's objects as they are: no digest, store read or parse on the hot path.
 import path from "node:path";
 import type { ChatEvent, ChatRequest, EmbeddingRequest } from "../chat/types";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
-import { chatKey, embedKey, scopeOf, type ScopeHolder } from "./key";
+import { chatKeyText, digestOf, embedKeyText, scopeOf, type ScopeHolder } from "./key";
+import { HotCache } from "./hot";
 import { CACHE_DEFAULTS, type CacheDirectives, type CacheEntry, type CacheSettings, type CacheState, type CacheStore, type CachedBody, type EntryMeta, type PurgeFilter, type StoreStats } from "./types";
 import { SqliteCacheStore } from "./sqlite";
 import type { ProviderModelCache } from "../../schemas/kinds/provider";
@@ -19,6 +21,8 @@ export interface Probe {
   state: CacheState;
   entry?: CacheEntry;
   settings?: CacheSettings;
+  /** the key text (the in-memory tier's key) and its digest (the store's) */
+  text?: string;
   hash?: string;
   meta?: EntryMeta;
   requestId?: string;
@@ -59,6 +63,7 @@ export class ResponseCache {
   private readonly byModel = new Map<string, CacheCounters>();
 
   private opened?: CacheStore;
+  private readonly hot = new HotCache();
 
   /** `open` makes the store on first use: a server whose models declare no cache opens no file
    * and no Redis connection for it. */
@@ -68,29 +73,42 @@ export class ResponseCache {
   ) {}
 
   get store(): CacheStore {
-    return (this.opened ??= this.open());
+    if (!this.opened) {
+      this.opened = this.open();
+      this.opened.onPurge?.((f) => this.hot.purge(f));
+    }
+    return this.opened;
   }
 
   probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
     if (!s) return undefined;
-    return this.probe(s, d, key, req.model, (scope) => chatKey(req, req.model, scope), "chat", requestId, now);
+    return this.probe(s, d, key, req.model, (scope) => chatKeyText(req, req.model, scope), "chat", requestId, now);
   }
 
   probeEmbed(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: EmbeddingRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
     if (!s) return undefined;
-    return this.probe(s, d, key, req.model, (scope) => embedKey(req, req.model, scope), "embed", requestId, now);
+    return this.probe(s, d, key, req.model, (scope) => embedKeyText(req, req.model, scope), "embed", requestId, now);
   }
 
-  private probe(s: CacheSettings, d: CacheDirectives | undefined, key: ScopeHolder | null, model: string, hashOf: (scope: string) => string, kind: CachedBody["kind"], requestId: string, now: number): Probe | Promise<Probe> {
+  private probe(s: CacheSettings, d: CacheDirectives | undefined, key: ScopeHolder | null, model: string, textOf: (scope: string) => string, kind: CachedBody["kind"], requestId: string, now: number): Probe | Promise<Probe> {
     if (d?.noStore) {
       this.count(model).bypassed++;
       this.total.bypassed++;
       return BYPASS;
     }
     const scope = scopeOf(s.scope, key);
-    const miss: Probe = { state: "miss", settings: s, hash: hashOf(scope), requestId, meta: { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries } };
+    const text = textOf(scope);
+    const meta: EntryMeta = { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries };
+    if (!d?.noCache && this.store.ready?.() !== false) {
+      const h = this.hot.get(text, now);
+      if (h) {
+        this.store.touch(h.hash, model, now);
+        return this.judge(h.entry, { state: "miss", settings: s, text, hash: h.hash, requestId, meta }, d, kind, now);
+      }
+    }
+    const miss: Probe = { state: "miss", settings: s, text, hash: digestOf(text), requestId, meta };
     if (d?.noCache) return this.missed(miss);
     let got: ReturnType<CacheStore["get"]>;
     try {
@@ -99,8 +117,14 @@ export class ResponseCache {
       this.warn("cache: lookup failed; answered as a miss", { err: String((e as Error)?.message ?? e) });
       return this.missed(miss);
     }
-    if (got instanceof Promise) return got.then((e) => this.judge(e, miss, d, kind, now), () => this.missed(miss));
-    return this.judge(got, miss, d, kind, now);
+    if (got instanceof Promise) return got.then((e) => this.judge(this.warm(e, miss), miss, d, kind, now), () => this.missed(miss));
+    return this.judge(this.warm(got, miss), miss, d, kind, now);
+  }
+
+  /** An entry read from the store joins the in-memory tier. */
+  private warm(e: CacheEntry | undefined, p: Probe): CacheEntry | undefined {
+    if (e) this.hot.set(p.text!, { entry: e, hash: p.hash!, model: p.meta!.model, keyId: p.meta!.keyId, expires: e.expiresAt ?? e.createdAt + p.meta!.ttlMs, bytes: p.text!.length + (e.bytes ?? 0) }, p.meta!.maxEntries);
+    return e;
   }
 
   private judge(e: CacheEntry | undefined, miss: Probe, d: CacheDirectives | undefined, kind: CachedBody["kind"], now: number): Probe {
@@ -148,7 +172,10 @@ export class ResponseCache {
   save(p: Probe, body: CachedBody, now: number): void {
     if (p.state !== "miss" || !p.hash || !p.meta) return;
     try {
-      const r = this.store.put(p.hash, { body, requestId: p.requestId ?? "", createdAt: now }, p.meta, now);
+      const entry: CacheEntry = { body, requestId: p.requestId ?? "", createdAt: now };
+      const text = JSON.stringify(body);
+      this.hot.set(p.text!, { entry, hash: p.hash, model: p.meta.model, keyId: p.meta.keyId, expires: now + p.meta.ttlMs, bytes: p.text!.length + text.length }, p.meta.maxEntries);
+      const r = this.store.put(p.hash, entry, p.meta, now, text);
       if (r instanceof Promise) r.catch((e) => this.warn("cache: an answer could not be stored", { err: String(e?.message ?? e) }));
     } catch (e) {
       this.warn("cache: an answer could not be stored", { err: String((e as Error)?.message ?? e) });
@@ -170,6 +197,7 @@ export class ResponseCache {
   }
 
   purge(f: PurgeFilter): Promise<number> {
+    this.hot.purge(f);
     return this.store.purge(f);
   }
 

@@ -41,6 +41,9 @@ export interface CacheEntry {
   requestId: string;
   /** ms since epoch the answer was stored */
   createdAt: number;
+  /** ms since epoch it expires, and the size of its stored text (as read from a store) */
+  expiresAt?: number;
+  bytes?: number;
 }
 
 /** Where the entry is filed: for eviction (model), purge (model, keyId) and the scope check. */
@@ -66,7 +69,14 @@ export interface StoreStats {
 export interface CacheStore {
   readonly mode: "sqlite" | "redis";
   get(hash: string, now: number): CacheEntry | undefined | Promise<CacheEntry | undefined>;
-  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number): void | Promise<void>;
+  /** `text`: the body already serialised (the cache serialises once for the store and its size) */
+  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number, text?: string): void | Promise<void>;
+  /** an answer served from the in-memory tier was used now (the store's least-recently-used order) */
+  touch(hash: string, model: string, now: number): void;
+  /** false while the in-memory tier must not answer (shared mode, Redis unreachable) */
+  ready?(): boolean;
+  /** a purge made elsewhere (another replica): the in-memory tier drops what it removed */
+  onPurge?(listener: (f: PurgeFilter) => void): void;
   purge(filter: PurgeFilter): Promise<number>;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
