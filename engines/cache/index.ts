@@ -10,6 +10,7 @@ import type { ChatEvent, ChatRequest, EmbeddingRequest } from "../chat/types";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import { chatKeyText, digestOf, embedKeyText, scopeOf, type ScopeHolder } from "./key";
 import { HotCache } from "./hot";
+import { minus, plus, zero, type CacheCounters, type CounterSet } from "./counters";
 import { CACHE_DEFAULTS, type CacheDirectives, type CacheEntry, type CacheSettings, type CacheState, type CacheStore, type CachedBody, type EntryMeta, type PurgeFilter, type StoreStats } from "./types";
 import { SqliteCacheStore } from "./sqlite";
 import type { ProviderModelCache } from "../../schemas/kinds/provider";
@@ -28,13 +29,7 @@ export interface Probe {
   requestId?: string;
 }
 
-export interface CacheCounters {
-  hits: number;
-  misses: number;
-  bypassed: number;
-  /** USD micros the hits would have cost upstream */
-  savedUsdMicros: number;
-}
+export type { CacheCounters } from "./counters";
 
 export interface CacheStats extends CacheCounters, StoreStats {
   mode: "sqlite" | "redis";
@@ -42,6 +37,8 @@ export interface CacheStats extends CacheCounters, StoreStats {
 }
 
 const BYPASS: Probe = { state: "bypass" };
+/** how often a replica adds its counts to the cluster's (shared mode) */
+const COUNTERS_MS = 1000;
 const resolved = new WeakMap<ProviderModelCache, CacheSettings | undefined>();
 
 /** A model's declaration with its defaults; undefined when the model is not cached. */
@@ -59,7 +56,12 @@ function withoutEnabled(d: ProviderModelCache): Partial<CacheSettings> {
 }
 
 export class ResponseCache {
-  private readonly total: CacheCounters = { hits: 0, misses: 0, bypassed: 0, savedUsdMicros: 0 };
+  private readonly total: CacheCounters = zero();
+  /** shared mode: the counters as last added to Redis, and the cluster's totals read back */
+  private flushed: CounterSet = { ...zero(), models: {} };
+  private cluster?: CounterSet;
+  private flushing?: Promise<void>;
+  private timer?: NodeJS.Timeout;
   private readonly byModel = new Map<string, CacheCounters>();
 
   private opened?: CacheStore;
@@ -76,6 +78,10 @@ export class ResponseCache {
     if (!this.opened) {
       this.opened = this.open();
       this.opened.onPurge?.((f) => this.hot.purge(f));
+      if (this.opened.addCounters) {
+        this.timer = setInterval(() => void this.flushCounters(), COUNTERS_MS);
+        this.timer.unref();
+      }
     }
     return this.opened;
   }
@@ -132,7 +138,9 @@ export class ResponseCache {
     if (d?.maxAgeSeconds !== undefined && now - e.createdAt > d.maxAgeSeconds * 1000) return this.missed(miss);
     this.count(miss.meta!.model).hits++;
     this.total.hits++;
-    return { ...miss, state: "hit", entry: e };
+    miss.state = "hit"; // each probe is its own object: turned into the hit in place
+    miss.entry = e;
+    return miss;
   }
 
   private missed(p: Probe): Probe {
@@ -182,8 +190,34 @@ export class ResponseCache {
     }
   }
 
-  counters(): CacheCounters & { models: Record<string, CacheCounters> } {
+  /** This replica's counts since its start (its /metrics). */
+  counters(): CounterSet {
     return { ...this.total, models: Object.fromEntries([...this.byModel].map(([m, c]) => [m, { ...c }])) };
+  }
+
+  /** The whole cache's counts: in shared mode every replica's (as last read from Redis, with what
+   * this replica counted since), else this replica's. */
+  totals(): CounterSet {
+    const own = this.counters();
+    return this.cluster ? plus(this.cluster, minus(own, this.flushed)) : own;
+  }
+
+  /** Add what this replica counted since the last flush to the cluster's counts (shared mode).
+   * Redis away: the counts wait for the next flush. */
+  private flushCounters(): Promise<void> {
+    const add = this.opened?.addCounters?.bind(this.opened);
+    if (!add) return Promise.resolve();
+    return (this.flushing ??= (async () => {
+      const now = this.counters();
+      try {
+        this.cluster = await add(minus(now, this.flushed));
+        this.flushed = now;
+      } catch {
+        // the store reported the outage; these counts are added at the next flush
+      } finally {
+        this.flushing = undefined;
+      }
+    })());
   }
 
   async stats(): Promise<CacheStats> {
@@ -193,7 +227,8 @@ export class ResponseCache {
     } catch (e) {
       this.warn("cache: the store could not be read", { err: String((e as Error)?.message ?? e) });
     }
-    return { mode: this.store.mode, ...st, ...this.counters() };
+    await this.flushCounters();
+    return { mode: this.store.mode, ...st, ...this.totals() };
   }
 
   purge(f: PurgeFilter): Promise<number> {
@@ -202,6 +237,8 @@ export class ResponseCache {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flushCounters();
     await this.opened?.close();
   }
 }

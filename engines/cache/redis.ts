@@ -6,6 +6,7 @@
 // replica drops the purged answers from its memory too.
 import { Redis } from "ioredis";
 import type { CacheEntry, CacheStore, EntryMeta, PurgeFilter, StoreStats } from "./types";
+import { fromFields, toFields, type CounterSet } from "./counters";
 
 interface Stored extends CacheEntry {
   model: string;
@@ -142,6 +143,17 @@ export class RedisCacheStore implements CacheStore {
     }
     await this.r.publish(this.purgeChannel, JSON.stringify(f));
     return n;
+  }
+
+  /** Add this replica's counts since its last flush to the cluster's; the cluster's totals. */
+  async addCounters(d: CounterSet): Promise<CounterSet> {
+    const key = `${this.prefix}cache:counters`;
+    const m = this.r.multi();
+    for (const [f, n] of toFields(d)) m.hincrbyfloat(key, f, n);
+    const res = await m.hgetall(key).exec();
+    const last = res?.[res.length - 1];
+    if (!last || last[0]) throw last?.[0] ?? new Error("no reply");
+    return fromFields(last[1] as Record<string, string>);
   }
 
   async stats(): Promise<StoreStats> {

@@ -1,6 +1,7 @@
 // The response cache's shapes (docs/cache.md): what a Provider model declares, what is stored,
 // and the store interface the embedded (SQLite) and shared (Redis) stores implement.
 import type { ChatEvent } from "../chat/types";
+import type { CounterSet } from "./counters";
 
 /** Who may be answered by an entry: the key that stored it, its team, its organization, or any
  * caller allowed the model. A key without a team (organization) falls back to its own scope. */
@@ -75,6 +76,8 @@ export interface CacheStore {
   touch(hash: string, model: string, now: number): void;
   /** false while the in-memory tier must not answer (shared mode, Redis unreachable) */
   ready?(): boolean;
+  /** shared mode: add this replica's counts since its last call; the cluster's totals */
+  addCounters?(delta: CounterSet): Promise<CounterSet>;
   /** a purge made elsewhere (another replica): the in-memory tier drops what it removed */
   onPurge?(listener: (f: PurgeFilter) => void): void;
   purge(filter: PurgeFilter): Promise<number>;
