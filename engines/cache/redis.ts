@@ -24,6 +24,7 @@ export class RedisCacheStore implements CacheStore {
   private readonly timer: NodeJS.Timeout;
   private sub?: Redis;
   private purged?: (f: PurgeFilter) => void;
+  private listening = false;
 
   constructor(url: string, private readonly prefix: string, private readonly warn: (m: string, extra?: Record<string, unknown>) => void) {
     this.r = new Redis(url, {
@@ -47,26 +48,28 @@ export class RedisCacheStore implements CacheStore {
     return `${this.prefix}cache:purged`;
   }
 
-  /** Answers in memory may be used only while Redis is reachable: purges arrive through it. */
+  /** Answers in memory may be used only while Redis is reachable and purges are heard. */
   ready(): boolean {
-    return this.r.status === "ready" && this.sub?.status === "ready";
+    return this.r.status === "ready" && this.listening;
   }
 
   onPurge(listener: (f: PurgeFilter) => void): void {
     this.purged = listener;
-    this.sub = this.r.duplicate({ connectionName: "svc-cache-sub", commandTimeout: undefined });
-    let subscribed = false;
-    this.sub.on("error", () => {}); // the main connection reports outages
-    this.sub.on("ready", () => {
-      if (subscribed) listener({}); // resubscribed after a drop: a purge may have been missed
-      subscribed = true;
+    const sub = (this.sub = this.r.duplicate({ connectionName: "svc-cache-sub", commandTimeout: undefined }));
+    let before = false;
+    sub.on("error", () => {}); // the main connection reports outages
+    sub.on("close", () => (this.listening = false));
+    // subscribe on every (re)connection: with no offline queue a command sent earlier fails
+    sub.on("ready", () => {
+      if (before) listener({}); // back after a drop: a purge may have been missed
+      before = true;
+      sub.subscribe(this.purgeChannel).then(() => (this.listening = true), () => {});
     });
-    this.sub.on("message", (_ch, msg) => {
+    sub.on("message", (_ch, msg) => {
       try {
         listener(JSON.parse(msg) as PurgeFilter);
       } catch {}
     });
-    this.sub.subscribe(this.purgeChannel).catch(() => {});
   }
 
   touch(hash: string, model: string, now: number): void {
