@@ -35,7 +35,7 @@ export function statsBody(s: CacheStats) {
   };
 }
 
-/** The response cache's counters in GET /v1/usage (the administrative key: this replica's, since start). */
+/** The response cache's counters in GET /v1/usage (the administrative key; in shared mode every replica's). */
 export function cacheUsage(c: CacheCounters) {
   return { hits: c.hits, misses: c.misses, bypassed: c.bypassed, hit_rate: c.hits + c.misses === 0 ? 0 : c.hits / (c.hits + c.misses), saved_usd: c.savedUsdMicros / 1e6 };
 }

@@ -38,7 +38,7 @@ export default function routes(svc: Svc): Router {
         ctx.type = "text/csv";
         ctx.attachment("usage.csv");
         ctx.body = usageCsv(data, q.groupBy);
-      } else ctx.body = { object: "list", group_by: q.groupBy, data, ...(caller.role === "admin" ? { cache: cacheUsage(gw.cache.counters()) } : {}) };
+      } else ctx.body = { object: "list", group_by: q.groupBy, data, ...(caller.role === "admin" ? { cache: cacheUsage(gw.cache.totals()) } : {}) };
     };
     const caller = managementActor(gw, ctx);
     await audited(gw, ctx, caller, "usage.read", {}, () => answer(usageScopeOf(gw.keys.all(), caller)));

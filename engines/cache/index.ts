@@ -3,11 +3,14 @@
 // probes it after the gate admitted a request (so a hit is still judged by key, policy and
 // limits), replays a hit as the events the protocol renders, and stores a miss once its answer
 // is complete. The store is SQLite in embedded mode and Redis in shared mode; a store that fails
-// answers a miss.
+// answers a miss. In front of the store a small in-memory tier (hot.ts) answers repeated requests
+// with the entry's objects as they are: no digest, store read or parse on the hot path.
 import path from "node:path";
 import type { ChatEvent, ChatRequest, EmbeddingRequest } from "../chat/types";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
-import { chatKey, embedKey, scopeOf, type ScopeHolder } from "./key";
+import { chatKeyText, digestOf, embedKeyText, scopeOf, type ScopeHolder } from "./key";
+import { HotCache } from "./hot";
+import { minus, plus, zero, type CacheCounters, type CounterSet } from "./counters";
 import { CACHE_DEFAULTS, type CacheDirectives, type CacheEntry, type CacheSettings, type CacheState, type CacheStore, type CachedBody, type EntryMeta, type PurgeFilter, type StoreStats } from "./types";
 import { SqliteCacheStore } from "./sqlite";
 import type { ProviderModelCache } from "../../schemas/kinds/provider";
@@ -19,18 +22,14 @@ export interface Probe {
   state: CacheState;
   entry?: CacheEntry;
   settings?: CacheSettings;
+  /** the key text (the in-memory tier's key) and its digest (the store's) */
+  text?: string;
   hash?: string;
   meta?: EntryMeta;
   requestId?: string;
 }
 
-export interface CacheCounters {
-  hits: number;
-  misses: number;
-  bypassed: number;
-  /** USD micros the hits would have cost upstream */
-  savedUsdMicros: number;
-}
+export type { CacheCounters } from "./counters";
 
 export interface CacheStats extends CacheCounters, StoreStats {
   mode: "sqlite" | "redis";
@@ -38,6 +37,8 @@ export interface CacheStats extends CacheCounters, StoreStats {
 }
 
 const BYPASS: Probe = { state: "bypass" };
+/** how often a replica adds its counts to the cluster's (shared mode) */
+const COUNTERS_MS = 1000;
 const resolved = new WeakMap<ProviderModelCache, CacheSettings | undefined>();
 
 /** A model's declaration with its defaults; undefined when the model is not cached. */
@@ -55,10 +56,16 @@ function withoutEnabled(d: ProviderModelCache): Partial<CacheSettings> {
 }
 
 export class ResponseCache {
-  private readonly total: CacheCounters = { hits: 0, misses: 0, bypassed: 0, savedUsdMicros: 0 };
+  private readonly total: CacheCounters = zero();
+  /** shared mode: the counters as last added to Redis, and the cluster's totals read back */
+  private flushed: CounterSet = { ...zero(), models: {} };
+  private cluster?: CounterSet;
+  private flushing?: Promise<void>;
+  private timer?: NodeJS.Timeout;
   private readonly byModel = new Map<string, CacheCounters>();
 
   private opened?: CacheStore;
+  private readonly hot = new HotCache();
 
   /** `open` makes the store on first use: a server whose models declare no cache opens no file
    * and no Redis connection for it. */
@@ -68,29 +75,46 @@ export class ResponseCache {
   ) {}
 
   get store(): CacheStore {
-    return (this.opened ??= this.open());
+    if (!this.opened) {
+      this.opened = this.open();
+      this.opened.onPurge?.((f) => this.hot.purge(f));
+      if (this.opened.addCounters) {
+        this.timer = setInterval(() => void this.flushCounters(), COUNTERS_MS);
+        this.timer.unref();
+      }
+    }
+    return this.opened;
   }
 
   probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
     if (!s) return undefined;
-    return this.probe(s, d, key, req.model, (scope) => chatKey(req, req.model, scope), "chat", requestId, now);
+    return this.probe(s, d, key, req.model, (scope) => chatKeyText(req, req.model, scope), "chat", requestId, now);
   }
 
   probeEmbed(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: EmbeddingRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
     if (!s) return undefined;
-    return this.probe(s, d, key, req.model, (scope) => embedKey(req, req.model, scope), "embed", requestId, now);
+    return this.probe(s, d, key, req.model, (scope) => embedKeyText(req, req.model, scope), "embed", requestId, now);
   }
 
-  private probe(s: CacheSettings, d: CacheDirectives | undefined, key: ScopeHolder | null, model: string, hashOf: (scope: string) => string, kind: CachedBody["kind"], requestId: string, now: number): Probe | Promise<Probe> {
+  private probe(s: CacheSettings, d: CacheDirectives | undefined, key: ScopeHolder | null, model: string, textOf: (scope: string) => string, kind: CachedBody["kind"], requestId: string, now: number): Probe | Promise<Probe> {
     if (d?.noStore) {
       this.count(model).bypassed++;
       this.total.bypassed++;
       return BYPASS;
     }
     const scope = scopeOf(s.scope, key);
-    const miss: Probe = { state: "miss", settings: s, hash: hashOf(scope), requestId, meta: { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries } };
+    const text = textOf(scope);
+    const meta: EntryMeta = { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries };
+    if (!d?.noCache && this.store.ready?.() !== false) {
+      const h = this.hot.get(text, now);
+      if (h) {
+        this.store.touch(h.hash, model, now);
+        return this.judge(h.entry, { state: "miss", settings: s, text, hash: h.hash, requestId, meta }, d, kind, now);
+      }
+    }
+    const miss: Probe = { state: "miss", settings: s, text, hash: digestOf(text), requestId, meta };
     if (d?.noCache) return this.missed(miss);
     let got: ReturnType<CacheStore["get"]>;
     try {
@@ -99,8 +123,14 @@ export class ResponseCache {
       this.warn("cache: lookup failed; answered as a miss", { err: String((e as Error)?.message ?? e) });
       return this.missed(miss);
     }
-    if (got instanceof Promise) return got.then((e) => this.judge(e, miss, d, kind, now), () => this.missed(miss));
-    return this.judge(got, miss, d, kind, now);
+    if (got instanceof Promise) return got.then((e) => this.judge(this.warm(e, miss), miss, d, kind, now), () => this.missed(miss));
+    return this.judge(this.warm(got, miss), miss, d, kind, now);
+  }
+
+  /** An entry read from the store joins the in-memory tier. */
+  private warm(e: CacheEntry | undefined, p: Probe): CacheEntry | undefined {
+    if (e) this.hot.set(p.text!, { entry: e, hash: p.hash!, model: p.meta!.model, keyId: p.meta!.keyId, expires: e.expiresAt ?? e.createdAt + p.meta!.ttlMs, bytes: p.text!.length + (e.bytes ?? 0) }, p.meta!.maxEntries);
+    return e;
   }
 
   private judge(e: CacheEntry | undefined, miss: Probe, d: CacheDirectives | undefined, kind: CachedBody["kind"], now: number): Probe {
@@ -108,7 +138,9 @@ export class ResponseCache {
     if (d?.maxAgeSeconds !== undefined && now - e.createdAt > d.maxAgeSeconds * 1000) return this.missed(miss);
     this.count(miss.meta!.model).hits++;
     this.total.hits++;
-    return { ...miss, state: "hit", entry: e };
+    miss.state = "hit"; // each probe is its own object: turned into the hit in place
+    miss.entry = e;
+    return miss;
   }
 
   private missed(p: Probe): Probe {
@@ -148,15 +180,44 @@ export class ResponseCache {
   save(p: Probe, body: CachedBody, now: number): void {
     if (p.state !== "miss" || !p.hash || !p.meta) return;
     try {
-      const r = this.store.put(p.hash, { body, requestId: p.requestId ?? "", createdAt: now }, p.meta, now);
+      const entry: CacheEntry = { body, requestId: p.requestId ?? "", createdAt: now };
+      const text = JSON.stringify(body);
+      this.hot.set(p.text!, { entry, hash: p.hash, model: p.meta.model, keyId: p.meta.keyId, expires: now + p.meta.ttlMs, bytes: p.text!.length + text.length }, p.meta.maxEntries);
+      const r = this.store.put(p.hash, entry, p.meta, now, text);
       if (r instanceof Promise) r.catch((e) => this.warn("cache: an answer could not be stored", { err: String(e?.message ?? e) }));
     } catch (e) {
       this.warn("cache: an answer could not be stored", { err: String((e as Error)?.message ?? e) });
     }
   }
 
-  counters(): CacheCounters & { models: Record<string, CacheCounters> } {
+  /** This replica's counts since its start (its /metrics). */
+  counters(): CounterSet {
     return { ...this.total, models: Object.fromEntries([...this.byModel].map(([m, c]) => [m, { ...c }])) };
+  }
+
+  /** The whole cache's counts: in shared mode every replica's (as last read from Redis, with what
+   * this replica counted since), else this replica's. */
+  totals(): CounterSet {
+    const own = this.counters();
+    return this.cluster ? plus(this.cluster, minus(own, this.flushed)) : own;
+  }
+
+  /** Add what this replica counted since the last flush to the cluster's counts (shared mode).
+   * Redis away: the counts wait for the next flush. */
+  private flushCounters(): Promise<void> {
+    const add = this.opened?.addCounters?.bind(this.opened);
+    if (!add) return Promise.resolve();
+    return (this.flushing ??= (async () => {
+      const now = this.counters();
+      try {
+        this.cluster = await add(minus(now, this.flushed));
+        this.flushed = now;
+      } catch {
+        // the store reported the outage; these counts are added at the next flush
+      } finally {
+        this.flushing = undefined;
+      }
+    })());
   }
 
   async stats(): Promise<CacheStats> {
@@ -166,14 +227,18 @@ export class ResponseCache {
     } catch (e) {
       this.warn("cache: the store could not be read", { err: String((e as Error)?.message ?? e) });
     }
-    return { mode: this.store.mode, ...st, ...this.counters() };
+    await this.flushCounters();
+    return { mode: this.store.mode, ...st, ...this.totals() };
   }
 
   purge(f: PurgeFilter): Promise<number> {
+    this.hot.purge(f);
     return this.store.purge(f);
   }
 
   async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flushCounters();
     await this.opened?.close();
   }
 }

@@ -1,9 +1,10 @@
-// The cache key: a digest of the normalised request (model after routing, messages, tools,
-// sampling, response format, seed, output bound) and the scope it may answer. What does not
+// The cache key: the normalised request (model after routing, messages, tools, sampling,
+// response format, seed, output bound) and the scope it may answer, as one text. What does not
 // change the answer (stream, session, metadata, attribution) is left out, so a streamed request
-// hits an answer stored by a non-streamed one and the other way round.
+// hits an answer stored by a non-streamed one and the other way round. The in-memory tier is
+// keyed by the text itself; the stores by its SHA-256 (`digestOf`), computed only past that tier.
 import { createHash } from "node:crypto";
-import type { ChatRequest, EmbeddingRequest } from "../chat/types";
+import type { ChatRequest, EmbeddingRequest, SamplingOverrides } from "../chat/types";
 import type { CacheScope } from "./types";
 
 /** JSON with object keys sorted, so two equal requests give one text whatever their key order. */
@@ -15,13 +16,13 @@ export function stableJson(v: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${stableJson(o[k])}`).join(",")}}`;
 }
 
-/** The scope an entry is filed under for this caller: a cache never answers across it. */
 /** The caller as the cache sees it (a gateway key's id and hierarchy; null: anonymous loopback). */
 export interface ScopeHolder {
   id: string;
   spec: { organization_id?: string; team_id?: string };
 }
 
+/** The scope an entry is filed under for this caller: a cache never answers across it. */
 export function scopeOf(scope: CacheScope, key: ScopeHolder | null): string {
   if (scope === "global") return "global";
   if (!key) return "anonymous"; // unauthenticated loopback callers share one scope
@@ -31,23 +32,23 @@ export function scopeOf(scope: CacheScope, key: ScopeHolder | null): string {
   return `key:${key.id}`;
 }
 
-function digest(kind: string, scope: string, model: string, body: unknown): string {
-  return createHash("sha256").update(`${kind}\n${scope}\n${model}\n${stableJson(body)}`).digest("hex");
+export function digestOf(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
 }
 
-export function chatKey(req: ChatRequest, model: string, scope: string): string {
-  const messages = req.messages.map((m) => ({ role: m.role, content: m.content, parts: m.parts, toolCalls: m.toolCalls, toolCallId: m.toolCallId, name: m.name }));
-  return digest("chat", scope, model, {
-    messages,
-    prompt: req.prompt,
-    maxTokens: req.maxTokens,
-    sampling: req.sampling,
-    tools: req.tools,
-    toolChoice: req.toolChoice,
-    responseSchema: req.responseSchema,
-  });
+const opt = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
+/** A nested value the caller wrote (schemas, tool choice, image parts): key order normalised. */
+const nested = (v: unknown): string | null => (v === undefined ? null : stableJson(v));
+
+// The shapes svc builds itself (messages, sampling) have known fields: a fixed-order array of
+// them is one native JSON.stringify, several times cheaper than sorting keys at every level.
+const samplingOf = (s: SamplingOverrides) => [opt(s.temperature), opt(s.topP), opt(s.topK), opt(s.minP), opt(s.seed), opt(s.repeatPenalty), opt(s.stop)];
+
+export function chatKeyText(req: ChatRequest, model: string, scope: string): string {
+  const messages = req.messages.map((m) => [m.role, m.content, nested(m.parts), m.toolCalls === undefined ? null : m.toolCalls.map((c) => [c.id, c.name, c.arguments]), opt(m.toolCallId), opt(m.name)]);
+  return JSON.stringify(["chat", scope, model, messages, opt(req.prompt), opt(req.maxTokens), samplingOf(req.sampling), nested(req.tools), nested(req.toolChoice), nested(req.responseSchema)]);
 }
 
-export function embedKey(req: EmbeddingRequest, model: string, scope: string): string {
-  return digest("embed", scope, model, req.input);
+export function embedKeyText(req: EmbeddingRequest, model: string, scope: string): string {
+  return JSON.stringify(["embed", scope, model, req.input]);
 }

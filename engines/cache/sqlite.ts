@@ -67,11 +67,15 @@ export class SqliteCacheStore implements CacheStore {
       return undefined;
     }
     this.touched.set(hash, now);
-    return { body: JSON.parse(r.body), requestId: r.request_id, createdAt: r.created };
+    return { body: JSON.parse(r.body), requestId: r.request_id, createdAt: r.created, expiresAt: r.expires, bytes: r.body.length };
   }
 
-  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number): void {
-    const body = JSON.stringify(entry.body);
+  touch(hash: string, _model: string, now: number): void {
+    this.touched.set(hash, now);
+  }
+
+  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number, text?: string): void {
+    const body = text ?? JSON.stringify(entry.body);
     this.q.put.run(hash, meta.model, meta.scope, meta.keyId, entry.createdAt, now + meta.ttlMs, now, body.length, entry.requestId, body);
     const n = (this.counts.get(meta.model) ?? 0) + 1;
     this.counts.set(meta.model, n);

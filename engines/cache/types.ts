@@ -1,6 +1,7 @@
 // The response cache's shapes (docs/cache.md): what a Provider model declares, what is stored,
 // and the store interface the embedded (SQLite) and shared (Redis) stores implement.
 import type { ChatEvent } from "../chat/types";
+import type { CounterSet } from "./counters";
 
 /** Who may be answered by an entry: the key that stored it, its team, its organization, or any
  * caller allowed the model. A key without a team (organization) falls back to its own scope. */
@@ -41,6 +42,9 @@ export interface CacheEntry {
   requestId: string;
   /** ms since epoch the answer was stored */
   createdAt: number;
+  /** ms since epoch it expires, and the size of its stored text (as read from a store) */
+  expiresAt?: number;
+  bytes?: number;
 }
 
 /** Where the entry is filed: for eviction (model), purge (model, keyId) and the scope check. */
@@ -66,7 +70,16 @@ export interface StoreStats {
 export interface CacheStore {
   readonly mode: "sqlite" | "redis";
   get(hash: string, now: number): CacheEntry | undefined | Promise<CacheEntry | undefined>;
-  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number): void | Promise<void>;
+  /** `text`: the body already serialised (the cache serialises once for the store and its size) */
+  put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number, text?: string): void | Promise<void>;
+  /** an answer served from the in-memory tier was used now (the store's least-recently-used order) */
+  touch(hash: string, model: string, now: number): void;
+  /** false while the in-memory tier must not answer (shared mode, Redis unreachable) */
+  ready?(): boolean;
+  /** shared mode: add this replica's counts since its last call; the cluster's totals */
+  addCounters?(delta: CounterSet): Promise<CounterSet>;
+  /** a purge made elsewhere (another replica): the in-memory tier drops what it removed */
+  onPurge?(listener: (f: PurgeFilter) => void): void;
   purge(filter: PurgeFilter): Promise<number>;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

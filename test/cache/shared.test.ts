@@ -1,6 +1,6 @@
 // The response cache in shared mode (docs/cache.md): replicas share one Redis, so an answer
 // stored by replica A answers replica B; Redis stopped mid-load turns lookups into misses, never
-// into errors.
+// into errors. A purge reaches every replica's memory; hit and miss counts are summed in Redis.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { missingServices } from "../helpers/services";
 import { provider, standIn, type StandIn } from "../gateway/fixtures";
@@ -42,6 +42,25 @@ describe.skipIf(!!missing)("response cache shared by replicas (Redis)", () => {
     expect(b.response.headers.get("x-svc-cache")).toBe("hit");
     expect(b.data.choices[0].message.content).toBe(a.data.choices[0].message.content);
     expect(up.requests.filter((q) => q.body.messages?.[0]?.content === "shared").length).toBe(1);
+  });
+
+  it("a purge on replica A drops the answer replica B keeps in memory", async () => {
+    expect((await ask(rs[1], "shared")).response.headers.get("x-svc-cache")).toBe("hit");
+    // Redis hands the purge to subscribers before it answers A, so B has it before the next request
+    expect(await rs[0].svc.svc.engines.gateway!.cache.purge({ model: "gpt-c" })).toBeGreaterThan(0);
+    expect((await ask(rs[1], "shared")).response.headers.get("x-svc-cache")).toBe("miss");
+  });
+
+  it("hit and miss counts are the cluster's: replica A reports the hit served by replica B", async () => {
+    const cache = rs[0].svc.svc.engines.gateway!.cache;
+    expect(cache.counters().hits).toBe(0); // A itself served no hit
+    // B adds its counts to Redis once a second; A's stats read the cluster's totals
+    let st = await cache.stats();
+    for (let i = 0; i < 40 && st.hits < 1; i++) st = await new Promise((r) => setTimeout(r, 100)).then(() => cache.stats());
+    expect(st.hits).toBeGreaterThanOrEqual(1);
+    expect(st.misses).toBeGreaterThanOrEqual(1);
+    expect(st.models["gpt-c"].hits).toBe(st.hits);
+    expect(cache.totals().hits).toBe(st.hits);
   });
 
   it("Redis stopped mid-load: misses, no 5xx", async () => {
