@@ -11,6 +11,7 @@ import { openStore, type StoreDb } from "../engines/store/open";
 import { auditRow } from "../engines/gateway/audit/rows";
 import { replay, type ReplayObject } from "../engines/gateway/replay";
 import { auditEntries } from "../engines/gateway/replay/entries";
+import { WorkerJudge } from "../engines/gateway/replay/parallel";
 import { hashSecret } from "../engines/gateway/keys";
 import type { AuditRow } from "../prisma/repos/types";
 import { missingServices, startPostgres, type Service } from "../test/helpers/services";
@@ -91,6 +92,9 @@ async function onStore(store: string, env: NodeJS.ProcessEnv): Promise<Result> {
 }
 
 export async function replayBench(): Promise<Section> {
+  // the worker thread loads the gate from the sources through tsx here (the server loads built
+  // files): one worker started and stopped first, so that compile is not timed in the first store
+  await (await WorkerJudge.start(stateFor(true)))?.warm();
   const results: Result[] = [await onStore("SQLite", { ...process.env, SVC_DATABASE_URL: "" })];
   let skipped: string | null = null;
   const services: Service[] = [];

@@ -88,6 +88,15 @@ export class WorkerJudge {
     }
   }
 
+  /** Judge an empty page (the worker has loaded its modules), then end the worker. */
+  async warm(): Promise<void> {
+    try {
+      await this.judge([]);
+    } finally {
+      await this.stop();
+    }
+  }
+
   async stop(): Promise<void> {
     this.worker.removeAllListeners("exit");
     await this.worker.terminate();
