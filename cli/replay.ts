@@ -32,7 +32,6 @@ export function replayBody(o: ReplayFlags): Record<string, string> {
 /** Offline: replay on the store's own database. */
 export async function replayOffline(store: ResourceStore, db: OpenedDb, plan: Plan, o: ReplayFlags): Promise<ReplayReport> {
   const { replay, replayWindow, proposedObjects } = await import("../engines/gateway/replay");
-  const { usageDbOf } = await import("../engines/gateway/usage-report");
   let w;
   try {
     w = replayWindow(o, Date.now());
@@ -40,7 +39,7 @@ export async function replayOffline(store: ResourceStore, db: OpenedDb, plan: Pl
     throw new CliError(`--${(e as Error).message}`); // "replay: ..." / "from: ...": the flag it names
   }
   const current = store.list();
-  return replay(usageDbOf(db), current, proposedObjects(current, plan.changes), w);
+  return replay(db, current, proposedObjects(current, plan.changes), w);
 }
 
 /** The report as text: the keys with a difference, their reasons and first refusals, roll-ups,

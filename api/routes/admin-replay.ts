@@ -4,7 +4,6 @@
 import type { Svc } from "../../engines/svc";
 import type { Plan } from "../../manifests";
 import { SvcError } from "../../engines/errors";
-import { usageDbOf } from "../../engines/gateway/usage-report";
 import { proposedObjects, replay, replayWindow, type ReplayReport } from "../../engines/gateway/replay";
 
 /** Exit code of a plan whose replay finds requests the proposed state refuses and the current
@@ -34,5 +33,5 @@ export async function replayPlan(svc: Svc, plan: Plan, p: ReplayParams): Promise
   // entries still queued in memory belong to the window too
   await svc.engines.gateway?.audit.flush();
   const current = svc.store.list();
-  return replay(usageDbOf(svc.db), current, proposedObjects(current, plan.changes), w);
+  return replay(svc.db, current, proposedObjects(current, plan.changes), w);
 }

@@ -48,7 +48,7 @@ describe("replay window", () => {
       { kind: "Provider", name: "p", owner: "config:t", createdAt: "", spec: { type: "openai", baseUrl: "http://127.0.0.1:9", models: [{ name: "m", inputPerMillion: 1, outputPerMillion: 1 }] } },
       { kind: "ApiKey", name: "k1", owner: "config:t", createdAt: "", spec: { secretHash: `sha256:${hashSecret("k1")}` } },
     ];
-    const r = await replay(usageDbOf(db), objects, objects, { from: day, to: day + 24 * HOUR });
+    const r = await replay(db, objects, objects, { from: day, to: day + 24 * HOUR });
     expect(r.entries).toBe(12);
     expect(r.window.availableFrom).toBe("2026-11-20T12:00:00.000Z");
     expect(r.window.coverage).toBe(0.5);

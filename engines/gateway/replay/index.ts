@@ -2,9 +2,10 @@
 // the gate of the current state and by the gate of a proposed one (a plan laid over the store),
 // each with a simulated clock at the entry's time. Reads nothing but the entries (no prompt),
 // writes nothing: the report is the only output.
-import type { UsageDb } from "../usage-report";
-import { auditEntries, oldestEntry, type ReplayEntry } from "./entries";
-import { judge, MODEL_CALLS } from "./judge";
+import { REPLAY_PAGE } from "../../../prisma/repos/audit-replay";
+import { auditEntries, oldestEntry, type ReplayEntry, type ReplaySource } from "./entries";
+import { judge, MODEL_CALLS, type Judged } from "./judge";
+import { WorkerJudge } from "./parallel";
 import { ReportBuilder, differences, dollars, type KeyReport, type Rollup, type Totals } from "./report";
 import { ReplayWorld, type ReplayObject } from "./world";
 import type { ReplayWindow } from "./window";
@@ -12,7 +13,7 @@ import type { ReplayWindow } from "./window";
 export { replayWindow, parseDuration, type ReplayWindow } from "./window";
 export { dollars, type KeyReport, type Rollup, type Totals } from "./report";
 export type { ReplayObject } from "./world";
-export type { ReplayEntry } from "./entries";
+export type { ReplayEntry, ReplaySource } from "./entries";
 
 export interface ReplayReport {
   window: {
@@ -61,27 +62,69 @@ export function proposedObjects(current: readonly ReplayObject[], changes: reado
   return [...byId.values()];
 }
 
-/** Replay entries (pages, oldest first) through both states. */
-export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[]): Promise<Omit<ReplayReport, "window" | "summary">> {
+/** `f` with no stack captured for Errors: a refusal is an Error the replay reads only the code
+ * of (judging is synchronous, so nothing else runs while the limit is off). */
+function noStacks<T>(f: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return f();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/** Replay entries (pages, oldest first) through both states. `worker`: judge the proposed one on
+ * a worker thread (parallel.ts) "always", "never", or ("auto") when the first page is full (a
+ * large window: a worker costs its start-up, worth it from some ten thousand entries); judged
+ * here where none can start. */
+export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" } = {}): Promise<Omit<ReplayReport, "window" | "summary">> {
   const cur = new ReplayWorld(current);
   const next = new ReplayWorld(proposed);
+  let worker: WorkerJudge | null = null;
+  let first = true;
   const b = new ReportBuilder();
   const notReplayed: Record<string, number> = {};
   let entries = 0;
   let replayed = 0;
-  for await (const page of pages) {
-    for (const e of page) {
+  const judgeAll = (w: ReplayWorld, page: readonly ReplayEntry[]) => noStacks(() => page.map((e) => (MODEL_CALLS.has(e.action) ? judge(w, e) : null)));
+  const merge = (page: readonly ReplayEntry[], cs: ReadonlyArray<Judged | null>, ns: ReadonlyArray<Judged | null>) => {
+    for (let i = 0; i < page.length; i++) {
+      const e = page[i];
       entries++;
-      if (!MODEL_CALLS.has(e.action)) {
+      const c = cs[i];
+      const n = ns[i];
+      if (!c || !n) {
         notReplayed[e.action] = (notReplayed[e.action] ?? 0) + 1;
         continue;
       }
       replayed++;
-      b.add(e, judge(cur, e), judge(next, e));
+      b.add(e, c, n);
     }
+  };
+  try {
+    // the worker holds the next page while this thread judges and merges the last
+    let held: { page: ReplayEntry[]; cs: Array<Judged | null>; ns: Promise<Array<Judged | null>> } | null = null;
+    for await (const page of pages) {
+      if (first) {
+        first = false;
+        const mode = o.worker ?? "auto";
+        if (mode === "always" || (mode === "auto" && page.length >= REPLAY_PAGE)) worker = WorkerJudge.start(proposed);
+      }
+      const ns = worker ? worker.judge(page) : null;
+      ns?.catch(() => undefined); // awaited below, after this page is judged here
+      const cs = judgeAll(cur, page);
+      if (held) merge(held.page, held.cs, await held.ns);
+      held = ns ? { page, cs, ns } : null;
+      if (!ns) merge(page, cs, judgeAll(next, page));
+    }
+    if (held) merge(held.page, held.cs, await held.ns);
+    await cur.close();
+    await next.close();
+    if (worker) next.counted = await worker.close();
+  } finally {
+    await worker?.stop();
   }
-  await cur.close();
-  await next.close();
   b.alerts("alerts", cur.counted.alerts, next.counted.alerts);
   b.alerts("webhooks", cur.counted.webhooks, next.counted.webhooks);
   const describe = (id: string) => {
@@ -93,7 +136,7 @@ export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable
 }
 
 /** Replay the window of the store's audit log through the current and the proposed state. */
-export async function replay(db: UsageDb, current: readonly ReplayObject[], proposed: readonly ReplayObject[], w: ReplayWindow): Promise<ReplayReport> {
+export async function replay(db: ReplaySource, current: readonly ReplayObject[], proposed: readonly ReplayObject[], w: ReplayWindow): Promise<ReplayReport> {
   const oldest = await oldestEntry(db);
   const r = await replayPages(auditEntries(db, w.from, w.to), current, proposed);
   const start = oldest === null ? w.to : Math.max(w.from, oldest);

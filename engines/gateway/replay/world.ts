@@ -47,7 +47,8 @@ export class ReplayWorld {
   readonly limits: Limits;
   readonly gate: Gate;
   readonly alerts: Alerts;
-  readonly counted: AlertCount = { alerts: new Map(), webhooks: new Map() };
+  /** replaced by a worker's count when the worker judged this state (parallel.ts) */
+  counted: AlertCount = { alerts: new Map(), webhooks: new Map() };
 
   constructor(objects: Iterable<ReplayObject>) {
     const now = () => this.t;

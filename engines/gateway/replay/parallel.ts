@@ -1,0 +1,104 @@
+// The proposed state's gate on a second thread: judging an entry under the current and the
+// proposed state are independent (two ReplayWorlds share nothing), so the replay judges the
+// current state on its own thread while a worker judges the proposed one, page by page, in the
+// same order; on two cores a window takes about half the time. Pages go over as typed arrays
+// (columns.ts). Where no worker can start (a test runner that does not load its modules from
+// files), the replay judges both states on its own thread.
+import { Worker } from "node:worker_threads";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { ReplayEntry } from "./entries";
+import type { Judged } from "./judge";
+import type { ReplayObject, AlertCount } from "./world";
+import { decodeJudged, encodePage, StringTable } from "./columns";
+import type { FromWorker, ToWorker } from "./judge-worker";
+
+/** A worker on judge-worker beside this module: the built .js (dist/), or from the sources the
+ * .ts through tsx (the bench); null when this module is not a file (a test runner's transform). */
+function startWorker(workerData: unknown): Worker | null {
+  // import.meta.filename, not import.meta.url: the build points the latter back at the source
+  const self = (import.meta as { filename?: string }).filename;
+  if (!self) return null;
+  const ts = self.endsWith(".ts");
+  const file = path.join(path.dirname(self), ts ? "judge-worker.ts" : "judge-worker.js");
+  if (!existsSync(file)) return null;
+  if (!ts) return new Worker(file, { workerData });
+  // tsx's ESM entry (its CommonJS one registers from the wrong directory), found through require
+  const tsx = createRequire(self).resolve("tsx/esm/api").replace(/\.cjs$/, ".mjs");
+  if (!existsSync(tsx)) return null;
+  const boot = `import(${JSON.stringify(pathToFileURL(tsx).href)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(file).href)}); });`;
+  return new Worker(boot, { eval: true, workerData });
+}
+
+export class WorkerJudge {
+  private readonly strings = new StringTable();
+  private readonly outcomes: Array<Omit<Judged, "usdMicros">> = [];
+  /** answers in the order the pages went */
+  private readonly waiting: Array<{ ok(m: FromWorker): void; fail(e: Error): void }> = [];
+  private failed: Error | null = null;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on("message", (m: FromWorker) => {
+      if ("error" in m) return this.fail(new Error(`replay worker: ${m.error}`));
+      this.waiting.shift()?.ok(m);
+    });
+    worker.on("error", (e) => this.fail(e));
+    worker.on("exit", (code) => this.fail(new Error(`replay worker exited (${code})`)));
+  }
+
+  /** A worker judging `objects`' state, or null where none can start. */
+  static start(objects: readonly ReplayObject[]): WorkerJudge | null {
+    const plain = objects.map((o) => ({ kind: o.kind, name: o.name, owner: o.owner, spec: o.spec, createdAt: o.createdAt }));
+    const w = startWorker({ objects: plain });
+    return w ? new WorkerJudge(w) : null;
+  }
+
+  private fail(e: Error): void {
+    this.failed ??= e;
+    for (const w of this.waiting.splice(0)) w.fail(this.failed);
+  }
+
+  private ask(m: ToWorker, transfer: ArrayBuffer[] = []): Promise<FromWorker> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((ok, fail) => {
+      this.waiting.push({ ok, fail });
+      this.worker.postMessage(m, transfer);
+    });
+  }
+
+  /** The page's judgements under the worker's state (null: an entry not judged). */
+  async judge(page: readonly ReplayEntry[]): Promise<Array<Judged | null>> {
+    const c = encodePage(page, this.strings);
+    const m = await this.ask({ page: c }, [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer]);
+    if (!("judged" in m)) throw new Error("replay worker: unexpected answer");
+    return decodeJudged(m.judged, this.outcomes);
+  }
+
+  /** The alerts the worker's state counted; the worker ends. */
+  async close(): Promise<AlertCount> {
+    try {
+      const m = await this.ask({ close: true });
+      if (!("counted" in m)) throw new Error("replay worker: unexpected answer");
+      const back = (xs: Array<[string, Array<[string, number]>]>) => new Map(xs.map(([k, e]) => [k, new Map(e)]));
+      return { alerts: back(m.counted.alerts), webhooks: back(m.counted.webhooks) };
+    } finally {
+      await this.stop();
+    }
+  }
+
+  /** Judge an empty page (the worker has loaded its modules), then end the worker. */
+  async warm(): Promise<void> {
+    try {
+      await this.judge([]);
+    } finally {
+      await this.stop();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.worker.removeAllListeners("exit");
+    await this.worker.terminate();
+  }
+}
