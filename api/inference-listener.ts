@@ -23,7 +23,7 @@ export function inferenceListener(svc: Svc, routes: readonly InferenceRoute[], f
   const protocols = new Map(routes.map((r) => [r, protocolOf(r.path)])); // the metrics' label, judged once per route
   return (req: IncomingMessage, res: ServerResponse) => {
     const route = byPath.get(canonicalize(req).lower);
-    if (!route) return fallback(req, res);
+    if (!route || route.viaKoa?.(req)) return fallback(req, res);
     void serve(svc, route, protocols.get(route)!, new LeanContext(req, res, route.path));
   };
 }
@@ -36,7 +36,7 @@ async function serve(svc: Svc, route: InferenceRoute, protocol: string, ctx: Lea
       ctx.set("allow", "POST");
       throw new SvcError("method_not_allowed", "invalid_request", `${ctx.method} is not allowed on ${route.path}; use POST`);
     }
-    authenticateCaller(ctx, svc); // before the body is read: a bad key is a 401 whatever the body
+    if (!route.selfAuthenticating) authenticateCaller(ctx, svc); // before the body is read: a bad key is a 401 whatever the body
     await route.handle(ctx);
   } catch (e) {
     renderFailure(ctx, e, svc.log);

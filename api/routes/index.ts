@@ -17,7 +17,7 @@ import openai, { openaiInference } from "./openai";
 import { anthropicInference } from "./anthropic";
 import ollama, { ollamaInference } from "./ollama";
 import ollamaManage from "./ollama-manage";
-import mcp from "./mcp";
+import mcp, { mcpInference } from "./mcp";
 import agents from "./agents";
 import tasks from "./tasks";
 import metrics from "./metrics";
@@ -33,4 +33,4 @@ import cache from "./cache";
 
 export const routers: Array<(svc: Svc) => Router> = [health, adminConfig, adminRuntime, keys, audit, openai, ollamaManage, ollama, mcp, agents, tasks, metrics, pair, secure, media, memory, usage, consoleRoutes, cache, openapi];
 
-export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference];
+export const inferenceRoutes: Array<(svc: Svc) => InferenceRoute[]> = [openaiInference, anthropicInference, ollamaInference, mcpInference];

@@ -2,7 +2,10 @@
 // svc's own MCP server at /mcp (Streamable HTTP, api/mcp-sessions.ts). All of them serve only
 // the tools the exposure policy allows (engines/mcp/exposure.ts), authenticated like inference.
 import Router from "@koa/router";
-import type { Context } from "koa";
+import type { IncomingMessage } from "node:http";
+import type { HttpContext } from "../http-context";
+import type { InferenceRoute } from "../inference-route";
+import { SESSION_COOKIE } from "../console-session";
 import type { Svc } from "../../engines/svc";
 import { isToolError } from "../../engines/tools/types";
 import { SvcError } from "../../engines/errors";
@@ -16,6 +19,49 @@ import type { McpSessions } from "../mcp-sessions";
 
 const MAX_ADMITTED = 4096;
 const readToolCall = jsonBody("post", "/mcp/call", ToolCallBody);
+
+/** POST /mcp/call: the gate admits the call (policy, limits) before anything runs. */
+async function callTool(svc: Svc, ctx: HttpContext): Promise<void> {
+  const reg = registryOf(svc);
+  checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
+  toolCaller(svc, ctx);
+  const body = await readToolCall(ctx);
+  const args = body.arguments ?? {};
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableFinished) abort.abort();
+  };
+  ctx.res.on("close", onClose);
+  const v = await enterToolCall(svc, ctx, body.name); // policy, limits: refused before anything runs
+  try {
+    await exposedTool(reg, body.name);
+    const result = await reg.call(body.name, args as Record<string, unknown>, { signal: abort.signal });
+    finishToolCall(svc, v, callStatus(undefined, result.isError));
+    ctx.body = { ok: !result.isError, tool: body.name, result };
+  } catch (e) {
+    finishToolCall(svc, v, abort.signal.aborted ? "cancelled" : callStatus(e));
+    if (abort.signal.aborted) {
+      ctx.respond = false;
+      return;
+    }
+    throw isToolError(e) ? toolHttpError(e) : e;
+  } finally {
+    ctx.res.off("close", onClose);
+  }
+}
+
+/** POST /mcp/call on the lean listener (api/inference-listener.ts): a tool call is a hot path
+ * too, and Koa's context graph and middleware cost a large share of a fast tool's round trip.
+ * It authenticates for itself (the tools scope, not inference); a console session's request
+ * (cookie, no key) goes to the Koa route, where the console's middleware turns the cookie into its key. */
+export function mcpInference(svc: Svc): InferenceRoute[] {
+  return [{ path: "/mcp/call", selfAuthenticating: true, viaKoa: consoleCookieOnly, handle: (ctx) => callTool(svc, ctx) }];
+}
+
+function consoleCookieOnly(req: IncomingMessage): boolean {
+  const h = req.headers;
+  return !h.authorization && !h["x-api-key"] && (h.cookie ?? "").includes(SESSION_COOKIE);
+}
 
 export default function mcp(svc: Svc): Router {
   const r = new Router();
@@ -56,34 +102,7 @@ export default function mcp(svc: Svc): Router {
     ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema, ...(t.annotations ? { annotations: t.annotations } : {}) })) };
   });
 
-  r.post("/mcp/call", async (ctx) => {
-    const reg = registryOf(svc);
-    checkOrigin(ctx); // tools may write files: a rebinding page must not reach them on loopback
-    toolCaller(svc, ctx);
-    const body = await readToolCall(ctx);
-    const args = body.arguments ?? {};
-    const abort = new AbortController();
-    const onClose = () => {
-      if (!ctx.res.writableFinished) abort.abort();
-    };
-    ctx.res.on("close", onClose);
-    const v = await enterToolCall(svc, ctx, body.name); // policy, limits: refused before anything runs
-    try {
-      await exposedTool(reg, body.name);
-      const result = await reg.call(body.name, args as Record<string, unknown>, { signal: abort.signal });
-      finishToolCall(svc, v, callStatus(undefined, result.isError));
-      ctx.body = { ok: !result.isError, tool: body.name, result };
-    } catch (e) {
-      finishToolCall(svc, v, abort.signal.aborted ? "cancelled" : callStatus(e));
-      if (abort.signal.aborted) {
-        ctx.respond = false;
-        return;
-      }
-      throw isToolError(e) ? toolHttpError(e) : e;
-    } finally {
-      ctx.res.off("close", onClose);
-    }
-  });
+  r.post("/mcp/call", (ctx) => callTool(svc, ctx));
 
   r.all("/mcp", async (ctx) => {
     registryOf(svc);
@@ -159,7 +178,7 @@ export default function mcp(svc: Svc): Router {
  * write files). The Host rule against DNS rebinding is the handler's, for every route
  * (api/host-guard.ts).
  */
-function checkOrigin(ctx: Context): void {
+function checkOrigin(ctx: HttpContext): void {
   const origin = ctx.get("origin");
   if (!origin) return;
   let oh: string;

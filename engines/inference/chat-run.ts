@@ -114,7 +114,7 @@ async function render(lm: LoadedModel, req: ChatRequest, grammars: GrammarCache,
     availableFunctions: mode.kind === "auto" ? mode.functions : undefined,
     documentFunctionParams: true,
   });
-  const tokens = state.contextText.tokenize(model.tokenizer);
+  const tokens = state.contextText.tokenize(lm.promptTokenizer);
   const prepared: Prepared = { mode, history, tokens, grammar };
   if (mode.kind === "text" && isPlainTemplateState(state, lm)) {
     const input = stripPrependedBos(model, tokens);

@@ -2,10 +2,11 @@
 // each), an embedding context made on first use, counters, and the idle-unload timer.
 import {
   type ChatWrapper, type Llama, LlamaChat, LlamaCompletion, type LlamaContext, type LlamaContextSequence,
-  type LlamaEmbeddingContext, type LlamaModel, resolveChatWrapper, type Token,
+  type LlamaEmbeddingContext, type LlamaModel, resolveChatWrapper, type Token, type Tokenizer,
 } from "node-llama-cpp";
 import { inferenceError } from "./errors";
 import { SlotQueue } from "./slots";
+import { templateTokenizer } from "./template-tokens";
 
 export interface Slot {
   index: number;
@@ -37,6 +38,8 @@ export class LoadedModel {
   readonly loadedAt = new Date();
   readonly chatWrapper: ChatWrapper;
   readonly slots: Slot[];
+  /** tokenizes rendered chat prompts, the template's fixed pieces kept (./template-tokens.ts) */
+  readonly promptTokenizer: Tokenizer;
   private readonly queue: SlotQueue<Slot>;
   private embedding?: Promise<LlamaEmbeddingContext>;
   private embedChain: Promise<unknown> = Promise.resolve();
@@ -55,6 +58,7 @@ export class LoadedModel {
 
   private constructor(readonly model: LlamaModel, readonly context: LlamaContext, readonly settings: LoadSettings) {
     this.chatWrapper = resolveChatWrapper(model);
+    this.promptTokenizer = templateTokenizer(model);
     this.slots = Array.from({ length: context.totalSequences }, (_, index) => {
       const sequence = context.getSequence();
       return { index, sequence, chat: new LlamaChat({ contextSequence: sequence, chatWrapper: this.chatWrapper }) };

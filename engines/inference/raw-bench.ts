@@ -1,6 +1,6 @@
 // Baseline for the benchmark: decode speed of plain node-llama-cpp (no svc code) on a model file,
 // in this process, with the same prompt and greedy sampling svc is then measured with.
-import { getLlama, type Llama, type Token } from "node-llama-cpp";
+import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
 
 export interface RawDecodeOptions {
   threads: number;
@@ -59,5 +59,48 @@ export async function rawDecodeBenchmark(file: string, opts: RawDecodeOptions): 
   } finally {
     await model.dispose();
     if (!opts.llama) await llama.dispose();
+  }
+}
+
+export interface RawParallelResult {
+  sequences: number;
+  generatedTokens: number;
+  /** all sequences' generated tokens over the wall time from the first prompt to the last token */
+  aggregateTps: number;
+  wallMs: number;
+}
+
+/** The batching limit: `sequences` greedy decodes at once on ONE context (node-llama-cpp batches
+ * the sequences of a context that evaluate in the same cycle into one decode per step), in this
+ * process, with no svc code. The model is loaded once by the caller. */
+export async function rawParallelDecodeBenchmark(model: LlamaModel, opts: RawDecodeOptions & { sequences: number }): Promise<RawParallelResult> {
+  const context = await model.createContext({ contextSize: opts.contextSize ?? 2048, sequences: opts.sequences, threads: opts.threads });
+  try {
+    const input = model.tokenize(opts.prompt);
+    const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
+    const prompt = bos != null ? [bos, ...input] : input;
+    const limit = Math.min(opts.tokens, Math.floor(context.contextSize / opts.sequences) - prompt.length);
+    const start = performance.now();
+    const counts = await Promise.all(
+      Array.from({ length: opts.sequences }, async () => {
+        const sequence = context.getSequence();
+        const recent: Token[] = [];
+        let n = 0;
+        let text = "";
+        for await (const token of sequence.evaluate(prompt, { temperature: 0 })) {
+          text += model.detokenize([token], false, recent);
+          recent.push(token);
+          if (recent.length > 4) recent.shift();
+          if (++n >= limit) break;
+        }
+        void text;
+        return n;
+      }),
+    );
+    const wallMs = performance.now() - start;
+    const generatedTokens = counts.reduce((a, b) => a + b, 0);
+    return { sequences: opts.sequences, generatedTokens, aggregateTps: (generatedTokens * 1000) / wallMs, wallMs };
+  } finally {
+    await context.dispose();
   }
 }

@@ -1,10 +1,11 @@
 import path from "node:path";
-import { getLlama, type Llama } from "node-llama-cpp";
+import { getLlama, resolveChatWrapper, type Llama } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpView } from "../helpers/errors";
 import { collectChat } from "../../engines/chat/collect";
 import type { ChatEvent } from "../../engines/chat/types";
 import { ModelPool } from "../../engines/inference";
+import { templateTokenizer } from "../../engines/inference/template-tokens";
 import { SvcError } from "../../engines/errors";
 import { chatReq, events, tinyModelsDir, tinySpec } from "./fixture";
 import { until } from "../helpers/http";
@@ -149,6 +150,22 @@ describe("ModelPool chat", { timeout: 30_000 }, () => {
     expect(plain.usage).toMatchObject({ completionTokens: 4 });
     const auto = await collectChat(pool.chat(chatReq({ messages, maxTokens: 4, tools: [{ name: "get_weather", parameters: weatherSchema }] })));
     expect(auto.usage.promptTokens).toBeGreaterThan(plain.usage.promptTokens); // the functions are documented in the prompt
+  });
+
+  it("tokenizes chat prompts as the model's tokenizer does, with the template's pieces kept per model", async () => {
+    const model = await llama.loadModel({ modelPath: path.join(dir, "svc-tiny.gguf") });
+    try {
+      const wrapper = resolveChatWrapper(model);
+      const kept = templateTokenizer(model);
+      for (const text of ["hello", "hello again, a longer turn", "<|im_start|> typed by a user", "hello"]) {
+        const { contextText } = wrapper.generateContextState({ chatHistory: [{ type: "system", text: "be brief" }, { type: "user", text }] });
+        const expected = contextText.tokenize(model.tokenizer);
+        expect(contextText.tokenize(kept)).toEqual(expected);
+        expect(contextText.tokenize(kept)).toEqual(expected); // the second time from the kept pieces
+      }
+    } finally {
+      await model.dispose();
+    }
   });
 
   it("serves two chats at once on two sequences", async () => {
