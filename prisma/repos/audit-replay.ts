@@ -6,7 +6,10 @@
 // connection with a server-side cursor in a read-only snapshot, the next page fetched while the
 // caller works on the last. Rows come in the store's order (timestamp, id), no query per row.
 import Database from "better-sqlite3";
-import pg from "pg";
+import type pg from "pg";
+
+// pg is loaded on first use: an embedded (SQLite) server never loads a PostgreSQL client
+const pgClient = async (url: string): Promise<pg.Client> => new (await import("pg")).default.Client({ connectionString: url, application_name: "svc-replay" });
 
 /** [id, time (epoch ms), key id, action, model, provider, status, prompt tokens, completion
  * tokens, cost (micro-USD), IP, metadata (only when it carries "routing", else null)] */
@@ -79,7 +82,7 @@ async function* sqliteRows(file: string, from: number, to: number, page: number)
 const TEXT = { getTypeParser: () => (v: string) => v } as unknown as pg.CustomTypesConfig;
 
 async function* pgRows(url: string, from: number, to: number, page: number): AsyncGenerator<ReplayRow[]> {
-  const c = new pg.Client({ connectionString: url, application_name: "svc-replay" });
+  const c = await pgClient(url);
   await c.connect();
   let open = false;
   try {
@@ -121,7 +124,7 @@ export async function oldestAuditMs(src: ReplaySource): Promise<number | null> {
       db.close();
     }
   }
-  const c = new pg.Client({ connectionString: src.postgresUrl, application_name: "svc-replay" });
+  const c = await pgClient(src.postgresUrl);
   await c.connect();
   try {
     const { rows } = await c.query<unknown[]>({ text: "SELECT (extract(epoch FROM MIN(timestamp)) * 1000)::bigint FROM auditentry", rowMode: "array", types: TEXT });
