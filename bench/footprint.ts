@@ -4,11 +4,11 @@
 // answered; the model file's size is subtracted), and of Portkey's gateway (--headless), all
 // measured in the same run on this machine; and what `npm ci` put in node_modules here.
 import { execFileSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { root, sleep, start, startStandin, startSvcProcess, gatewayEnv, waitHttp, writeGatewayConfig } from "./processes";
+import { root, sleep, start, startStandinGateway, startSvcProcess, gatewayEnv, waitHttp } from "./processes";
 import { gcProbe, heapAfterGc, mb, residentOf } from "./footprint-probe";
 import { table, type Section } from "./report";
 
@@ -35,11 +35,9 @@ export async function footprintBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-foot-"));
   const procs: ChildProcess[] = [];
   try {
-    const up = await startStandin();
+    const up = await startStandinGateway(tmp);
     procs.push(up.proc);
-    const cfg = path.join(tmp, "config");
-    mkdirSync(cfg);
-    writeGatewayConfig(cfg, up.url);
+    const cfg = up.cfg;
     const rows: (string | number)[][] = [];
     const data: Record<string, unknown> = {};
 

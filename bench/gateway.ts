@@ -3,11 +3,11 @@
 // Node's own limit for the job, bench/bare-gateway.ts) and through Portkey's open-source
 // gateway, at 1 and 50 connections. Non-streaming (Portkey's streaming fails on Node 20).
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { firstLine, gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
+import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -27,20 +27,6 @@ const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", c
 /** The same request to the model with a response cache: after the first, every one is a hit. */
 const CACHED_BODY = JSON.stringify({ model: "bench-cached", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 
-/** CPU time a process has used (user + system, microseconds; /proc, Linux only). Unlike
- * requests/s it barely moves when other work shares the machine, so CPU per request compares
- * gateways on a loaded machine too. */
-function cpuMicros(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
-  try {
-    // the fields after the command's closing parenthesis; utime and stime are the 12th and 13th
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS;
-  } catch {
-    return undefined;
-  }
-}
-const TICKS = 100; // USER_HZ, 100 on Linux
 
 /** One autocannon run (bench/load.ts) as a child process on core 0; `pid`: the gateway process,
  * whose CPU time per request is measured. */

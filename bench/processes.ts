@@ -1,7 +1,7 @@
 // Child processes for the benchmarks: pinned to a core when taskset exists, and `svc serve`
 // started on a temp home with its URL read from the server.json it writes.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -59,6 +59,30 @@ export function firstLine(p: ChildProcess): Promise<string> {
     p.on("exit", (c) => reject(new Error(`process exited with ${c}`)));
   });
 }
+
+/** The stand-in upstream and the gateway bench's manifests in `<tmp>/config`, which svc serves. */
+export async function startStandinGateway(tmp: string): Promise<{ proc: ChildProcess; url: string; cfg: string }> {
+  const up = await startStandin();
+  const cfg = path.join(tmp, "config");
+  mkdirSync(cfg);
+  writeGatewayConfig(cfg, up.url);
+  return { ...up, cfg };
+}
+
+/** CPU time a process has used (user + system, microseconds; /proc, Linux only). Unlike
+ * requests/s it barely moves when other work shares the machine, so CPU per request compares
+ * gateways on a loaded machine too. */
+export function cpuMicros(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    // the fields after the command's closing parenthesis; utime and stime are the 12th and 13th
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const TICKS = 100; // USER_HZ, 100 on Linux
 
 /** The loopback stand-in upstream (bench/upstream.ts) on core 0; `url` is its OpenAI base URL. */
 export async function startStandin(): Promise<{ proc: ChildProcess; url: string }> {

@@ -6,10 +6,10 @@
 // stopped. Bounded per-connection and per-request state shows as an end within 10% of the
 // one-minute mark.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { gatewayEnv, gatewayKey, loadRun, sleep, startStandin, startSvcProcess, writeGatewayConfig } from "./processes";
+import { gatewayEnv, gatewayKey, loadRun, sleep, startStandinGateway, startSvcProcess } from "./processes";
 import { gcProbe, heapAfterGc, mb, residentOf } from "./footprint-probe";
 import { table, type Section } from "./report";
 
@@ -21,11 +21,9 @@ export async function soakBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-soak-"));
   const procs: ChildProcess[] = [];
   try {
-    const up = await startStandin();
+    const up = await startStandinGateway(tmp);
     procs.push(up.proc);
-    const cfg = path.join(tmp, "config");
-    mkdirSync(cfg);
-    writeGatewayConfig(cfg, up.url);
+    const cfg = up.cfg;
     const probeFile = path.join(tmp, "gc.json");
     const probe = gcProbe(probeFile);
     const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, env: { ...gatewayEnv, ...probe.env }, nodeArgs: probe.nodeArgs });

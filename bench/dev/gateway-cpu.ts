@@ -6,14 +6,14 @@
 // busy for any path to saturate its core, CPU per request at the same rate still compares the
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
 //   [RATE=n] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandin, startSvcProcess, writeGatewayConfig } from "../processes";
+import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandinGateway, startSvcProcess } from "../processes";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
-const cpu = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 1e4; };
+const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 5);
@@ -21,11 +21,9 @@ const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-cpu-"));
 const procs = [];
 try {
-  const up = await startStandin();
+  const up = await startStandinGateway(tmp);
   procs.push(up.proc);
-  const cfg = path.join(tmp, "config");
-  mkdirSync(cfg);
-  writeGatewayConfig(cfg, up.url);
+  const cfg = up.cfg;
   const targets: Record<string, { url: string; headers: Record<string, string>; pid: number }> = {};
   const svcAt = async (name: string, checkout?: string) => {
     const s = await startSvcProcess({ home: path.join(tmp, name), config: cfg, core: 1, env: gatewayEnv, checkout });

@@ -4,10 +4,10 @@
 // more than HIGH_KB (a server whose finished requests outlive scavenges promotes ~1 MB each).
 // The CPU figures are steadier than requests/s on a shared machine whose speed drifts.
 //   BASE=/path/to/checkout [CONNS=50] [RATE=requests/s] [SECS=6] [RUNS=3] node --import tsx bench/dev/gateway-gc.ts
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { gatewayEnv, gatewayKey, loadRun, sleep, startStandin, startSvcProcess, writeGatewayConfig } from "../processes";
+import { gatewayEnv, gatewayKey, loadRun, sleep, startStandinGateway, startSvcProcess } from "../processes";
 
 const conns = Number(process.env.CONNS ?? 50);
 const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
@@ -18,10 +18,8 @@ const TICK = 100; // USER_HZ: /proc's clock ticks a second on Linux
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-gw-gc-"));
-const cfg = path.join(tmp, "config");
-mkdirSync(cfg);
-const up = await startStandin();
-writeGatewayConfig(cfg, up.url);
+const up = await startStandinGateway(tmp);
+const cfg = up.cfg;
 
 interface Server { name: string; pid: number; url: string; key: string; promoted: number[]; kill(): void }
 

@@ -3,22 +3,20 @@
 // prints CPU per request and the top functions by self and inclusive time over the measured run
 // only (start-up and warm-up left out), and leaves the .cpuprofile in the temp dir.
 //   node --import tsx bench/dev/gateway-profile.ts [seconds]
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { gatewayEnv, gatewayKey, loadRun, startStandin, startSvcProcess, writeGatewayConfig } from "../processes";
+import { cpuMicros, gatewayEnv, gatewayKey, loadRun, startStandinGateway, startSvcProcess } from "../processes";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
-const cpu = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 1e4; };
+const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
 
 const seconds = Number(process.argv[2] ?? 8);
 /** the measured run's start and end (µs, the monotonic clock V8's profile timestamps use) */
 const window = [0, Infinity];
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-prof-"));
-const up = await startStandin();
-const cfg = path.join(tmp, "config");
-mkdirSync(cfg);
-writeGatewayConfig(cfg, up.url);
+const up = await startStandinGateway(tmp);
+const cfg = up.cfg;
 const profDir = path.join(tmp, "prof");
 const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, env: gatewayEnv, nodeArgs: process.env.PROFILE === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
 try {
