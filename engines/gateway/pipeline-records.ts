@@ -49,11 +49,16 @@ export interface Tally {
   usage: Usage | undefined;
   chars: number;
   finish?: string;
+  /** the answer's text pieces, kept only while its span records content (trace-spans.ts) */
+  text?: string[];
 }
 
 /** What settlement needs from the events that went through: output size and final usage. */
 export function count(t: Tally, ev: ChatEvent): void {
-  if (ev.type === "text") t.chars += ev.text.length;
+  if (ev.type === "text") {
+    t.chars += ev.text.length;
+    if (t.text) t.text.push(ev.text);
+  }
   else if (ev.type === "tool_call_delta") t.chars += ev.argumentsDelta.length;
   else if (ev.type === "done") {
     t.usage = ev.usage;

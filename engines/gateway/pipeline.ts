@@ -35,7 +35,7 @@ import type { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
 import type { Probe, ResponseCache } from "../cache";
 import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
-import { attemptSpan, callSpan, chatSpan } from "./trace-spans";
+import { attemptSpan, callSpan, chatSpan, outputTally, recordOutput } from "./trace-spans";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -230,7 +230,7 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
     let failure: unknown;
     try {
       for await (const ev of events) {
@@ -247,7 +247,7 @@ export class GatewayPipeline implements InferencePipeline {
 
   /** trackAsync for a synchronous view (same settle/audit on completion, error or early exit). */
   private *trackSync(events: Iterable<ChatEvent>, run: RunCtx): Generator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0, finish: undefined };
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
     let failure: unknown;
     try {
       for (const ev of events) {
@@ -263,7 +263,8 @@ export class GatewayPipeline implements InferencePipeline {
   }
 
   /** The answer ended (complete, failed mid-way, or the client left): settle what was used. */
-  private finish(run: RunCtx, { usage, chars, finish }: Tally, failure: unknown) {
+  private finish(run: RunCtx, { usage, chars, finish, text }: Tally, failure: unknown) {
+    if (text) recordOutput(run.span!, text, finish);
     const prompt = usage?.promptTokens ?? run.promptEst;
     const completion = usage?.completionTokens ?? Math.ceil(chars / 4);
     const t = run.target!;

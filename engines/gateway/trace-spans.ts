@@ -57,6 +57,18 @@ export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span 
   return span;
 }
 
+/** Where a chat's answer text gathers while its span records content (off unless configured:
+ * then no array is made and nothing is kept). */
+export function outputTally(span: Span | undefined): string[] | undefined {
+  return span && tracing.spans?.content ? [] : undefined;
+}
+
+/** The answer as the chat span's gen_ai.output.messages, redacted like the prompt (streamed
+ * answers too: the pieces gathered as they went through). */
+export function recordOutput(span: Span, text: string[], finish: string | undefined): void {
+  span.setAttribute("gen_ai.output.messages", redactSecrets(JSON.stringify([{ role: "assistant", content: text.join(""), ...(finish ? { finish_reason: finish } : {}) }])));
+}
+
 /** The span of a gate call that is not a chat (embeddings, tools, memory, media, dispatch). */
 export function callSpan(parent: Span, c: Call): Span {
   const tool = c.resource?.startsWith("tool:") ? c.resource.slice(5) : undefined;
