@@ -4,6 +4,7 @@
 // error middleware renders every failure as JSON {error:{message,type,code,param}} (Anthropic and
 // Ollama routes use their own renderers over the same mapping). Unknown errors become a 500 with a
 // generic message; details go to the log only.
+import { traceField } from "../engines/telemetry";
 import type { Context, Next } from "koa";
 import type { HttpContext } from "./http-context";
 import { SvcError, type ErrorCode, type ErrorKind, type RateState } from "../engines/errors";
@@ -128,7 +129,7 @@ export function toSvcError(e: any): SvcError {
 export function renderFailure(ctx: HttpContext, e: any, log: Logger, render: ErrorRenderer = renderOpenAI): void {
   const err = toSvcError(e);
   if (statusOf(err) >= 500 && !(e instanceof SvcError)) {
-    log.error("request failed", { method: ctx.method, path: ctx.path, err: String(e?.stack ?? e) });
+    log.error("request failed", { method: ctx.method, path: ctx.path, err: String(e?.stack ?? e), ...traceField(ctx.state.span) });
   }
   if (ctx.headerSent || !ctx.writable) {
     ctx.res.destroy();

@@ -3,6 +3,7 @@
 // slower than we generate, and an AbortSignal that fires when the client goes away so the
 // generation behind the stream stops and its lease is released.
 import type { HttpContext } from "./http-context";
+import { traceField, type Span } from "../engines/telemetry";
 import type { ServerResponse } from "node:http";
 import { Cancellation } from "../engines/chat/cancel";
 import { track, untrack, type LiveStream } from "./stream-shutdown";
@@ -175,6 +176,13 @@ export async function pump(
   }
 }
 
+/** A stream's log with its request's trace id on each line (only a traced request pays a closure). */
+function tracedLog(log: StreamOptions<unknown>["log"], span: Span | undefined): StreamOptions<unknown>["log"] {
+  if (!log || !span) return log;
+  const trace = traceField(span);
+  return (msg, fields) => log(msg, { ...fields, ...trace });
+}
+
 export interface StreamOptions<E> {
   format: StreamFormat;
   /** headers from the pipeline (x-ratelimit-*, …) */
@@ -208,7 +216,7 @@ export async function streamEvents<E>(ctx: HttpContext, o: StreamOptions<E>): Pr
       throw e;
     }
     const stream = new EventStream(ctx, o.format, o.headers);
-    await pump(stream, o.render(rejoin(peeked.first, peeked.rest)), o.onError, o.log, live);
+    await pump(stream, o.render(rejoin(peeked.first, peeked.rest)), o.onError, tracedLog(o.log, ctx.state.span), live);
   } finally {
     untrack(live);
   }

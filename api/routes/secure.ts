@@ -23,6 +23,7 @@ import { SecureCallBody, SecureSessionBody } from "../../schemas/api/pairing";
 import { callerFrom } from "../caller";
 import { dispatchInner } from "../secure-dispatch";
 import { pairCaller, pairingOf } from "../pair-access";
+import { traceField } from "../../engines/telemetry";
 
 const HOP = new Set(["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer"]);
 const readSession = jsonBody("post", "/secure/session", SecureSessionBody);
@@ -126,7 +127,7 @@ export default function secure(svc: Svc): Router {
       await send({ type: "end", frames: n, bytes });
       res.end();
     } catch (e: any) {
-      if (!abort.signal.aborted) svc.log.warn("secure call failed mid-answer", { err: String(e?.message ?? e) });
+      if (!abort.signal.aborted) svc.log.warn("secure call failed mid-answer", { err: String(e?.message ?? e), ...traceField(ctx.state.span) });
       res.destroy(); // no end frame: the client knows the answer is incomplete
     } finally {
       ctx.res.off("close", onClose);

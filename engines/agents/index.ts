@@ -166,7 +166,7 @@ export class Agents {
     const { spec, model } = this.resolve(name, input.model);
     const state = newState(input.messages, input.toolChoice);
     const query = lastUserText(input.messages);
-    const recalled = await traced(spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": name }, () => recallForRun(this.svc, name, spec, query, model));
+    const recalled = await traced(spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": name }, (s) => recallForRun(this.svc, name, spec, query, model, s));
     const out = await runLoop(state, {
       agent: name,
       spec,
@@ -180,7 +180,7 @@ export class Agents {
       trace: span,
     });
     // one turn per run (its internal model calls are not turns)
-    const turn = out.status === "completed" ? await traced(spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": name }, () => bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false })) : null;
+    const turn = out.status === "completed" ? await traced(spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": name }, (s) => bufferRunTurn(this.svc, name, spec, { conversationId: input.conversationId ?? "default", user: query, assistant: out.output, delegated: false }, s)) : null;
     const memory = spec.memory === true && this.svc.engines.memory ? { recalled: recalled?.recalled ?? 0, tokens: recalled?.tokens ?? 0, budget: recalled?.budget ?? this.svc.engines.memory.settings().memoryBudgetTokens, turn } : null;
     const base = { agent: name, model, iterations: state.iterations, usage: { prompt_tokens: state.usage.promptTokens, completion_tokens: state.usage.completionTokens }, memory };
     switch (out.status) {

@@ -38,6 +38,7 @@ import { rowOf, viewOf, type Active } from "./task-active";
 import { clusterOf } from "../cluster";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
 import { endSpan, invokeSpan, stepSpan, taskTrace, traced } from "./trace";
+import { traceField } from "../telemetry";
 
 type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
 import { redactSecrets } from "../secrets/redact";
@@ -286,7 +287,7 @@ export class TaskManager {
     const run = (async () => {
       this.setStatus(t, "running");
       try {
-        if (t.memory === undefined) t.memory = (await traced(t.spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": t.agent }, () => recallForRun(this.d.svc, t.agent, t.spec, t.prompt, t.model)))?.text ?? null;
+        if (t.memory === undefined) t.memory = (await traced(t.spec.memory === true ? span : undefined, "memory recall", { "svc.agent.id": t.agent }, (s) => recallForRun(this.d.svc, t.agent, t.spec, t.prompt, t.model, s)))?.text ?? null;
         const out = await runLoop(t.state, {
           agent: t.agent,
           spec: t.spec,
@@ -305,7 +306,7 @@ export class TaskManager {
           else this.finish(t, "cancelled", "cancelled_by_request", { usage });
         } else if (out.status === "completed") {
           // delegated work: its own memory session, never the agent's direct-chat one
-          void traced(t.spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": t.agent }, () => bufferRunTurn(this.d.svc, t.agent, t.spec, { conversationId: `task:${t.id}`, user: t.prompt, assistant: out.output, delegated: true }));
+          void traced(t.spec.memory === true ? span : undefined, "memory write", { "svc.agent.id": t.agent }, (s) => bufferRunTurn(this.d.svc, t.agent, t.spec, { conversationId: `task:${t.id}`, user: t.prompt, assistant: out.output, delegated: true }, s));
           this.finish(t, "completed", null, { output: out.output, usage });
         }
         else if (out.status === "incomplete") this.finish(t, "failed", out.reason, { message: out.message, usage });
@@ -315,7 +316,7 @@ export class TaskManager {
         }
       } catch (e: any) {
         const code = typeof e?.code === "string" ? e.code : "internal_error";
-        if (!(e instanceof SvcError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e) });
+        if (!(e instanceof SvcError)) this.d.svc.log.warn("agent task failed", { task: t.id, err: String(e?.message ?? e), ...traceField(span ?? t.trace) });
         // the error's kind, not an HTTP status: api/routes/agents.ts shows it as the status it maps to
         this.finish(t, "failed", t.interrupted ? "interrupted" : code, { error: { code, message: redactSecrets(String(e?.message ?? e)), kind: e instanceof SvcError ? e.kind : "internal" } });
       }

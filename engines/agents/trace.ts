@@ -32,12 +32,12 @@ export function endSpan(span: Span | undefined, attrs?: Attrs, error?: unknown):
   if (span) tracing.spans?.end(span, attrs, error) ?? span.end();
 }
 
-/** Run `f` inside a span under `parent` (none: just run it). */
-export async function traced<T>(parent: Span | undefined, name: string, attrs: Attrs, f: () => Promise<T>): Promise<T> {
+/** Run `f` inside a span under `parent` (none: just run it); `f` gets the span, for its children. */
+export async function traced<T>(parent: Span | undefined, name: string, attrs: Attrs, f: (span?: Span) => Promise<T>): Promise<T> {
   const span = parent ? stepSpan(parent, name, attrs) : undefined;
   if (!span) return f();
   try {
-    const r = await f();
+    const r = await f(span);
     endSpan(span);
     return r;
   } catch (e) {

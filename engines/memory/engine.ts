@@ -18,6 +18,7 @@ import { SqliteMemory } from "./sqlite-backend";
 import { LocalScheduler } from "./scheduler";
 import { newId } from "./text";
 import { KINDS, type Hit, type MemoryKind, type Outcome, type RunRecord, type Turn, type TurnSource } from "./types";
+import type { Span } from "../telemetry";
 
 export interface TurnRecord {
   agent: string;
@@ -29,6 +30,8 @@ export interface TurnRecord {
   project?: string;
   /** transcript only, no distillation (ingest skip_extraction) */
   skipExtraction?: boolean;
+  /** the span of the agent run's memory write (tracing on): the turn's embedding call is its child */
+  trace?: Span;
 }
 
 export interface IngestResult {
@@ -128,7 +131,7 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
     // SQLite writes here, synchronously, before anything is awaited
     const saved = await this.store.addTurn({ agent: t.agent, conversationId: t.conversationId, source: t.source, user: t.user, assistant: t.assistant, sessionDate: t.sessionDate ?? null, project: t.project ?? null, signal: !t.skipExtraction, now: at });
     if (!saved) return "skipped:duplicate";
-    this.embedLater(t.agent, [{ kind: "transcript", ref: saved.transcriptId, text: `${t.user}\n${t.assistant}` }]);
+    this.embedLater(t.agent, [{ kind: "transcript", ref: saved.transcriptId, text: `${t.user}\n${t.assistant}` }], t.trace);
     if (t.skipExtraction) return "skipped:skip_extraction";
     // the agent's current direct-chat conversation (delegated work never changes it): the
     // backend keeps it, for the cluster when shared, so a switch seen by any replica flushes
@@ -198,25 +201,25 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
   }
 
   /** The query embedding, or null (no embedding model, or it failed: lexical only). */
-  async queryVector(q: string): Promise<Float32Array | null> {
+  async queryVector(q: string, trace?: Span): Promise<Float32Array | null> {
     const m = this.settings().embeddingModel;
     if (!m || !q.trim()) return null;
     try {
-      return (await this.calls.embed(m, [q]))[0] ?? null;
+      return (await this.calls.embed(m, [q], trace))[0] ?? null;
     } catch (e: any) {
       this.log.warn("memory query embedding failed; lexical recall only", { err: String(e?.message ?? e) });
       return null;
     }
   }
 
-  async search(agent: string, kinds: readonly MemoryKind[], q: string, limit = 10): Promise<Hit[]> {
-    return this.searcher.search(agent, kinds, q, limit, await this.queryVector(q));
+  async search(agent: string, kinds: readonly MemoryKind[], q: string, limit = 10, trace?: Span): Promise<Hit[]> {
+    return this.searcher.search(agent, kinds, q, limit, await this.queryVector(q, trace));
   }
 
   /** The memory system message of an agent run, within memoryBudgetTokens of `model`. */
-  async recall(agent: string, query: string, model: string): Promise<RecallResult> {
+  async recall(agent: string, query: string, model: string, trace?: Span): Promise<RecallResult> {
     const s = this.settings();
-    const hits = await this.search(agent, KINDS, query, 30);
+    const hits = await this.search(agent, KINDS, query, 30, trace);
     return buildRecall(await this.store.identity(agent), hits, s.memoryBudgetTokens, this.calls.counter(model));
   }
 
@@ -283,19 +286,19 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
   }
 
   /** Embed new material in the background (nothing to do without an embedding model). */
-  embedLater(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>): void {
+  embedLater(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>, trace?: Span): void {
     if (!this.settings().embeddingModel || !items.length) return;
-    this.track(this.embedNow(agent, items));
+    this.track(this.embedNow(agent, items, trace));
   }
 
-  private async embedNow(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>): Promise<number> {
+  private async embedNow(agent: string, items: Array<{ kind: MemoryKind; ref: number; text: string }>, trace?: Span): Promise<number> {
     const m = this.settings().embeddingModel;
     if (!m) return 0;
     let n = 0;
     try {
       for (let i = 0; i < items.length; i += 64) {
         const batch = items.slice(i, i + 64);
-        const vecs = await this.calls.embed(m, batch.map((b) => b.text));
+        const vecs = await this.calls.embed(m, batch.map((b) => b.text), trace);
         for (let j = 0; j < batch.length; j++) if (vecs[j]) (await this.index.putVector(agent, batch[j].kind, batch[j].ref, m, vecs[j]), n++);
       }
     } catch (e: any) {

@@ -1,7 +1,9 @@
 // Memory's own model calls (extraction, embeddings, token counting) through the gateway's
 // internal entry point, the one the agent loop uses (InferencePipeline.chat / embed). They are
 // svc's own background work: made as internal loopback with no key (no key's limits or budget
-// apply; the caller whose turn it was is long gone when a debounce fires).
+// apply; the caller whose turn it was is long gone when a debounce fires). A call made for an
+// agent's run (recall's query vector, a written turn's vectors) is a child of that run's memory
+// span while tracing is on, so it is in the run's (or task's) trace.
 import { randomBytes } from "node:crypto";
 import type { Host } from "../host";
 import type { Gateway } from "../gateway";
@@ -14,14 +16,16 @@ import type { ChatRequest } from "../chat/types";
 import { Cancellation } from "../chat/cancel";
 import { collectChat } from "../chat/collect";
 import { estimateTextTokens } from "../providers/estimate";
+import type { Span } from "../telemetry";
 
-const internalCaller = (what: string): Caller => ({
+const internalCaller = (what: string, trace?: Span): Caller => ({
   ip: "127.0.0.1",
   loopback: true,
   requestId: `mem_${randomBytes(8).toString("hex")}`,
   route: `memory/${what}`,
   userAgent: "svc-memory",
   key: null,
+  trace,
 });
 
 export class GatewayCalls {
@@ -36,10 +40,10 @@ export class GatewayCalls {
   }
 
   /** Embed texts with the configured model (null when it cannot be done). */
-  async embed(model: string, input: string[]): Promise<Float32Array[]> {
+  async embed(model: string, input: string[], trace?: Span): Promise<Float32Array[]> {
     const gw = this.svc.engines.gateway;
     if (!gw) throw new Error("the gateway engine is not running");
-    const r = await gw.pipeline.embed(internalCaller("embed"), { model, input });
+    const r = await gw.pipeline.embed(internalCaller("embed", trace), { model, input });
     return r.vectors.map((v) => Float32Array.from(v));
   }
 

@@ -154,7 +154,7 @@ function retryAfterMs(e: unknown): number | undefined {
 
 /** Count a failure; cool the deployment down when it has failed enough (a 429: at once).
  * Returns the cooldown started (ms), if this failure started one. */
-export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string): number | undefined {
+export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string, trace?: { spanContext(): { traceId: string } }): number | undefined {
   const s = d.state;
   s.failuresTotal++;
   let cooled: number | undefined;
@@ -173,7 +173,7 @@ export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger
     }
   }
   if (cooled !== undefined && log) {
-    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
+    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...traceField({ trace }), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
   }
   return cooled;
 }
@@ -237,7 +237,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
     } catch (e) {
       s.inFlight--;
       if (cancel.aborted) throw e;
-      noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId);
+      noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId, cancel.trace);
       lastErr = e;
       const retry = retryable(e) && attempt < g.settings.maxAttempts;
       // one line per failed attempt, saying what happens next

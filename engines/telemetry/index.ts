@@ -28,6 +28,18 @@ export interface Spans {
 
 export const tracing: { spans?: Spans } = {};
 
+/** The trace id of a traced request or task as a log line's field (`trace_id`), from its span or
+ * stored traceparent; empty when untraced. Passed explicitly where the line is written: an async
+ * context kept for every request would cost each of its promises a hook (docs/observability.md). */
+export function traceField(t: Span | string | undefined | null): { trace_id?: string } {
+  if (!t) return {};
+  if (typeof t === "string") {
+    const id = t.split("-")[1];
+    return id ? { trace_id: id } : {};
+  }
+  return { trace_id: t.spanContext().traceId };
+}
+
 /** The error.type of a failure: svc's error code, a transport code, else the error's name. */
 export function errorType(e: unknown): string {
   const x = e as { code?: unknown; name?: unknown } | undefined;

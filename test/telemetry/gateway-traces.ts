@@ -167,6 +167,8 @@ export function gatewayTraces(protocol: "http/json" | "http/protobuf"): void {
       expect(up.attrs["http.response.status_code"]).toBe(200);
       expect(up.attrs["error.type"]).toBeDefined(); // ended at the break, not at the headers
       expect(up.status).toBe(2);
+      // the line logged for the broken stream (written by the HTTP layer, not the provider) names the trace
+      expect(env.svc.logs.some((l) => l.msg === "stream failed" && l.trace_id === traceId)).toBe(true);
     });
 
     it("an incoming traceparent is continued and the upstream receives a child traceparent", async () => {

@@ -2,8 +2,8 @@
 // test helpers): a task dispatched on replica A calls an MCP tool, asks a clarification that is
 // answered through replica B, then finishes on its runner and writes its memory. Every span of it
 // (invoke_agent for each stretch of the run, the model calls, execute_tool, memory recall and
-// write, and B's answer) is in the dispatching request's trace, exported over OTLP to a loopback
-// receiver.
+// write with memory's own embedding calls under them, and B's answer) is in the dispatching
+// request's trace, exported over OTLP to a loopback receiver.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { missingServices } from "../helpers/services";
 import { eventually } from "../helpers/http";
@@ -11,6 +11,7 @@ import { scriptedProvider, type ScriptedProvider } from "../agents/scripted";
 import { startShared, startReplica, everywhere, type Replica, type Shared } from "../scale/cluster";
 import { toolStandIn, type ToolStandIn } from "../scale/tool-stand-in";
 import { otlpReceiver, type Receiver } from "./otlp-receiver";
+import { standIn, type StandIn } from "../gateway/fixtures";
 
 const missing = missingServices();
 if (missing) console.warn(`test/telemetry/task-trace skipped: ${missing}`);
@@ -21,6 +22,7 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
   let up: ScriptedProvider;
   let tool: ToolStandIn;
   let rx: Receiver;
+  let embedder: StandIn;
   const saved = { ...process.env };
 
   beforeAll(async () => {
@@ -31,16 +33,20 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
       turn === 0 ? { calls: [{ name: "standin_done", args: {} }] } : turn === 1 ? { calls: [{ name: "clarify", args: { question: "Which city?" } }] } : { text: "answer: Paris" },
     );
     tool = await toolStandIn();
+    embedder = await standIn();
     shared = await startShared();
     rs.push(await startReplica()); // first up: holds the lease, so it connects the tool service
     rs.push(await startReplica());
     const provider = { type: "openai", baseUrl: up.baseUrl, timeoutSeconds: 10, models: [{ name: "tracer", inputPerMillion: 1, outputPerMillion: 2 }] };
     await rs[0].svc.svc.store.write([
       { op: "upsert", kind: "Provider", name: "scripted", owner: "config:test", spec: provider },
+      { op: "upsert", kind: "Provider", name: "embedder", owner: "config:test", spec: { type: "openai", baseUrl: embedder.baseUrl, timeoutSeconds: 10, models: [{ name: "emb" }] } },
+      { op: "upsert", kind: "MemoryConfig", name: "memory", owner: "config:test", spec: { embeddingModel: "emb" } },
       { op: "upsert", kind: "McpServer", name: "standin", owner: "config:test", spec: { transport: "http", url: tool.url } },
       { op: "upsert", kind: "Agent", name: "tracer", owner: "config:test", spec: { instructions: "You are tracer.", defaultModel: "tracer", maxIterations: 6, memory: true, capabilities: ["tools"], toolPolicy: { allow: ["standin_done"] } } },
     ]);
     await everywhere(rs, "Agent", "tracer");
+    await everywhere(rs, "MemoryConfig", "memory", (spec) => spec.embeddingModel === "emb");
     await eventually(async () => (await rs[0].api("GET", "/agents")).json?.data?.find?.((a: any) => a.id === "tracer")?.ready === true, 30_000);
   }, 120_000);
 
@@ -49,6 +55,7 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
     await shared?.stop();
     await tool?.close();
     await up?.close();
+    await embedder?.close();
     await rx?.close();
     process.env = saved;
   }, 120_000);
@@ -76,6 +83,13 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
     expect(names).toContain("memory recall");
     expect(names).toContain("memory write");
     expect(names).toContain("answer_task"); // written by replica B, which never ran the task
+    // memory's own model calls: the query vector under the recall, the turn's vector under the write
+    await eventually(async () => rx.spans.filter((s) => s.traceId === traceId && s.name === "embeddings emb").length === 2, 10_000);
+    const all = rx.spans.filter((s) => s.traceId === traceId);
+    const byId = new Map(all.map((s) => [s.spanId, s]));
+    const embeds = all.filter((s) => s.name === "embeddings emb");
+    expect(embeds.map((s) => byId.get(s.parentSpanId)?.name).sort()).toEqual(["memory recall", "memory write"]);
+    expect(embeds.every((s) => s.attrs["gen_ai.operation.name"] === "embeddings")).toBe(true);
     // the model calls and the tool call are children of an invoke_agent span
     const invokeIds = new Set(invoke().map((s) => s.spanId));
     const toolSpan = spans.find((s) => s.name === "execute_tool standin_done")!;
