@@ -83,3 +83,15 @@ export async function tracingBench(): Promise<Section> {
   ].join("\n");
   return { title: "Tracing: CPU per request of the spans and their export", body, data };
 }
+
+/** A loopback OTLP/HTTP sink that accepts and drops exports: the dev tools' traced svc sends to
+ * it (bench/dev/gateway-cpu.ts, gateway-profile.ts with TRACED=1), from this process's core. */
+export async function otlpSink(): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.end());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}

@@ -5,11 +5,15 @@
 // RATE=<requests/s> holds every path to that rate (autocannon's overallRate): on a machine too
 // busy for any path to saturate its core, CPU per request at the same rate still compares the
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
-//   [RATE=n] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
+// TRACED=1 adds "traced": the same svc with traces on (100% sampled, OTLP http/protobuf to a
+// loopback sink in this process, on the other core), so tracing's cost per request is paired.
+// TRACED_B="K=V K2=V2" adds "traced-b", traced with those variables too (an OTEL_BSP_* setting, say).
+//   [RATE=n] [TRACED=1] [TRACED_B=…] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandinGateway, startSvcProcess } from "../processes";
+import { otlpSink } from "../tracing";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
@@ -25,13 +29,16 @@ try {
   procs.push(up.proc);
   const cfg = up.cfg;
   const targets: Record<string, { url: string; headers: Record<string, string>; pid: number }> = {};
-  const svcAt = async (name: string, checkout?: string) => {
-    const s = await startSvcProcess({ home: path.join(tmp, name), config: cfg, core: 1, env: gatewayEnv, checkout });
+  const svcAt = async (name: string, checkout?: string, env: Record<string, string> = gatewayEnv) => {
+    const s = await startSvcProcess({ home: path.join(tmp, name), config: cfg, core: 1, env, checkout });
     procs.push(s.proc);
     targets[name] = { url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${await gatewayKey(s.url)}` }, pid: s.proc.pid! };
   };
   await svcAt("svc");
   if (process.env.BENCH_BASELINE) await svcAt("baseline", path.resolve(process.env.BENCH_BASELINE));
+  const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink(), OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
+  if (process.env.TRACED === "1") await svcAt("traced", undefined, tracedEnv);
+  if (process.env.TRACED_B) await svcAt("traced-b", undefined, { ...tracedEnv, ...Object.fromEntries(process.env.TRACED_B.trim().split(/\s+/).map((kv) => kv.split("=") as [string, string])) });
   const bare = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", up.url]);
   procs.push(bare);
   targets.bare = { url: `http://127.0.0.1:${Number(await firstLine(bare))}/v1/chat/completions`, headers: {}, pid: bare.pid! };
@@ -47,7 +54,7 @@ try {
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : ""));
+  console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
 } finally {
   for (const p of procs) p.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 300));

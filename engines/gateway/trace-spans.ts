@@ -50,7 +50,7 @@ export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span 
     "gen_ai.request.max_tokens": req.maxTokens,
     "gen_ai.request.temperature": req.sampling.temperature,
     "gen_ai.request.top_p": req.sampling.topP,
-    "svc.stream": req.stream === true,
+    "svc.stream": req.stream === true || undefined, // only when streamed: each attribute costs twice (set, serialised)
     "svc.agent.id": req.agentId,
   });
   if (sp.content) span.setAttribute("gen_ai.input.messages", redactSecrets(JSON.stringify(req.messages.map((m) => ({ role: m.role, content: m.content })))));
@@ -81,10 +81,15 @@ export function callSpan(parent: Span, c: Call): Span {
   });
 }
 
-/** A chat's attempt moved on to another target (fallback or a routed deployment). */
+/** A chat's attempt moved on to another target (fallback or a routed deployment). svc.provider is
+ * set when the call ends (the deployment that served or failed last), svc.attempts only past one. */
 export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
-  span.setAttributes({ "gen_ai.provider.name": GENAI_PROVIDER[t.type] ?? t.type, "svc.provider": t.provider, "gen_ai.response.model": t.upstreamModel, "svc.attempts": attempt + 1 });
-  if (attempt > 0) span.setAttribute("svc.fallback", true);
+  span.setAttribute("gen_ai.provider.name", GENAI_PROVIDER[t.type] ?? t.type);
+  span.setAttribute("gen_ai.response.model", t.upstreamModel);
+  if (attempt > 0) {
+    span.setAttribute("svc.attempts", attempt + 1);
+    span.setAttribute("svc.fallback", true);
+  }
 }
 
 /** An admitted call ended (Gate's finish). */
@@ -93,6 +98,7 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
   v.span = undefined; // ended once
   const ok = o.status === "success" || o.status === "tool_error";
   const model = o.usdMicros !== undefined; // a model call
+  const charged = v.key && v.adm ? keyCurrency(v.key) : undefined; // the key's currency, when it was charged
   setKeyAttrs(span, v.key);
   tracing.spans!.end(
     span,
@@ -102,10 +108,11 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
       "gen_ai.usage.input_tokens": model ? o.promptTokens : undefined,
       "gen_ai.usage.output_tokens": model ? o.completionTokens : undefined,
       "gen_ai.response.finish_reasons": o.finishReason ? [o.finishReason] : undefined,
-      "svc.cost": v.key && v.adm ? costMicros / 1e6 : undefined,
-      "svc.currency": v.key && v.adm ? keyCurrency(v.key) : undefined,
-      "svc.cost_usd": o.usdMicros !== undefined ? o.usdMicros / 1e6 : undefined,
-      "svc.status": o.status,
+      "svc.cost": charged ? costMicros / 1e6 : undefined,
+      "svc.currency": charged,
+      // in USD too when the key is charged in another currency (or not charged: no key)
+      "svc.cost_usd": o.usdMicros !== undefined && charged !== "USD" ? o.usdMicros / 1e6 : undefined,
+      "svc.status": ok && o.status === "success" ? undefined : o.status, // not a success: which outcome
     },
     ok || o.status === "cancelled" ? undefined : { code: o.status },
   );
