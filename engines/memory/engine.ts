@@ -18,7 +18,7 @@ import { SqliteMemory } from "./sqlite-backend";
 import { LocalScheduler } from "./scheduler";
 import { newId } from "./text";
 import { KINDS, type Hit, type MemoryKind, type Outcome, type RunRecord, type Turn, type TurnSource } from "./types";
-import type { Span } from "../telemetry";
+import { traceField, type Span } from "../telemetry";
 
 export interface TurnRecord {
   agent: string;
@@ -207,7 +207,7 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
     try {
       return (await this.calls.embed(m, [q], trace))[0] ?? null;
     } catch (e: any) {
-      this.log.warn("memory query embedding failed; lexical recall only", { err: String(e?.message ?? e) });
+      this.log.warn("memory query embedding failed; lexical recall only", { err: String(e?.message ?? e), ...traceField(trace) });
       return null;
     }
   }
@@ -302,7 +302,7 @@ export class MemoryEngine<B extends MemoryBackend = MemoryBackend> {
         for (let j = 0; j < batch.length; j++) if (vecs[j]) (await this.index.putVector(agent, batch[j].kind, batch[j].ref, m, vecs[j]), n++);
       }
     } catch (e: any) {
-      this.log.warn("memory embedding failed; those items are found lexically only", { agent, err: String(e?.message ?? e) });
+      this.log.warn("memory embedding failed; those items are found lexically only", { agent, err: String(e?.message ?? e), ...traceField(trace) });
     }
     return n;
   }
