@@ -53,7 +53,11 @@ export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span 
     "svc.stream": req.stream === true || undefined, // only when streamed: each attribute costs twice (set, serialised)
     "svc.agent.id": req.agentId,
   });
-  if (sp.content) span.setAttribute("gen_ai.input.messages", redactSecrets(JSON.stringify(req.messages.map((m) => ({ role: m.role, content: m.content })))));
+  if (sp.content) {
+    // a legacy completion's prompt is its one user message
+    const input = op === "text_completion" ? [{ role: "user", content: req.prompt }] : req.messages.map((m) => ({ role: m.role, content: m.content }));
+    span.setAttribute("gen_ai.input.messages", redactSecrets(JSON.stringify(input)));
+  }
   return span;
 }
 

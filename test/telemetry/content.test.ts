@@ -33,9 +33,9 @@ describe("content recording (on by setting)", () => {
     process.env = saved;
   });
 
-  const chatSpanOf = async (traceId: string): Promise<GotSpan> => {
-    await eventually(async () => rx.spans.some((s) => s.traceId === traceId && s.name === "chat gpt-x"));
-    return rx.spans.find((s) => s.traceId === traceId && s.name === "chat gpt-x")!;
+  const chatSpanOf = async (traceId: string, name = "chat gpt-x"): Promise<GotSpan> => {
+    await eventually(async () => rx.spans.some((s) => s.traceId === traceId && s.name === name));
+    return rx.spans.find((s) => s.traceId === traceId && s.name === name)!;
   };
   const lastTraceId = (n: number) => String(up.requests[n].headers.traceparent).split("-")[1];
 
@@ -59,5 +59,13 @@ describe("content recording (on by setting)", () => {
     expect(text).toBe("echo: three little words");
     const c = await chatSpanOf(lastTraceId(n));
     expect(JSON.parse(String(c.attrs["gen_ai.output.messages"]))).toEqual([{ role: "assistant", content: "echo: three little words", finish_reason: "stop" }]);
+  });
+
+  it("records a legacy completion's prompt as its user message", async () => {
+    const n = up.requests.length;
+    const r = await client.completions.create({ model: "gpt-x", prompt: "once upon" });
+    const c = await chatSpanOf(lastTraceId(n), "text_completion gpt-x");
+    expect(JSON.parse(String(c.attrs["gen_ai.input.messages"]))).toEqual([{ role: "user", content: "once upon" }]);
+    expect(JSON.parse(String(c.attrs["gen_ai.output.messages"]))).toEqual([{ role: "assistant", content: r.choices[0].text, finish_reason: "stop" }]);
   });
 });
