@@ -209,7 +209,10 @@ export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAns
     const result = await collectOrAbort(ctx, s);
     if (!result) return;
     setHeaders(ctx, rateHeaders(s.start.rate));
-    ctx.body = a.whole(result, a.meta);
+    const body = a.whole(result, a.meta);
+    // an upstream body passed through is JSON text already
+    if (result.upstream !== undefined && typeof body === "string") ctx.set("content-type", "application/json; charset=utf-8");
+    ctx.body = body;
     return;
   }
   await streamEvents(ctx, {

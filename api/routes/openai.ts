@@ -7,6 +7,7 @@ import type { Context } from "koa";
 import type { HttpContext } from "../http-context";
 import type { InferenceRoute } from "../inference-route";
 import type { ChatEvent } from "../../engines/chat/types";
+import type { ChatResult } from "../../engines/chat/collect";
 import type { Svc } from "../../engines/svc";
 import { modelNotFound } from "../../engines/errors";
 import { openAIBody, rateHeaders, toSvcError } from "../errors";
@@ -37,6 +38,9 @@ const DONE = "data: [DONE]\n\n";
 const sseError = (e: unknown) => sseData(openAIBody(toSvcError(e))) + DONE;
 
 type ChatMeta = { id: string; created: number; model: string; includeUsage: boolean };
+/** The upstream's chat.completion unchanged when it names the served model and is already in
+ * svc's form (docs/gate.md, "The answer's body"); else svc's own body from the folded events. */
+const wholeChat = (r: ChatResult, meta: ChatMeta) => (r.upstream !== undefined && r.upstream.model === meta.model ? r.upstream.text : chatCompletion(r, meta));
 const renderChat = (events: AsyncIterable<ChatEvent>, meta: ChatMeta) => frames(chatChunks(events, meta), sseData, DONE);
 type CompletionMeta = { id: string; created: number; model: string; prefix: string; includeUsage: boolean };
 const renderCompletion = (events: AsyncIterable<ChatEvent>, meta: CompletionMeta) => frames(completionChunks(events, meta), sseData, DONE);
@@ -52,7 +56,7 @@ export function openaiInference(svc: Svc): InferenceRoute[] {
     const s = await startChat(ctx, svc, req);
     if (!s) return; // client gone
     const meta: ChatMeta = { id: newId("chatcmpl-"), created: now(), model: s.start.model, includeUsage };
-    await answerChat(ctx, s, { stream: req.stream, meta, whole: chatCompletion, format: "sse", render: renderChat, onError: sseError, log });
+    await answerChat(ctx, s, { stream: req.stream, meta, whole: wholeChat, format: "sse", render: renderChat, onError: sseError, log });
   });
 
   post("/v1/completions", async (ctx) => {

@@ -8,6 +8,17 @@ export interface ChatResult {
   usage: Usage;
   /** the stop sequence that ended the text, when known */
   stopSequence?: string;
+  /** the upstream's own answer, when it may be passed through (UpstreamAnswer) */
+  upstream?: UpstreamAnswer;
+}
+
+/** An OpenAI chat.completion body exactly as the upstream sent it, already in svc's normal form
+ * (one choice, finish reason and usage as svc would write them), with the model it names: a
+ * route speaking the same protocol may send `text` as it is when `model` is the served model
+ * (docs/gate.md, "The answer's body"). */
+export interface UpstreamAnswer {
+  text: string;
+  model: string;
 }
 
 /**
@@ -18,10 +29,13 @@ export interface ChatResult {
  */
 export interface SyncEvents extends AsyncIterable<ChatEvent> {
   readonly sync: Iterable<ChatEvent>;
+  /** the body the events were read from, when it may be passed through; a layer that changes
+   * the events makes a new object without it */
+  readonly upstream?: UpstreamAnswer;
 }
 
-export function syncEvents(events: Iterable<ChatEvent>): SyncEvents {
-  return { sync: events, [Symbol.asyncIterator]: () => asAsync(events) };
+export function syncEvents(events: Iterable<ChatEvent>, upstream?: UpstreamAnswer): SyncEvents {
+  return upstream ? { sync: events, upstream, [Symbol.asyncIterator]: () => asAsync(events) } : { sync: events, [Symbol.asyncIterator]: () => asAsync(events) };
 }
 
 export function isSyncEvents(x: AsyncIterable<ChatEvent>): x is SyncEvents {
@@ -65,5 +79,6 @@ export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<Cha
   else for await (const ev of events) add(f, ev);
   const r: ChatResult = { text: f.text, toolCalls: f.calls.filter(Boolean), finishReason: f.finishReason, usage: f.usage };
   if (f.stopSequence !== undefined) r.stopSequence = f.stopSequence;
+  if (isSyncEvents(events) && events.upstream) r.upstream = events.upstream;
   return r;
 }

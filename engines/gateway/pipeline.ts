@@ -225,7 +225,7 @@ export class GatewayPipeline implements InferencePipeline {
    * up front (a non-streaming answer) keep their synchronous view, tracked the same way. */
   private track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncIterable<ChatEvent> {
     if (!isSyncEvents(events)) return this.trackAsync(events, run);
-    const tracked: SyncEvents = { sync: this.trackSync(events.sync, run), [Symbol.asyncIterator]: () => this.trackAsync(events, run) };
+    const tracked: SyncEvents = { sync: this.trackSync(events.sync, run), upstream: events.upstream, [Symbol.asyncIterator]: () => this.trackAsync(events, run) };
     return tracked;
   }
 

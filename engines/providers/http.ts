@@ -213,10 +213,27 @@ export function postForJson(
   timeoutMs: number,
   cancel?: Cancellation,
 ): Promise<any> {
+  return collectJson(provider, baseUrl, path, headers, body, timeoutMs, cancel, false);
+}
+
+/** postForJson that also keeps the body's text (an answer svc may pass through unchanged). */
+export function postForJsonText(
+  provider: string,
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+  timeoutMs: number,
+  cancel?: Cancellation,
+): Promise<{ json: any; text: string }> {
+  return collectJson(provider, baseUrl, path, headers, body, timeoutMs, cancel, true);
+}
+
+function collectJson(provider: string, baseUrl: string, path: string, headers: Record<string, string>, body: unknown, timeoutMs: number, cancel: Cancellation | undefined, withText: boolean): Promise<any> {
   const up = cancel?.trace ? upstreamSpan(cancel.trace, provider, baseUrl, path) : undefined;
   const { pool, opts } = jsonPost(baseUrl, path, "application/json", headers, body, timeoutMs, up);
   return new Promise((resolve, reject) => {
-    const c = new JsonCollector(provider, timeoutMs, cancel, resolve, reject);
+    const c = new JsonCollector(provider, timeoutMs, cancel, resolve, reject, withText);
     if (up) c.traced(up);
     pool.dispatch(opts, c);
   });
@@ -239,6 +256,8 @@ class JsonCollector implements Dispatcher.DispatchHandler {
     private readonly cancel: Cancellation | undefined,
     private resolve: (json: any) => void,
     private reject: (e: unknown) => void,
+    /** resolve with { json, text } */
+    private readonly withText = false,
   ) {
     // bound, not an arrow field: tsx's keepNames wraps every named closure it creates per request
     this.onCancel = abortCollector.bind(this);
@@ -286,7 +305,7 @@ class JsonCollector implements Dispatcher.DispatchHandler {
     } catch (e) {
       return this.reject(e);
     }
-    this.resolve(json);
+    this.resolve(this.withText ? { json, text } : json);
   }
 
   onResponseError(_c: Dispatcher.DispatchController, e: Error): void {

@@ -4,10 +4,10 @@
 // go upstream non-streaming (one JSON body).
 import type { ChatEvent, ChatMessage, ChatRequest, EmbeddingRequest, EmbeddingResult, FinishReason } from "../chat/types";
 import { SvcError } from "../errors";
-import { postForJson, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
+import { postForJson, postForJsonText, postJson, readJsonBody, sseMessages, upstreamError, upstreamText } from "./http";
 import { primed, type ProviderAdapter, type RouteTarget } from "./types";
 import { estimateTokens } from "./estimate";
-import { syncEvents } from "../chat/collect";
+import { syncEvents, type UpstreamAnswer } from "../chat/collect";
 import { dataUrl, partsOf, refuseImageUrls, toolImagesAsUserTurn } from "../chat/images";
 import type { Cancellation } from "../chat/cancel";
 
@@ -154,11 +154,32 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
   };
 }
 
+/** The upstream's chat.completion when it is already in the form svc writes (one assistant
+ * choice, a finish reason svc would not change, content and tool calls whole, usage counted), so
+ * an OpenAI route may send it unchanged; anything else is rewritten from the events. */
+function passable(j: any, text: string): UpstreamAnswer | undefined {
+  if (j?.object !== "chat.completion" || typeof j.model !== "string" || typeof j.id !== "string") return undefined;
+  const u = j.usage;
+  if (typeof u?.prompt_tokens !== "number" || typeof u.completion_tokens !== "number") return undefined;
+  if (!Array.isArray(j.choices) || j.choices.length !== 1) return undefined;
+  const c = j.choices[0];
+  const m = c?.message;
+  if (m?.role !== "assistant") return undefined;
+  const calls = m.tool_calls;
+  if (calls !== undefined && calls !== null && (!Array.isArray(calls) || calls.length === 0 || !calls.every(wholeCall))) return undefined;
+  const hasCalls = Array.isArray(calls);
+  if (c.finish_reason !== finish(c.finish_reason, hasCalls)) return undefined;
+  if (hasCalls ? !(m.content === null || (typeof m.content === "string" && m.content !== "")) : typeof m.content !== "string") return undefined;
+  return { text, model: j.model };
+}
+
+const wholeCall = (c: any) => typeof c?.id === "string" && c.type === "function" && typeof c.function?.name === "string" && typeof c.function.arguments === "string";
+
 export const openaiAdapter: ProviderAdapter = {
   async chat(t, req, cancel) {
     if (!req.stream) {
-      const j = await postForJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, cancel);
-      return syncEvents(eventsOfResponse(t, req, j));
+      const { json, text } = await postForJsonText(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, cancel);
+      return syncEvents(eventsOfResponse(t, req, json), passable(json, text));
     }
     const res = await postJson(t.provider, t.baseUrl!, "/chat/completions", authHeaders(t), toOpenAIBody(t, req), t.timeoutMs, cancel);
     const ct = String(res.headers["content-type"] ?? "");

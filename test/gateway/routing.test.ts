@@ -36,7 +36,7 @@ beforeAll(async () => {
     ], { timeoutSeconds: 1 }),
     provider("patient", a, [{ name: "hang-long", upstreamName: "mode:hang" }], { timeoutSeconds: 60 }),
     { kind: "Provider", name: "dead", spec: { type: "openai", baseUrl: `http://127.0.0.1:${DEAD_PORT}/v1`, models: [{ name: "dead-model" }, { name: "shared2", inputPerMillion: 1, outputPerMillion: 1 }] } },
-    provider("z-backup", a, [{ name: "shared2", inputPerMillion: 9, outputPerMillion: 9 }]),
+    provider("z-backup", a, [{ name: "shared2", inputPerMillion: 9, outputPerMillion: 9 }, { name: "renamed", upstreamName: "upstream-name" }]),
     { kind: "Provider", name: "needs-cred", spec: { type: "openai", baseUrl: a.baseUrl, credential: "env:SVC_TEST_UNSET_VARIABLE", models: [{ name: "cred-model" }] } },
     { kind: "Provider", name: "claude", spec: { type: "anthropic", baseUrl: `http://127.0.0.1:${a.port}`, credential: "env:STANDIN_CREDENTIAL", models: [{ name: "claude-x", upstreamName: "claude-3-test", inputPerMillion: 3, outputPerMillion: 15 }] } },
   ]);
@@ -108,6 +108,44 @@ describe("routing", () => {
     // the audit entry names the provider that served
     const page = await env.gw.audit.query({ keyIds: [k.id] });
     expect(page.data[0].provider).toBe("z-backup");
+  });
+});
+
+describe("the answer's body", () => {
+  // the stand-in answers non-streaming chat with JSON.stringify of this shape (fixtures.ts)
+  const upstreamBody = (model: string, text: string) =>
+    JSON.stringify({ id: "chatcmpl-standin", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  const post = async (secret: string, model: string) => {
+    const r = await fetch(`${env.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify({ model, messages: msg("pass me") }) });
+    return { status: r.status, headers: r.headers, text: await r.text() };
+  };
+
+  it("is the upstream's bytes when it names the served model, still counted and audited, with svc's headers", async () => {
+    const k = await env.key({ budget_limits: { daily: 1 } });
+    const r = await post(k.secret, "gpt-x");
+    expect(r.status).toBe(200);
+    expect(r.text).toBe(upstreamBody("gpt-x", "echo: pass me"));
+    expect(r.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(r.headers.get("x-request-id")).toBeTruthy();
+    expect(r.headers.get("x-ratelimit-limit-requests")).toBeNull(); // a budget, no rate limit
+    const one = await env.api("GET", `/v1/api-keys/${k.id}`);
+    expect(one.json.usage.today.tokens).toBe(15);
+    const entry = (await env.gw.audit.query({ keyIds: [k.id] })).data[0];
+    expect(entry).toMatchObject({ action: "chat.completions", model: "gpt-x", status: "success", tokens: { prompt: 10, completion: 5, total: 15 } });
+  });
+
+  it("is svc's own when the upstream names another model (an alias): id, created and model rewritten", async () => {
+    const k = await env.key();
+    const r = await post(k.secret, "renamed");
+    expect(r.status).toBe(200);
+    const j = JSON.parse(r.text);
+    expect(a.requests.at(-1)!.body.model).toBe("upstream-name");
+    expect(j.model).toBe("renamed");
+    expect(j.id).toMatch(/^chatcmpl-/);
+    expect(j.id).not.toBe("chatcmpl-standin");
+    expect(j.created).toBeGreaterThan(1);
+    expect(j.choices[0]).toEqual({ index: 0, message: { role: "assistant", content: "echo: pass me", refusal: null }, logprobs: null, finish_reason: "stop" });
+    expect(j.usage).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
   });
 });
 
