@@ -46,6 +46,7 @@ export async function replayOffline(store: ResourceStore, db: OpenedDb, plan: Pl
  * then the summary line. */
 export function formatReplay(r: ReplayReport): string {
   const out: string[] = ["", `Replay of ${r.window.from} .. ${r.window.to}: ${r.replayed} model calls of ${r.entries} keyed entries`];
+  if (r.workerFailed) out.push(`  note: ${r.workerFailed}; the window was replayed again on one thread`);
   if (r.window.availableFrom) out.push(`  note: the store holds entries from ${r.window.availableFrom} only (${Math.round(r.window.coverage * 100)}% of the window; older ones are past retention)`);
   const other = Object.entries(r.notReplayed);
   if (other.length) out.push(`  not replayed (not model calls): ${other.map(([a, n]) => `${a} ${n}`).join(", ")}`);

@@ -4,7 +4,7 @@
 import { describe, it, expect } from "vitest";
 import { replayPages, type ReplayEntry, type ReplayObject } from "../../engines/gateway/replay";
 import { hashSecret } from "../../engines/gateway/keys";
-import { WorkerJudge } from "../../engines/gateway/replay/parallel";
+import { WorkerJudge, workerHooks } from "../../engines/gateway/replay/parallel";
 
 const at = new Date(0).toISOString();
 function state(proposed: boolean): ReplayObject[] {
@@ -45,5 +45,28 @@ describe("replay on a worker thread", () => {
     expect(here.totals.newRefusals).toBeGreaterThan(0);
     expect(here.totals.spend.proposedMicros).not.toBe(here.totals.spend.currentMicros);
     expect(there).toEqual(here);
+  }, 60_000);
+
+  it("replays again on one thread, with the same report, when the worker dies part way", async () => {
+    const ps = pages(4000);
+    const here = await replayPages(ps, state(false), state(true), { worker: "never" });
+    // the worker is terminated once it has judged its first page
+    let judgedPages = 0;
+    workerHooks.started = (w) => w.on("message", () => {
+      if (++judgedPages === 1) void w.terminate();
+    });
+    try {
+      const r = await replayPages(ps, state(false), state(true), { worker: "always" });
+      expect(judgedPages).toBe(1);
+      expect(r.workerFailed).toMatch(/replay worker exited/);
+      const { workerFailed: _, ...rest } = r;
+      expect(rest).toEqual(here);
+      // a one-pass source cannot be read again: the failure is the replay's answer
+      judgedPages = 0;
+      const once = (async function* () { yield* ps; })();
+      await expect(replayPages(once, state(false), state(true), { worker: "always" })).rejects.toThrow(/replay worker exited/);
+    } finally {
+      workerHooks.started = undefined;
+    }
   }, 60_000);
 });

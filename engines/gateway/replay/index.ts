@@ -5,7 +5,7 @@
 import { REPLAY_PAGE } from "../../../prisma/repos/audit-replay";
 import { auditEntries, oldestEntry, type ReplayEntry, type ReplaySource } from "./entries";
 import { judge, MODEL_CALLS, type Judged } from "./judge";
-import { WorkerJudge } from "./parallel";
+import { ReplayWorkerError, WorkerJudge } from "./parallel";
 import { ReportBuilder, differences, dollars, type KeyReport, type Rollup, type Totals } from "./report";
 import { ReplayWorld, type ReplayObject } from "./world";
 import type { ReplayWindow } from "./window";
@@ -36,6 +36,8 @@ export interface ReplayReport {
   totals: Totals;
   /** 0: the plan changes nothing in the window's traffic */
   differences: number;
+  /** set when the worker thread failed and the window was replayed again on one thread: why */
+  workerFailed?: string;
   summary: string;
 }
 
@@ -78,7 +80,24 @@ function noStacks<T>(f: () => T): T {
  * a worker thread (parallel.ts) "always", "never", or ("auto") when the first page is full (a
  * large window: a worker costs its start-up, worth it from some ten thousand entries); judged
  * here where none can start. */
-export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" } = {}): Promise<Omit<ReplayReport, "window" | "summary">> {
+export async function replayPages(pages: PageSource, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" } = {}): Promise<Omit<ReplayReport, "window" | "summary">> {
+  try {
+    return await replayOnce(typeof pages === "function" ? pages() : pages, current, proposed, o);
+  } catch (e) {
+    // a failed worker costs the speed, not the report: the window is read and judged again here
+    // (a worker's state cannot be rebuilt half way), when the pages can be read again
+    const again = typeof pages === "function" ? pages() : Array.isArray(pages) ? pages : null;
+    if (!(e instanceof ReplayWorkerError) || !again) throw e;
+    const r = await replayOnce(again, current, proposed, { worker: "never" });
+    return { ...r, workerFailed: e.message };
+  }
+}
+
+/** Pages of entries, oldest first: a function opens a fresh pass (a window can be read again),
+ * as an array can be; a one-pass iterable cannot be replayed again if the worker fails. */
+export type PageSource = (() => AsyncIterable<ReplayEntry[]>) | AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>;
+
+async function replayOnce(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" }): Promise<Omit<ReplayReport, "window" | "summary">> {
   const cur = new ReplayWorld(current);
   const next = new ReplayWorld(proposed);
   let worker: WorkerJudge | null = null;
@@ -138,7 +157,7 @@ export async function replayPages(pages: AsyncIterable<ReplayEntry[]> | Iterable
 /** Replay the window of the store's audit log through the current and the proposed state. */
 export async function replay(db: ReplaySource, current: readonly ReplayObject[], proposed: readonly ReplayObject[], w: ReplayWindow): Promise<ReplayReport> {
   const oldest = await oldestEntry(db);
-  const r = await replayPages(auditEntries(db, w.from, w.to), current, proposed);
+  const r = await replayPages(() => auditEntries(db, w.from, w.to), current, proposed);
   const start = oldest === null ? w.to : Math.max(w.from, oldest);
   const coverage = Math.max(0, Math.min(1, (w.to - start) / (w.to - w.from)));
   const window: ReplayReport["window"] = { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), coverage: Math.round(coverage * 1e4) / 1e4 };

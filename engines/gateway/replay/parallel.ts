@@ -32,6 +32,13 @@ function startWorker(workerData: unknown): Worker | null {
   return new Worker(boot, { eval: true, workerData });
 }
 
+/** The worker thread failed (crashed, exited, or reported an error): the replay can run again on
+ * one thread (index.ts), which needs no worker. */
+export class ReplayWorkerError extends Error {}
+
+/** Called with each worker once it starts (tests make one fail mid-replay). */
+export const workerHooks: { started?: (w: Worker) => void } = {};
+
 export class WorkerJudge {
   private readonly strings = new StringTable();
   private readonly outcomes: Array<Omit<Judged, "usdMicros">> = [];
@@ -41,18 +48,21 @@ export class WorkerJudge {
 
   private constructor(private readonly worker: Worker) {
     worker.on("message", (m: FromWorker) => {
-      if ("error" in m) return this.fail(new Error(`replay worker: ${m.error}`));
+      if ("error" in m) return this.fail(new ReplayWorkerError(`replay worker: ${m.error}`));
       this.waiting.shift()?.ok(m);
     });
-    worker.on("error", (e) => this.fail(e));
-    worker.on("exit", (code) => this.fail(new Error(`replay worker exited (${code})`)));
+    worker.on("error", (e) => this.fail(new ReplayWorkerError(`replay worker: ${e?.message ?? e}`)));
+    worker.on("exit", (code) => this.fail(new ReplayWorkerError(`replay worker exited (${code})`)));
   }
 
   /** A worker judging `objects`' state, or null where none can start. */
   static start(objects: readonly ReplayObject[]): WorkerJudge | null {
     const plain = objects.map((o) => ({ kind: o.kind, name: o.name, owner: o.owner, spec: o.spec, createdAt: o.createdAt }));
     const w = startWorker({ objects: plain });
-    return w ? new WorkerJudge(w) : null;
+    if (!w) return null;
+    const judge = new WorkerJudge(w);
+    workerHooks.started?.(w);
+    return judge;
   }
 
   private fail(e: Error): void {
@@ -72,7 +82,7 @@ export class WorkerJudge {
   async judge(page: readonly ReplayEntry[]): Promise<Array<Judged | null>> {
     const c = encodePage(page, this.strings);
     const m = await this.ask({ page: c }, [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer]);
-    if (!("judged" in m)) throw new Error("replay worker: unexpected answer");
+    if (!("judged" in m)) throw new ReplayWorkerError("replay worker: unexpected answer");
     return decodeJudged(m.judged, this.outcomes);
   }
 
@@ -80,7 +90,7 @@ export class WorkerJudge {
   async close(): Promise<AlertCount> {
     try {
       const m = await this.ask({ close: true });
-      if (!("counted" in m)) throw new Error("replay worker: unexpected answer");
+      if (!("counted" in m)) throw new ReplayWorkerError("replay worker: unexpected answer");
       const back = (xs: Array<[string, Array<[string, number]>]>) => new Map(xs.map(([k, e]) => [k, new Map(e)]));
       return { alerts: back(m.counted.alerts), webhooks: back(m.counted.webhooks) };
     } finally {
