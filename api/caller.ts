@@ -14,6 +14,7 @@ import { cacheDirectivesOf } from "./cache-headers";
 import { clientCancellation, isAbortError, streamEvents, type StreamOptions } from "./sse";
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
+import { traceField, type Span } from "../engines/telemetry";
 
 /** How a key may be sent (named in every 401 about a credential that cannot be used). */
 export const ACCEPTED_KEY_FORMS =
@@ -141,7 +142,7 @@ export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): P
     const start = await pipelineOf(svc).chat(caller, req, cancel);
     // X-Svc-Agent-Id on a protocol route: the turn goes to that agent's memory once answered
     if (req.agentId && svc.engines.memory && svc.engines.memory.refusal(req.agentId) === null) {
-      start.events = recordTurn(svc, req, ctx.get("x-svc-conversation-id").trim().slice(0, 200) || req.sessionId || "default", start.events);
+      start.events = recordTurn(svc, req, ctx.get("x-svc-conversation-id").trim().slice(0, 200) || req.sessionId || "default", start.events, caller.trace);
     }
     return { start, caller, cancel };
   } catch (e) {
@@ -154,7 +155,7 @@ export async function startChat(ctx: HttpContext, svc: Svc, req: ChatRequest): P
 }
 
 /** Pass the events through; when the answer completed, buffer the turn (user text, answer). */
-async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, events: AsyncIterable<ChatEvent>): AsyncGenerator<ChatEvent> {
+async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, events: AsyncIterable<ChatEvent>, trace: Span | undefined): AsyncGenerator<ChatEvent> {
   let text = "";
   let done = false;
   for await (const ev of events) {
@@ -168,7 +169,7 @@ async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, e
   try {
     await svc.engines.memory?.recordTurn({ agent: req.agentId!, conversationId, source: "chat", user, assistant: text });
   } catch (e: any) {
-    svc.log.warn("memory could not buffer a turn", { agent: req.agentId, err: String(e?.message ?? e) });
+    svc.log.warn("memory could not buffer a turn", { agent: req.agentId, err: String(e?.message ?? e), ...traceField(trace) });
   }
 }
 
