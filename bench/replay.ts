@@ -37,7 +37,7 @@ export function stateFor(proposed: boolean): ReplayObject[] {
   return objs;
 }
 
-async function fill(db: StoreDb, day: number): Promise<number> {
+export async function fill(db: StoreDb, day: number): Promise<number> {
   const t0 = performance.now();
   const step = DAY / ROWS;
   for (let i = 0; i < ROWS; i += 5000) {
