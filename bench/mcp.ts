@@ -2,64 +2,82 @@
 // tool `echo`) is called directly with the SDK's Client, through svc's POST /mcp/call, and
 // through svc's /mcp endpoint with the SDK's Client over Streamable HTTP. Calls are sequential
 // (one in flight), in interleaved batches so drift on a shared machine hits all paths alike.
-import { mkdtempSync, rmSync } from "node:fs";
+// svc runs in its own process pinned to core 1 (as the gateway bench pins it); this process (the
+// clients and the direct baseline's stdio server) is pinned to core 0, so no client shares svc's core.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { Pool } from "undici";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { startSvc } from "../boot/start";
+import { cpuMicros, root, sleep, startSvcProcess } from "./processes";
 import { table, ms, percentile, type Section } from "./report";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const everything = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-const quietLog = { info() {}, warn() {}, error() {} };
+
+/** Pin this process to core 0 (children started after inherit it); false when taskset is missing. */
+function pinSelf(): boolean {
+  if (!existsSync("/usr/bin/taskset") || os.cpus().length < 2) return false;
+  execFileSync("/usr/bin/taskset", ["-a", "-cp", "0", String(process.pid)], { stdio: "ignore" });
+  return true;
+}
 
 export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> {
   const calls = opts.calls ?? Number(process.env.BENCH_MCP_CALLS ?? 1000);
-  const home = mkdtempSync(path.join(os.tmpdir(), "svc-bench-mcp-"));
-  const run = await startSvc({ home, host: "127.0.0.1", port: 0, quickstart: false, log: quietLog });
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-mcp-"));
+  const cfg = path.join(tmp, "config");
+  mkdirSync(cfg);
+  writeFileSync(path.join(cfg, "mcp.yaml"), `apiVersion: svc/v1\nkind: McpServer\nmetadata: {name: everything}\nspec:\n  transport: stdio\n  command: ${JSON.stringify(process.execPath)}\n  args: [${JSON.stringify(everything)}, stdio]\n`);
+  const pinned = pinSelf();
+  const svcProc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1 });
+  const url = svcProc.url;
+  const pool = new Pool(url, { connections: 1, pipelining: 1 });
   const direct = new Client({ name: "bench", version: "1" });
   const viaMcp = new Client({ name: "bench", version: "1" });
   try {
-    const doc = { apiVersion: "svc/v1", kind: "McpServer", metadata: { name: "everything" }, spec: { transport: "stdio", command: process.execPath, args: [everything, "stdio"] } };
-    const res = await fetch(`${run.url}/admin/config/apply`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ documents: [doc], confirm: true, source: "bench" }) });
-    if (res.status !== 200) throw new Error(`apply failed: ${res.status} ${await res.text()}`);
+    const body = JSON.stringify({ name: "everything_echo", arguments: { message: "bench" } });
+    // the lean client for /mcp/call: one keep-alive connection, the body read as text
+    const call = async (): Promise<string> => {
+      const r = await pool.request({ method: "POST", path: "/mcp/call", headers: { "content-type": "application/json" }, body });
+      const text = await r.body.text();
+      if (r.statusCode !== 200) throw new Error(`call failed: ${r.statusCode} ${text}`);
+      return text;
+    };
     const t0 = Date.now();
-    while (!run.svc.engines.tools?.get("everything_echo")) {
+    for (;;) {
+      const ok = await call().then((t) => JSON.parse(t).ok === true, () => false);
+      if (ok) break;
       if (Date.now() - t0 > 30_000) throw new Error("everything did not connect in 30 s");
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(50);
     }
     await direct.connect(new StdioClientTransport({ command: process.execPath, args: [everything, "stdio"], stderr: "ignore" }));
-    await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${run.url}/mcp`)));
+    await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
 
-    const body = JSON.stringify({ name: "everything_echo", arguments: { message: "bench" } });
     const paths: Record<string, () => Promise<unknown>> = {
       "direct SDK Client (stdio)": () => direct.callTool({ name: "echo", arguments: { message: "bench" } }),
-      "svc POST /mcp/call": async () => {
-        const r = await fetch(`${run.url}/mcp/call`, { method: "POST", headers: { "content-type": "application/json" }, body });
-        const j: any = await r.json();
-        if (!j.ok) throw new Error(`call failed: ${JSON.stringify(j)}`);
+      "svc POST /mcp/call (undici Pool)": async () => {
+        if (!(await call()).startsWith('{"ok":true')) throw new Error("call failed");
       },
       "svc /mcp (SDK Client, Streamable HTTP)": () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }),
     };
     const lat: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
     for (const f of Object.values(paths)) for (let i = 0; i < 30; i++) await f(); // warm up
-    // CPU time of this process (the client and svc; not the stdio servers) per call: it holds
-    // better than latency on a loaded machine
+    // CPU time of svc's process per call (not the stdio servers): it holds better than latency
+    // on a loaded machine
     const cpu: Record<string, number> = {};
+    const svcPid = svcProc.proc.pid;
     const batch = 50;
     for (let done = 0; done < calls; done += batch) {
       for (const [k, f] of Object.entries(paths)) {
-        const c0 = process.cpuUsage();
+        const c0 = cpuMicros(svcPid) ?? 0;
         for (let i = 0; i < batch; i++) {
           const t = performance.now();
           await f();
           lat[k].push(performance.now() - t);
         }
-        const c = process.cpuUsage(c0);
-        cpu[k] = (cpu[k] ?? 0) + c.user + c.system;
+        cpu[k] = (cpu[k] ?? 0) + (cpuMicros(svcPid) ?? 0) - c0;
       }
     }
     const base = percentile(lat["direct SDK Client (stdio)"], 50);
@@ -69,20 +87,24 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       const p99 = percentile(xs, 99);
       return [k, xs.length, ms(p50), ms(p99), `${(p50 / base).toFixed(2)}x`, `${(p99 / baseP99).toFixed(2)}x`, ms(p50 - base), (cpu[k] / xs.length).toFixed(0)];
     });
-    const data = Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), cpuMicrosPerCall: cpu[k] / xs.length }]));
+    const data = Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), addedP50: percentile(xs, 50) - base, svcCpuMicrosPerCall: cpu[k] / xs.length }]));
     return {
       title: "MCP tool calls",
       body:
-        table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "CPU µs per call (client + svc)"], rows) +
-        "\n\nOne call in flight at a time; `echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
-        "svc adds an HTTP round trip (the client's fetch included: both run in this process), authentication, exposure check and argument validation before its own stdio call. " +
+        table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "svc CPU µs per call"], rows) +
+        "\n\nOne call in flight at a time, the paths taking turns in batches of 50; `echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
+        (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
+        "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport); the direct baseline is the SDK's stdio client. " +
+        "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +
         "`POST /mcp/call` is served by the lean listener (no Koa); `/mcp` by the MCP SDK's Streamable HTTP server transport.",
       data,
     };
   } finally {
     await direct.close().catch(() => undefined);
     await viaMcp.close().catch(() => undefined);
-    await run.stop();
-    rmSync(home, { recursive: true, force: true });
+    await pool.close().catch(() => undefined);
+    svcProc.proc.kill("SIGTERM");
+    await new Promise((r) => (svcProc.proc.exitCode !== null ? r(undefined) : svcProc.proc.once("exit", r)));
+    rmSync(tmp, { recursive: true, force: true });
   }
 }
