@@ -24,6 +24,12 @@ function pinSelf(): boolean {
   return true;
 }
 
+/** Give this process every core again: the sections that run after this one in the same bench
+ * run (inference's raw path runs in this process) must not inherit the pinning. */
+function unpinSelf(): void {
+  execFileSync("/usr/bin/taskset", ["-a", "-cp", `0-${os.cpus().length - 1}`, String(process.pid)], { stdio: "ignore" });
+}
+
 export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> {
   const calls = opts.calls ?? Number(process.env.BENCH_MCP_CALLS ?? 1000);
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-mcp-"));
@@ -106,5 +112,6 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
     svcProc.proc.kill("SIGTERM");
     await new Promise((r) => (svcProc.proc.exitCode !== null ? r(undefined) : svcProc.proc.once("exit", r)));
     rmSync(tmp, { recursive: true, force: true });
+    if (pinned) unpinSelf();
   }
 }
