@@ -19,7 +19,8 @@ import { SvcError, type ErrorKind } from "../errors";
 import type { ProviderRouting } from "../../schemas/kinds/provider";
 import type { ProviderAdapter, RouteTarget } from "./types";
 import type { Logger } from "../host";
-import { isAbort, logUpstreamFailure, traceField, upstreamFields } from "./upstream-log";
+import { isAbort, logUpstreamFailure, upstreamFields } from "./upstream-log";
+import { traceField, type Span } from "../telemetry";
 
 export type Strategy = NonNullable<ProviderRouting["strategy"]>;
 
@@ -154,7 +155,7 @@ function retryAfterMs(e: unknown): number | undefined {
 
 /** Count a failure; cool the deployment down when it has failed enough (a 429: at once).
  * Returns the cooldown started (ms), if this failure started one. */
-export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string, trace?: { spanContext(): { traceId: string } }): number | undefined {
+export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger, model?: string, requestId?: string, trace?: Span): number | undefined {
   const s = d.state;
   s.failuresTotal++;
   let cooled: number | undefined;
@@ -173,7 +174,7 @@ export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger
     }
   }
   if (cooled !== undefined && log) {
-    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...traceField({ trace }), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
+    log.warn("deployment cooling down", { ...upstreamFields(d.target, e, requestId), ...traceField(trace), ...(model ? { routedModel: model } : {}), cooldownSeconds: Math.round(cooled / 100) / 10 });
   }
   return cooled;
 }
@@ -241,7 +242,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
       lastErr = e;
       const retry = retryable(e) && attempt < g.settings.maxAttempts;
       // one line per failed attempt, saying what happens next
-      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { ...traceField(cancel), routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
+      logUpstreamFailure(h.log, d.target, e, cancel.requestId, { ...traceField(cancel.trace), routedModel: g.model, attempt, maxAttempts: g.settings.maxAttempts, next: retry ? "retrying on another deployment" : "no attempt left" });
       if (!retry) throw e;
       await sleep(g.settings.backoffMs * 2 ** (attempt - 1), cancel);
       if (cancel.aborted) throw e;

@@ -5,6 +5,7 @@
 import type { Logger } from "../host";
 import { SvcError, type ErrorKind } from "../errors";
 import { redactSecrets } from "../secrets/redact";
+import { traceField } from "../telemetry";
 import type { ProviderAdapter, RouteTarget } from "./types";
 
 const STATUS_OF_KIND: Partial<Record<ErrorKind, number>> = { upstream: 502, unavailable: 503, timeout: 504, rate_limited: 429, internal: 500 };
@@ -43,11 +44,6 @@ export function logUpstreamFailure(log: Logger | undefined, t: RouteTarget, e: u
   log.warn(msg, { ...upstreamFields(t, e, requestId), ...extra });
 }
 
-/** The trace id of a traced call, for its log lines (tracing on; empty otherwise). */
-export function traceField(cancel: { trace?: { spanContext(): { traceId: string } } } | undefined): Record<string, string> {
-  return cancel?.trace ? { trace_id: cancel.trace.spanContext().traceId } : {};
-}
-
 /** `a` with a warn line for each call that fails (the error itself goes on unchanged). */
 export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter {
   const out: ProviderAdapter = {
@@ -55,7 +51,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.chat(t, req, cancel);
       } catch (e) {
-        if (!cancel.aborted) logUpstreamFailure(log, t, e, cancel.requestId, traceField(cancel));
+        if (!cancel.aborted) logUpstreamFailure(log, t, e, cancel.requestId, traceField(cancel.trace));
         throw e;
       }
     },
@@ -65,7 +61,7 @@ export function withFailureLog(a: ProviderAdapter, log: Logger): ProviderAdapter
       try {
         return await a.embed!(t, req, cancel);
       } catch (e) {
-        if (!cancel?.aborted) logUpstreamFailure(log, t, e, cancel?.requestId, traceField(cancel));
+        if (!cancel?.aborted) logUpstreamFailure(log, t, e, cancel?.requestId, traceField(cancel?.trace));
         throw e;
       }
     };
