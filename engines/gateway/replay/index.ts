@@ -4,7 +4,7 @@
 // writes nothing: the report is the only output.
 import { REPLAY_PAGE } from "../../../prisma/repos/audit-replay";
 import { auditEntries, oldestEntry, type ReplayEntry, type ReplaySource } from "./entries";
-import { judge, MODEL_CALLS, type Judged } from "./judge";
+import { judgePage, type Judged } from "./judge";
 import { ReplayWorkerError, WorkerJudge } from "./parallel";
 import { ReportBuilder, differences, dollars, type KeyReport, type Rollup, type Totals } from "./report";
 import { ReplayWorld, type ReplayObject } from "./world";
@@ -106,7 +106,7 @@ async function replayOnce(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayE
   const notReplayed: Record<string, number> = {};
   let entries = 0;
   let replayed = 0;
-  const judgeAll = (w: ReplayWorld, page: readonly ReplayEntry[]) => noStacks(() => page.map((e) => (MODEL_CALLS.has(e.action) ? judge(w, e) : null)));
+  const judgeAll = (w: ReplayWorld, page: readonly ReplayEntry[]) => noStacks(() => judgePage(w, page));
   const merge = (page: readonly ReplayEntry[], cs: ReadonlyArray<Judged | null>, ns: ReadonlyArray<Judged | null>) => {
     for (let i = 0; i < page.length; i++) {
       const e = page[i];

@@ -2,7 +2,7 @@
 // replay sends, in order, answering each with its judgements; at the end, the alerts it counted.
 import { parentPort, workerData } from "node:worker_threads";
 import { ReplayWorld, type ReplayObject } from "./world";
-import { judge, MODEL_CALLS } from "./judge";
+import { judgePage } from "./judge";
 import { decodePage, OutcomeTable, type PageColumns } from "./columns";
 
 export type ToWorker = { page: PageColumns } | { close: true };
@@ -24,8 +24,7 @@ port.on("message", (m: ToWorker) => {
   try {
     if ("page" in m) {
       const page = decodePage(m.page, strings);
-      const js = page.map((e) => (MODEL_CALLS.has(e.action) ? judge(world, e) : null));
-      const out = outcomes.encode(js);
+      const out = outcomes.encode(judgePage(world, page));
       port.postMessage({ judged: out } satisfies FromWorker, [out.outcome.buffer as ArrayBuffer, out.usd.buffer as ArrayBuffer]);
       return;
     }

@@ -104,3 +104,8 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   });
   return { provider: where.provider, model: where.model, usdMicros: usd };
 }
+
+/** A page's judgements in one state, in order (null: an entry that is not a model call). */
+export function judgePage(w: ReplayWorld, page: readonly ReplayEntry[]): Array<Judged | null> {
+  return page.map((e) => (MODEL_CALLS.has(e.action) ? judge(w, e) : null));
+}
