@@ -26,17 +26,18 @@ export function minus(a: CounterSet, b: CounterSet): CounterSet {
 
 /** `a + b`, field by field, models included. */
 export function plus(a: CounterSet, b: CounterSet): CounterSet {
-  const s = { ...zero(), models: {} } as CounterSet;
-  for (const f of FIELDS) s[f] = a[f] + b[f];
-  for (const m of new Set([...Object.keys(a.models), ...Object.keys(b.models)])) {
-    const x = a.models[m] ?? zero(), y = b.models[m] ?? zero();
-    s.models[m] = { hits: x.hits + y.hits, misses: x.misses + y.misses, bypassed: x.bypassed + y.bypassed, savedUsdMicros: x.savedUsdMicros + y.savedUsdMicros };
-  }
+  const s = add(a, b) as CounterSet;
+  s.models = {};
+  for (const m of new Set([...Object.keys(a.models), ...Object.keys(b.models)])) s.models[m] = add(a.models[m] ?? zero(), b.models[m] ?? zero());
   return s;
 }
 
 function sub(a: CacheCounters, b: CacheCounters): CacheCounters {
   return { hits: a.hits - b.hits, misses: a.misses - b.misses, bypassed: a.bypassed - b.bypassed, savedUsdMicros: a.savedUsdMicros - b.savedUsdMicros };
+}
+
+function add(a: CacheCounters, b: CacheCounters): CacheCounters {
+  return { hits: a.hits + b.hits, misses: a.misses + b.misses, bypassed: a.bypassed + b.bypassed, savedUsdMicros: a.savedUsdMicros + b.savedUsdMicros };
 }
 
 /** The Redis hash's fields: `<field>` for the totals, `m:<model>:<field>` per model. */
