@@ -112,12 +112,14 @@ export class RedisCacheStore implements CacheStore {
     }
   }
 
-  async put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number): Promise<void> {
+  async put(hash: string, entry: CacheEntry, meta: EntryMeta, now: number, text?: string): Promise<void> {
     if (this.r.status !== "ready") return;
     try {
-      const stored: Stored = { body: entry.body, requestId: entry.requestId, createdAt: entry.createdAt, expiresAt: now + meta.ttlMs, model: meta.model, keyId: meta.keyId };
+      const rest: Omit<Stored, "body"> = { requestId: entry.requestId, createdAt: entry.createdAt, expiresAt: now + meta.ttlMs, model: meta.model, keyId: meta.keyId };
+      // the body as the cache already serialised it, not a second JSON.stringify of it
+      const json = `${JSON.stringify(rest).slice(0, -1)},"body":${text ?? JSON.stringify(entry.body)}}`;
       const lru = this.lruKey(meta.model);
-      const res = await this.r.multi().set(this.entryKey(hash), JSON.stringify(stored), "PX", meta.ttlMs).zadd(lru, now, hash).sadd(this.modelsKey, meta.model).zcard(lru).exec();
+      const res = await this.r.multi().set(this.entryKey(hash), json, "PX", meta.ttlMs).zadd(lru, now, hash).sadd(this.modelsKey, meta.model).zcard(lru).exec();
       const n = Number(res?.[3]?.[1] ?? 0);
       if (n <= meta.maxEntries) return;
       const popped = (await this.r.zpopmin(lru, n - meta.maxEntries)).filter((_, i) => i % 2 === 0);
