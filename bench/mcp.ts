@@ -4,31 +4,17 @@
 // (one in flight), in interleaved batches so drift on a shared machine hits all paths alike.
 // svc runs in its own process pinned to core 1 (as the gateway bench pins it); this process (the
 // clients and the direct baseline's stdio server) is pinned to core 0, so no client shares svc's core.
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Pool } from "undici";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { cpuMicros, root, sleep, startSvcProcess } from "./processes";
+import { cpuMicros, pinSelf, root, sleep, startSvcProcess, unpinSelf } from "./processes";
 import { table, ms, percentile, type Section } from "./report";
 
 const everything = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-
-/** Pin this process to core 0 (children started after inherit it); false when taskset is missing. */
-function pinSelf(): boolean {
-  if (!existsSync("/usr/bin/taskset") || os.cpus().length < 2) return false;
-  execFileSync("/usr/bin/taskset", ["-a", "-cp", "0", String(process.pid)], { stdio: "ignore" });
-  return true;
-}
-
-/** Give this process every core again: the sections that run after this one in the same bench
- * run (inference's raw path runs in this process) must not inherit the pinning. */
-function unpinSelf(): void {
-  execFileSync("/usr/bin/taskset", ["-a", "-cp", `0-${os.cpus().length - 1}`, String(process.pid)], { stdio: "ignore" });
-}
 
 export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> {
   const calls = opts.calls ?? Number(process.env.BENCH_MCP_CALLS ?? 1000);
@@ -36,7 +22,8 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
   const cfg = path.join(tmp, "config");
   mkdirSync(cfg);
   writeFileSync(path.join(cfg, "mcp.yaml"), `apiVersion: svc/v1\nkind: McpServer\nmetadata: {name: everything}\nspec:\n  transport: stdio\n  command: ${JSON.stringify(process.execPath)}\n  args: [${JSON.stringify(everything)}, stdio]\n`);
-  const pinned = pinSelf();
+  // the clients on core 0 (the inference section after this one in a run gets every core back)
+  const pinned = pinSelf(0);
   const svcProc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1 });
   const url = svcProc.url;
   const pool = new Pool(url, { connections: 1, pipelining: 1 });

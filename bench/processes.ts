@@ -1,6 +1,6 @@
 // Child processes for the benchmarks: pinned to a core when taskset exists, and `svc serve`
 // started on a temp home with its URL read from the server.json it writes.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -10,6 +10,18 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 export const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
 const canPin = existsSync("/usr/bin/taskset") && os.cpus().length >= 2;
+
+/** Pin this process (every thread, and the children it starts after) to `core`; false when
+ * pinning is unavailable. `unpinSelf` gives it every core back. */
+export function pinSelf(core: number): boolean {
+  if (!canPin) return false;
+  execFileSync("/usr/bin/taskset", ["-a", "-cp", String(core), String(process.pid)], { stdio: "ignore" });
+  return true;
+}
+
+export function unpinSelf(): void {
+  if (canPin) execFileSync("/usr/bin/taskset", ["-a", "-cp", `0-${os.cpus().length - 1}`, String(process.pid)], { stdio: "ignore" });
+}
 
 /** Start `cmd args` on `core` (or anywhere when core is undefined or pinning is unavailable). */
 export function start(core: number | undefined, cmd: string, args: string[], env: Record<string, string> = {}, cwd = root): ChildProcess {
