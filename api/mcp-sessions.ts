@@ -6,13 +6,16 @@
 // revoked key loses its sessions at once. Sessions idle for 30 minutes are closed, and at most
 // MAX_SESSIONS are held (the oldest idle one goes first).
 import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Svc } from "../engines/svc";
-import { isToolError, type ToolRegistry } from "../engines/tools/types";
+import type { ToolProgress, ToolRegistry } from "../engines/tools/types";
 import type { KeyEntry } from "../engines/gateway/keys";
-import { callStatus, exposedTool, exposedTools } from "./mcp-access";
+import { exposedTools } from "./mcp-access";
+import { runExposedCall } from "./mcp-exposed-call";
+import { answerPlainToolCall, plainToolCall, type PlainToolCall } from "./mcp-direct";
 
 /** Records one finished tools/call of a session (the gate settles and audits it: the HTTP
  * request that carried the call was admitted by the gate under this session and JSON-RPC id). */
@@ -38,27 +41,12 @@ export function exposedServer(registry: ToolRegistry, record?: (requestId: strin
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const name = req.params.name;
     const token = req.params._meta?.progressToken;
-    try {
-      await exposedTool(registry, name);
-      const r = await registry.call(name, (req.params.arguments ?? {}) as Record<string, unknown>, {
-        signal: extra.signal,
-        onProgress:
-          token === undefined
-            ? undefined
-            : (p) => void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...p } }).catch(() => undefined),
-      });
-      record?.(extra.requestId, name, callStatus(undefined, r.isError));
-      return { content: r.content as any, isError: r.isError, ...(r.structuredContent ? { structuredContent: r.structuredContent } : {}) };
-    } catch (e) {
-      record?.(extra.requestId, name, extra.signal.aborted ? "cancelled" : callStatus(e));
-      if (!isToolError(e)) throw e;
-      // Naming mistakes are protocol errors (as for an unknown tool); a failed run is a result
-      // with isError, which the model can read and recover from.
-      if (e.code === "tool_not_found" || e.code === "tool_gone" || e.code === "tool_not_exposable" || e.code === "invalid_arguments") {
-        throw new McpError(ErrorCode.InvalidParams, `${e.code}: ${e.message}`);
-      }
-      return { content: [{ type: "text", text: `${e.code}: ${e.message}` }], isError: true };
-    }
+    const onProgress =
+      token === undefined
+        ? undefined
+        : (p: ToolProgress) => void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...p } }).catch(() => undefined);
+    const r = await runExposedCall(registry, name, (req.params.arguments ?? {}) as Record<string, unknown>, extra.signal, onProgress, record && ((status) => record(extra.requestId, name, status)));
+    return r as any;
   });
   return server;
 }
@@ -89,8 +77,8 @@ export class McpSessions {
    * opens none without being an initialize request (answer 400).
    */
   async handle(
-    req: import("node:http").IncomingMessage,
-    res: import("node:http").ServerResponse,
+    req: IncomingMessage,
+    res: ServerResponse,
     key: KeyEntry | null,
     body: unknown,
   ): Promise<"handled" | "unknown-session" | "not-initialize"> {
@@ -100,6 +88,12 @@ export class McpSessions {
       const s = this.sessions.get(sid);
       if (!s || s.owner !== owner) return "unknown-session";
       s.lastSeen = Date.now();
+      const plain = plainToolCall(req, body);
+      if (plain) {
+        await this.answerPlain(sid, plain, res);
+        return "handled";
+      }
+      this.cancelPlain(sid, body);
       await s.transport.handleRequest(req, res, body);
       return "handled";
     }
@@ -122,6 +116,29 @@ export class McpSessions {
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
     return "handled";
+  }
+
+  /** Plain tools/call requests running now, by session and JSON-RPC id (notifications/cancelled). */
+  private readonly plainCalls = new Map<string, AbortController>();
+
+  private async answerPlain(sid: string, msg: PlainToolCall, res: ServerResponse): Promise<void> {
+    const k = `${sid}\n${JSON.stringify(msg.id)}`;
+    const abort = new AbortController();
+    this.plainCalls.set(k, abort);
+    try {
+      await answerPlainToolCall(this.registry, msg, sid, res, abort, (status) => this.record?.(sid, msg.id, msg.params.name, status));
+    } finally {
+      if (this.plainCalls.get(k) === abort) this.plainCalls.delete(k);
+    }
+  }
+
+  /** A notifications/cancelled for a plain call aborts it (the SDK's server does not know the call). */
+  private cancelPlain(sid: string, body: unknown): void {
+    if (!this.plainCalls.size) return;
+    for (const m of Array.isArray(body) ? body : [body]) {
+      const id = (m as any)?.method === "notifications/cancelled" ? (m as any).params?.requestId : undefined;
+      if (id !== undefined) this.plainCalls.get(`${sid}\n${JSON.stringify(id)}`)?.abort();
+    }
   }
 
   private expire(before: number): void {

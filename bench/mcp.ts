@@ -24,7 +24,9 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
   writeFileSync(path.join(cfg, "mcp.yaml"), `apiVersion: svc/v1\nkind: McpServer\nmetadata: {name: everything}\nspec:\n  transport: stdio\n  command: ${JSON.stringify(process.execPath)}\n  args: [${JSON.stringify(everything)}, stdio]\n`);
   // the clients on core 0 (the inference section after this one in a run gets every core back)
   const pinned = pinSelf(0);
-  const svcProc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1 });
+  // BENCH_MCP_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p": profile svc's process under this load
+  const nodeArgs = process.env.BENCH_MCP_NODE_ARGS?.split(" ").filter(Boolean);
+  const svcProc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, nodeArgs });
   const url = svcProc.url;
   const pool = new Pool(url, { connections: 1, pipelining: 1 });
   const direct = new Client({ name: "bench", version: "1" });

@@ -72,6 +72,34 @@ describe("exposed tools and the /mcp endpoint", () => {
     }
   });
 
+  it("/mcp answers a plain tools/call as application/json; a call with a progress token keeps SSE and gets its progress", async () => {
+    await writeFile(listFile, JSON.stringify(["echo", "write", "progress"]));
+    await until(() => !!env.svc.svc.engines.tools?.get("tiny_progress"), 15_000);
+    const types: string[] = [];
+    const recording: typeof fetch = async (url, init) => {
+      const r = await fetch(url, init);
+      if (init?.method === "POST" && String(init.body).includes('"tools/call"')) types.push(r.headers.get("content-type") ?? "");
+      return r;
+    };
+    const client = new Client({ name: "test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${env.url}/mcp`), { fetch: recording }));
+    try {
+      const plain = await client.callTool({ name: "tiny_echo", arguments: { message: "as json" } });
+      expect(plain.content).toEqual([{ type: "text", text: "echo: as json" }]);
+      const progress: number[] = [];
+      const slow = await client.callTool({ name: "tiny_progress", arguments: { steps: 3, everyMs: 5 } }, undefined, { onprogress: (p) => void progress.push(p.progress) });
+      expect(slow.content).toEqual([{ type: "text", text: "done after 3 steps" }]);
+      // the last step's notification may race the result on svc's relay: the earlier ones arrive first
+      expect(progress.slice(0, 2)).toEqual([1, 2]);
+      expect(types).toEqual([expect.stringMatching(/^application\/json/), expect.stringMatching(/^text\/event-stream/)]);
+      // the JSON answer keeps the protocol's errors: a naming mistake is InvalidParams
+      await expect(client.callTool({ name: "tiny_nothing", arguments: {} })).rejects.toThrow(/-32602.*tool_not_found/);
+      expect(types[2]).toMatch(/^application\/json/);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("keys: permissions.actions without tools:call is 403; with it, or without an actions list, allowed; a bad key is 401", async () => {
     const none = await env.key({ permissions: { actions: ["chat:completions"] } });
     const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
