@@ -26,7 +26,8 @@ export function servedRoutes(routers: Router[], inference: InferenceRoute[]): Se
       else for (const m of methods) out.add(`${m} ${layer.path}`);
     }
   }
-  for (const route of inference) out.add(`POST ${route.path}`);
+  // a path a router serves for ALL methods (/mcp) is that one route, whichever stack serves its POSTs
+  for (const route of inference) if (!out.has(`ALL ${route.path}`)) out.add(`POST ${route.path}`);
   return out;
 }
 

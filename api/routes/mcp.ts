@@ -50,12 +50,16 @@ async function callTool(svc: Svc, ctx: HttpContext): Promise<void> {
   }
 }
 
-/** POST /mcp/call on the lean listener (api/inference-listener.ts): a tool call is a hot path
+/** POST /mcp/call and a session's POST /mcp on the lean listener (api/inference-listener.ts): a tool call is a hot path
  * too, and Koa's context graph and middleware cost a large share of a fast tool's round trip.
  * It authenticates for itself (the tools scope, not inference); a console session's request
  * (cookie, no key) goes to the Koa route, where the console's middleware turns the cookie into its key. */
 export function mcpInference(svc: Svc): InferenceRoute[] {
-  return [{ path: "/mcp/call", selfAuthenticating: true, viaKoa: consoleCookieOnly, handle: (ctx) => callTool(svc, ctx) }];
+  return [
+    { path: "/mcp/call", selfAuthenticating: true, viaKoa: consoleCookieOnly, handle: (ctx) => callTool(svc, ctx) },
+    // a session's POSTs (its tool calls) too; opening a session, its GET stream and DELETE stay on Koa
+    { path: "/mcp", selfAuthenticating: true, viaKoa: (req) => req.method !== "POST" || !req.headers["mcp-session-id"] || consoleCookieOnly(req), handle: (ctx) => endpointOf(svc)(ctx) },
+  ];
 }
 
 function consoleCookieOnly(req: IncomingMessage): boolean {
@@ -63,8 +67,16 @@ function consoleCookieOnly(req: IncomingMessage): boolean {
   return !h.authorization && !h["x-api-key"] && (h.cookie ?? "").includes(SESSION_COOKIE);
 }
 
-export default function mcp(svc: Svc): Router {
-  const r = new Router();
+/** The /mcp endpoint of one svc: the Koa route and the lean listener's POST share its sessions. */
+const endpoints = new WeakMap<Svc, (ctx: HttpContext) => Promise<void>>();
+
+function endpointOf(svc: Svc): (ctx: HttpContext) => Promise<void> {
+  let e = endpoints.get(svc);
+  if (!e) endpoints.set(svc, (e = mcpEndpoint(svc)));
+  return e;
+}
+
+function mcpEndpoint(svc: Svc): (ctx: HttpContext) => Promise<void> {
   let sessions: Promise<McpSessions> | undefined;
   // tools/call requests the gate admitted, by session and JSON-RPC id, until the session ran them
   const admitted = new Map<string, Verdict>();
@@ -87,24 +99,7 @@ export default function mcp(svc: Svc): Router {
     return sessions;
   };
 
-  r.get("/mcp/health", (ctx) => {
-    // a health read: a key that is sent is checked (revoked, IP allowlist) like on every route
-    svc.engines.gateway?.gate.identify(callerFrom(ctx), "models:list");
-    const reg = svc.engines.tools;
-    ctx.body = reg ? { status: "ok", tools: exposedTools(reg).length } : { status: "unavailable", tools: 0 };
-    if (!reg) ctx.status = 503;
-  });
-
-  r.get("/mcp/tools", (ctx) => {
-    const reg = registryOf(svc);
-    checkOrigin(ctx);
-    toolCaller(svc, ctx);
-    ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema, ...(t.annotations ? { annotations: t.annotations } : {}) })) };
-  });
-
-  r.post("/mcp/call", (ctx) => callTool(svc, ctx));
-
-  r.all("/mcp", async (ctx) => {
+  return async (ctx) => {
     registryOf(svc);
     checkOrigin(ctx);
     const key = toolCaller(svc, ctx);
@@ -168,7 +163,29 @@ export default function mcp(svc: Svc): Router {
       ctx.status = 400;
       ctx.body = { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: no valid session; the first request must be initialize" }, id: null };
     }
+  };
+}
+
+export default function mcp(svc: Svc): Router {
+  const r = new Router();
+  r.get("/mcp/health", (ctx) => {
+    // a health read: a key that is sent is checked (revoked, IP allowlist) like on every route
+    svc.engines.gateway?.gate.identify(callerFrom(ctx), "models:list");
+    const reg = svc.engines.tools;
+    ctx.body = reg ? { status: "ok", tools: exposedTools(reg).length } : { status: "unavailable", tools: 0 };
+    if (!reg) ctx.status = 503;
   });
+
+  r.get("/mcp/tools", (ctx) => {
+    const reg = registryOf(svc);
+    checkOrigin(ctx);
+    toolCaller(svc, ctx);
+    ctx.body = { tools: exposedTools(reg).map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema, ...(t.annotations ? { annotations: t.annotations } : {}) })) };
+  });
+
+  r.post("/mcp/call", (ctx) => callTool(svc, ctx));
+
+  r.all("/mcp", endpointOf(svc));
 
   return r;
 }
