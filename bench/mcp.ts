@@ -91,7 +91,7 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
         (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
         "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport); the direct baseline is the SDK's stdio client. " +
         "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +
-        "`POST /mcp/call` is served by the lean listener (no Koa); `/mcp` by the MCP SDK's Streamable HTTP server transport.",
+        "`POST /mcp/call` and a session's `POST /mcp` are served by the lean listener (no Koa); a plain `tools/call` on `/mcp` (no progress token, as here) is answered as `application/json` without the SDK's server transport, which still serves calls with a progress token (over SSE), lists and sessions.",
       data,
     };
   } finally {
