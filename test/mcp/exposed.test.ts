@@ -87,7 +87,7 @@ describe("exposed tools and the /mcp endpoint", () => {
       const plain = await client.callTool({ name: "tiny_echo", arguments: { message: "as json" } });
       expect(plain.content).toEqual([{ type: "text", text: "echo: as json" }]);
       const progress: number[] = [];
-      const slow = await client.callTool({ name: "tiny_progress", arguments: { steps: 3, everyMs: 5 } }, undefined, { onprogress: (p) => void progress.push(p.progress) });
+      const slow = await client.callTool({ name: "tiny_progress", arguments: { steps: 3, everyMs: 40 } }, undefined, { onprogress: (p) => void progress.push(p.progress) });
       expect(slow.content).toEqual([{ type: "text", text: "done after 3 steps" }]);
       // the last step's notification may race the result on svc's relay: the earlier ones arrive first
       expect(progress.slice(0, 2)).toEqual([1, 2]);
@@ -95,6 +95,31 @@ describe("exposed tools and the /mcp endpoint", () => {
       // the JSON answer keeps the protocol's errors: a naming mistake is InvalidParams
       await expect(client.callTool({ name: "tiny_nothing", arguments: {} })).rejects.toThrow(/-32602.*tool_not_found/);
       expect(types[2]).toMatch(/^application\/json/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a plain /mcp call the client cancels (notifications/cancelled) is aborted and audited as cancelled", async () => {
+    await writeFile(listFile, JSON.stringify(["echo", "write", "progress", "slow"]));
+    await until(() => !!env.svc.svc.engines.tools?.get("tiny_slow"), 15_000);
+    const key = await env.key({});
+    const bearer = { authorization: `Bearer ${key.secret}` };
+    const client = new Client({ name: "test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${env.url}/mcp`), { requestInit: { headers: bearer } }));
+    try {
+      const ac = new AbortController();
+      const pending = client.callTool({ name: "tiny_slow", arguments: {} }, undefined, { signal: ac.signal });
+      setTimeout(() => ac.abort("stop"), 200);
+      await expect(pending).rejects.toThrow();
+      let entries: any[] = [];
+      await until(() => {
+        void fetch(`${env.url}/v1/audit-logs?action=tools.call`, { headers: { ...bearer, "x-api-key-id": key.id } })
+          .then((r) => r.json())
+          .then((j: any) => (entries = j?.data ?? []));
+        return entries.length >= 1;
+      }, 10_000, 100);
+      expect(entries.map((e) => [e.metadata?.tool, e.status])).toEqual([["tiny_slow", "cancelled"]]);
     } finally {
       await client.close();
     }
