@@ -10,9 +10,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ReplayEntry } from "./entries";
-import type { Judged } from "./judge";
+import type { Outcome } from "./judge";
 import type { ReplayObject, AlertCount } from "./world";
-import { decodeJudged, encodePage, StringTable } from "./columns";
+import { encodePage, outcomeOf, StringTable, type PageColumns } from "./columns";
 import type { FromWorker, ToWorker } from "./judge-worker";
 
 /** A worker on judge-worker beside this module: the built .js (dist/), or from the sources the
@@ -40,8 +40,8 @@ export class ReplayWorkerError extends Error {}
 export const workerHooks: { started?: (w: Worker) => void } = {};
 
 export class WorkerJudge {
-  private readonly strings = new StringTable();
-  private readonly outcomes: Array<Omit<Judged, "usdMicros">> = [];
+  /** the worker's outcomes (refusal, provider and model), by the index its pages answer with */
+  readonly outcomes: Outcome[] = [];
   /** answers in the order the pages went */
   private readonly waiting: Array<{ ok(m: FromWorker): void; fail(e: Error): void }> = [];
   private failed: Error | null = null;
@@ -78,12 +78,14 @@ export class WorkerJudge {
     });
   }
 
-  /** The page's judgements under the worker's state (null: an entry not judged). */
-  async judge(page: readonly ReplayEntry[]): Promise<Array<Judged | null>> {
-    const c = encodePage(page, this.strings);
-    const m = await this.ask({ page: c }, [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer]);
+  /** A page's judgements under the worker's state: per entry an index into `outcomes` (-1: not
+   * judged) and its spend. `move`: the page's arrays are moved to the worker (else copied, for a
+   * page sent to two workers). */
+  async judge(c: PageColumns, move = true): Promise<{ outcome: Int32Array; usd: Float64Array }> {
+    const m = await this.ask({ page: c }, move ? [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer] : []);
     if (!("judged" in m)) throw new ReplayWorkerError("replay worker: unexpected answer");
-    return decodeJudged(m.judged, this.outcomes);
+    for (const x of m.judged.outcomes) this.outcomes.push(outcomeOf(x));
+    return m.judged;
   }
 
   /** The alerts the worker's state counted; the worker ends. */
@@ -101,7 +103,7 @@ export class WorkerJudge {
   /** Judge an empty page (the worker has loaded its modules), then end the worker. */
   async warm(): Promise<void> {
     try {
-      await this.judge([]);
+      await this.judge(encodePage([], new StringTable()));
     } finally {
       await this.stop();
     }
