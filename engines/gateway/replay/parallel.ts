@@ -1,15 +1,14 @@
-// The proposed state's gate on a second thread: judging an entry under the current and the
-// proposed state are independent (two ReplayWorlds share nothing), so the replay judges the
-// current state on its own thread while a worker judges the proposed one, page by page, in the
-// same order; on two cores a window takes about half the time. Pages go over as typed arrays
-// (columns.ts). Where no worker can start (a test runner that does not load its modules from
-// files), the replay judges both states on its own thread.
+// A state's gate on a thread of its own: judging an entry under the current and the proposed
+// state are independent (two ReplayWorlds share nothing), so a large replay judges each on a
+// worker, page by page in the same order, while its own thread reads the store and merges (the
+// read alone is about a third of the work: three threads share two cores evenly). Pages go over
+// as typed arrays (columns.ts). Where no worker can start (a test runner that does not load its
+// modules from files), the replay judges both states on its own thread.
 import { Worker } from "node:worker_threads";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { ReplayEntry } from "./entries";
 import type { Outcome } from "./judge";
 import type { ReplayObject, AlertCount } from "./world";
 import { encodePage, outcomeOf, StringTable, type PageColumns } from "./columns";
