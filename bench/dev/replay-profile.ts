@@ -2,7 +2,7 @@
 // the read as entries, and the whole replay, each with wall and CPU time. A PostgreSQL server
 // started here is left running for the next run (its URL in /tmp/svc-replay-dev/pg-url).
 // `node --cpu-prof --import tsx bench/dev/replay-profile.ts sqlite|pg [raw|entries|replay]...`
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { openStore } from "../../engines/store/open";
@@ -29,12 +29,34 @@ if (store === "pg") {
 }
 const db = await openStore(home, { env, backgroundCheckpoints: false });
 if (fresh) console.log("fill s", ((await fill(db, day)) / 1000).toFixed(1));
+// CPU seconds of each thread of this process (/proc), sampled: the busiest thread bounds the
+// replay's wall time on an idle machine, whatever the load now
+const threads = new Map<string, { name: string; cpu: number }>();
+const sample = () => {
+  for (const tid of readdirSync("/proc/self/task")) {
+    try {
+      const st = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+      const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+      const name = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")"));
+      threads.set(tid, { name, cpu: (+f[11] + +f[12]) / 100 });
+    } catch {
+      /* a thread that ended */
+    }
+  }
+};
 const timed = async (label: string, f: () => Promise<unknown>) => {
+  sample();
+  const before = new Map([...threads].map(([t, x]) => [t, x.cpu]));
+  const every = setInterval(sample, 50);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const r = await f();
   const c = process.cpuUsage(c0);
+  clearInterval(every);
+  sample();
   console.log(label, "wall s", ((performance.now() - t0) / 1000).toFixed(2), "cpu s", ((c.user + c.system) / 1e6).toFixed(2), r);
+  const busy = [...threads].map(([t, x]) => [x.name, x.cpu - (before.get(t) ?? 0)] as const).filter(([, c]) => c > 0.2);
+  console.log("  threads cpu s:", busy.map(([n, c]) => `${n} ${c.toFixed(2)}`).join(", "));
 };
 for (const p of phases) {
   if (p === "raw") await timed("raw", async () => { let n = 0; for await (const pg of replayRows(db, day, day + DAY)) n += pg.length; return n; });

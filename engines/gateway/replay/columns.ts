@@ -3,7 +3,7 @@
 // per entry costs about as much as judging it; typed arrays are moved, not copied, and each
 // distinct string (a key id, a model, a refusal) crosses once, the first time it appears.
 import type { ReplayEntry } from "./entries";
-import type { Judged } from "./judge";
+import type { Judged, Outcome } from "./judge";
 
 export interface PageColumns {
   n: number;
@@ -118,20 +118,12 @@ export class OutcomeTable {
   }
 }
 
-/** The judgements of a page again (null: an entry that was not judged). */
-export function decodeJudged(c: JudgedColumns, table: Array<Omit<Judged, "usdMicros">>): Array<Judged | null> {
-  for (const x of c.outcomes) {
-    const [refused, provider, model] = JSON.parse(x);
-    const o: Omit<Judged, "usdMicros"> = {};
-    if (refused) o.refused = refused;
-    if (provider !== null) o.provider = provider;
-    if (model !== null) o.model = model;
-    table.push(o);
-  }
-  const out: Array<Judged | null> = new Array(c.n);
-  for (let i = 0; i < c.n; i++) {
-    const k = c.outcome[i];
-    out[i] = k < 0 ? null : { ...table[k], usdMicros: c.usd[i] };
-  }
-  return out;
+/** An outcome of the worker's table again. */
+export function outcomeOf(x: string): Outcome {
+  const [refused, provider, model] = JSON.parse(x);
+  const o: Outcome = {};
+  if (refused) o.refused = refused;
+  if (provider !== null) o.provider = provider;
+  if (model !== null) o.model = model;
+  return o;
 }

@@ -6,6 +6,7 @@ import { REPLAY_PAGE } from "../../../prisma/repos/audit-replay";
 import { auditEntries, oldestEntry, type ReplayEntry, type ReplaySource } from "./entries";
 import { judgePage, type Judged } from "./judge";
 import { ReplayWorkerError, WorkerJudge } from "./parallel";
+import { encodePage, StringTable } from "./columns";
 import { ReportBuilder, differences, dollars, type KeyReport, type Rollup, type Totals } from "./report";
 import { ReplayWorld, type ReplayObject } from "./world";
 import type { ReplayWindow } from "./window";
@@ -76,10 +77,10 @@ function noStacks<T>(f: () => T): T {
   }
 }
 
-/** Replay entries (pages, oldest first) through both states. `worker`: judge the proposed one on
- * a worker thread (parallel.ts) "always", "never", or ("auto") when the first page is full (a
- * large window: a worker costs its start-up, worth it from some ten thousand entries); judged
- * here where none can start. */
+/** Replay entries (pages, oldest first) through both states. `worker`: judge each state on a
+ * worker thread of its own (parallel.ts), this thread only reading and merging, "always",
+ * "never", or ("auto") when the first page is full (a large window: workers cost their start-up,
+ * worth it from some ten thousand entries); judged here where none can start. */
 export async function replayPages(pages: PageSource, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" } = {}): Promise<Omit<ReplayReport, "window" | "summary">> {
   try {
     return await replayOnce(typeof pages === "function" ? pages() : pages, current, proposed, o);
@@ -97,52 +98,80 @@ export async function replayPages(pages: PageSource, current: readonly ReplayObj
  * as an array can be; a one-pass iterable cannot be replayed again if the worker fails. */
 export type PageSource = (() => AsyncIterable<ReplayEntry[]>) | AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>;
 
+/** Pages sent to the workers ahead of the one being merged: this thread reads on meanwhile. */
+const AHEAD = 2;
+
+type Answer = Promise<{ outcome: Int32Array; usd: Float64Array }>;
+
 async function replayOnce(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayEntry[]>, current: readonly ReplayObject[], proposed: readonly ReplayObject[], o: { worker?: "auto" | "always" | "never" }): Promise<Omit<ReplayReport, "window" | "summary">> {
+  // here for the keys' names (and to judge, without workers)
   const cur = new ReplayWorld(current);
   const next = new ReplayWorld(proposed);
-  let worker: WorkerJudge | null = null;
+  let workers: [WorkerJudge, WorkerJudge] | null = null;
   let first = true;
   const b = new ReportBuilder();
   const notReplayed: Record<string, number> = {};
   let entries = 0;
   let replayed = 0;
   const judgeAll = (w: ReplayWorld, page: readonly ReplayEntry[]) => noStacks(() => judgePage(w, page));
+  const skip = (e: ReplayEntry) => {
+    notReplayed[e.action] = (notReplayed[e.action] ?? 0) + 1;
+  };
   const merge = (page: readonly ReplayEntry[], cs: ReadonlyArray<Judged | null>, ns: ReadonlyArray<Judged | null>) => {
+    entries += page.length;
     for (let i = 0; i < page.length; i++) {
-      const e = page[i];
-      entries++;
       const c = cs[i];
       const n = ns[i];
-      if (!c || !n) {
-        notReplayed[e.action] = (notReplayed[e.action] ?? 0) + 1;
-        continue;
-      }
-      replayed++;
-      b.add(e, c, n);
+      if (!c || !n) skip(page[i]);
+      else b.add(page[i], c, c.usdMicros, n, n.usdMicros), replayed++;
     }
   };
+  // the workers' answers merged straight from their columns: no object per judgement
+  const mergeColumns = async (page: readonly ReplayEntry[], cp: Answer, np: Answer, [cw, nw]: [WorkerJudge, WorkerJudge]) => {
+    const c = await cp;
+    const n = await np;
+    entries += page.length;
+    for (let i = 0; i < page.length; i++) {
+      const ci = c.outcome[i];
+      const ni = n.outcome[i];
+      if (ci < 0 || ni < 0) skip(page[i]);
+      else b.add(page[i], cw.outcomes[ci], c.usd[i], nw.outcomes[ni], n.usd[i]), replayed++;
+    }
+  };
+  const strings = new StringTable();
+  const ahead: Array<{ page: ReplayEntry[]; c: Answer; n: Answer }> = [];
   try {
-    // the worker holds the next page while this thread judges and merges the last
-    let held: { page: ReplayEntry[]; cs: Array<Judged | null>; ns: Promise<Array<Judged | null>> } | null = null;
     for await (const page of pages) {
       if (first) {
         first = false;
         const mode = o.worker ?? "auto";
-        if (mode === "always" || (mode === "auto" && page.length >= REPLAY_PAGE)) worker = WorkerJudge.start(proposed);
+        if (mode === "always" || (mode === "auto" && page.length >= REPLAY_PAGE)) workers = startPair(current, proposed);
       }
-      const ns = worker ? worker.judge(page) : null;
-      ns?.catch(() => undefined); // awaited below, after this page is judged here
-      const cs = judgeAll(cur, page);
-      if (held) merge(held.page, held.cs, await held.ns);
-      held = ns ? { page, cs, ns } : null;
-      if (!ns) merge(page, cs, judgeAll(next, page));
+      if (!workers) {
+        merge(page, judgeAll(cur, page), judgeAll(next, page));
+        continue;
+      }
+      // one encoding for both workers (they intern the same strings in the same order)
+      const cols = encodePage(page, strings);
+      const c = workers[0].judge(cols, false);
+      const n = workers[1].judge(cols, true);
+      c.catch(() => undefined); // awaited in order, below
+      n.catch(() => undefined);
+      ahead.push({ page, c, n });
+      if (ahead.length > AHEAD) {
+        const h = ahead.shift()!;
+        await mergeColumns(h.page, h.c, h.n, workers);
+      }
     }
-    if (held) merge(held.page, held.cs, await held.ns);
+    if (workers) for (const h of ahead.splice(0)) await mergeColumns(h.page, h.c, h.n, workers);
     await cur.close();
     await next.close();
-    if (worker) next.counted = await worker.close();
+    if (workers) {
+      cur.counted = await workers[0].close();
+      next.counted = await workers[1].close();
+    }
   } finally {
-    await worker?.stop();
+    if (workers) await Promise.all(workers.map((w) => w.stop()));
   }
   b.alerts("alerts", cur.counted.alerts, next.counted.alerts);
   b.alerts("webhooks", cur.counted.webhooks, next.counted.webhooks);
@@ -152,6 +181,15 @@ async function replayOnce(pages: AsyncIterable<ReplayEntry[]> | Iterable<ReplayE
   };
   const r = b.build(describe);
   return { entries, replayed, notReplayed, ...r, differences: differences(r.totals) };
+}
+
+/** A worker for each state, or null where either cannot start. */
+function startPair(current: readonly ReplayObject[], proposed: readonly ReplayObject[]): [WorkerJudge, WorkerJudge] | null {
+  const c = WorkerJudge.start(current);
+  const n = c && WorkerJudge.start(proposed);
+  if (c && n) return [c, n];
+  void c?.stop();
+  return null;
 }
 
 /** Replay the window of the store's audit log through the current and the proposed state. */

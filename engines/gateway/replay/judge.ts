@@ -31,6 +31,9 @@ export interface Judged {
   usdMicros: number;
 }
 
+/** A judgement without its spend: what the worker's outcome table holds (columns.ts). */
+export type Outcome = Omit<Judged, "usdMicros">;
+
 /** Verdict.ts is the audit row's time: a replay writes no audit row, so one date serves all. */
 const NO_ROW_TIME = new Date(0);
 

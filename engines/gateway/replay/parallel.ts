@@ -1,19 +1,20 @@
-// The proposed state's gate on a second thread: judging an entry under the current and the
-// proposed state are independent (two ReplayWorlds share nothing), so the replay judges the
-// current state on its own thread while a worker judges the proposed one, page by page, in the
-// same order; on two cores a window takes about half the time. Pages go over as typed arrays
-// (columns.ts). Where no worker can start (a test runner that does not load its modules from
-// files), the replay judges both states on its own thread.
+// A state's gate on a thread of its own: judging an entry under the current and the proposed
+// state are independent (two ReplayWorlds share nothing), so a large replay judges each on a
+// worker, page by page in the same order, while its own thread reads the store and merges (the
+// read alone is about a third of the work: three threads share two cores evenly). Pages go over
+// as typed arrays (columns.ts). Where no worker can start (a test runner that does not load its
+// modules from files), the replay judges both states on its own thread.
 import { Worker } from "node:worker_threads";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { ReplayEntry } from "./entries";
-import type { Judged } from "./judge";
+import type { Outcome } from "./judge";
 import type { ReplayObject, AlertCount } from "./world";
-import { decodeJudged, encodePage, StringTable } from "./columns";
+import { encodePage, outcomeOf, StringTable, type PageColumns } from "./columns";
 import type { FromWorker, ToWorker } from "./judge-worker";
+
+const YOUNG_MB = Number(process.env.SVC_REPLAY_YOUNG_MB ?? 48);
 
 /** A worker on judge-worker beside this module: the built .js (dist/), or from the sources the
  * .ts through tsx (the bench); null when this module is not a file (a test runner's transform). */
@@ -24,12 +25,15 @@ function startWorker(workerData: unknown): Worker | null {
   const ts = self.endsWith(".ts");
   const file = path.join(path.dirname(self), ts ? "judge-worker.ts" : "judge-worker.js");
   if (!existsSync(file)) return null;
-  if (!ts) return new Worker(file, { workerData });
+  // a young generation larger than V8's default: judging leaves little alive past a page, so
+  // fewer, not larger, scavenges (GC was a seventh of the replay's CPU)
+  const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_MB };
+  if (!ts) return new Worker(file, { workerData, resourceLimits });
   // tsx's ESM entry (its CommonJS one registers from the wrong directory), found through require
   const tsx = createRequire(self).resolve("tsx/esm/api").replace(/\.cjs$/, ".mjs");
   if (!existsSync(tsx)) return null;
   const boot = `import(${JSON.stringify(pathToFileURL(tsx).href)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(file).href)}); });`;
-  return new Worker(boot, { eval: true, workerData });
+  return new Worker(boot, { eval: true, workerData, resourceLimits });
 }
 
 /** The worker thread failed (crashed, exited, or reported an error): the replay can run again on
@@ -40,8 +44,8 @@ export class ReplayWorkerError extends Error {}
 export const workerHooks: { started?: (w: Worker) => void } = {};
 
 export class WorkerJudge {
-  private readonly strings = new StringTable();
-  private readonly outcomes: Array<Omit<Judged, "usdMicros">> = [];
+  /** the worker's outcomes (refusal, provider and model), by the index its pages answer with */
+  readonly outcomes: Outcome[] = [];
   /** answers in the order the pages went */
   private readonly waiting: Array<{ ok(m: FromWorker): void; fail(e: Error): void }> = [];
   private failed: Error | null = null;
@@ -78,12 +82,14 @@ export class WorkerJudge {
     });
   }
 
-  /** The page's judgements under the worker's state (null: an entry not judged). */
-  async judge(page: readonly ReplayEntry[]): Promise<Array<Judged | null>> {
-    const c = encodePage(page, this.strings);
-    const m = await this.ask({ page: c }, [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer]);
+  /** A page's judgements under the worker's state: per entry an index into `outcomes` (-1: not
+   * judged) and its spend. `move`: the page's arrays are moved to the worker (else copied, for a
+   * page sent to two workers). */
+  async judge(c: PageColumns, move = true): Promise<{ outcome: Int32Array; usd: Float64Array }> {
+    const m = await this.ask({ page: c }, move ? [c.ts.buffer as ArrayBuffer, c.s.buffer as ArrayBuffer, c.tokens.buffer as ArrayBuffer] : []);
     if (!("judged" in m)) throw new ReplayWorkerError("replay worker: unexpected answer");
-    return decodeJudged(m.judged, this.outcomes);
+    for (const x of m.judged.outcomes) this.outcomes.push(outcomeOf(x));
+    return m.judged;
   }
 
   /** The alerts the worker's state counted; the worker ends. */
@@ -101,7 +107,7 @@ export class WorkerJudge {
   /** Judge an empty page (the worker has loaded its modules), then end the worker. */
   async warm(): Promise<void> {
     try {
-      await this.judge([]);
+      await this.judge(encodePage([], new StringTable()));
     } finally {
       await this.stop();
     }

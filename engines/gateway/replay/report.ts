@@ -3,7 +3,7 @@
 // state and not the other, a call that goes to another provider or model, a change of spend at
 // the states' prices, or a change in the alerts and webhooks the gate raised.
 import type { ReplayEntry } from "./entries";
-import type { Judged } from "./judge";
+import type { Outcome } from "./judge";
 
 export interface Refusals {
   code: string;
@@ -82,12 +82,13 @@ export class ReportBuilder {
     return a;
   }
 
-  add(e: ReplayEntry, cur: Judged, next: Judged): void {
+  /** One entry's judgements: each state's outcome and spend (micro-USD). */
+  add(e: ReplayEntry, cur: Outcome, curUsd: number, next: Outcome, nextUsd: number): void {
     const a = this.acc(e.keyId);
     a.requests++;
     a.spend.recordedMicros += e.costMicros;
-    a.spend.currentMicros += cur.usdMicros;
-    a.spend.proposedMicros += next.usdMicros;
+    a.spend.currentMicros += curUsd;
+    a.spend.proposedMicros += nextUsd;
     if (next.refused && !cur.refused) {
       const r = next.refused;
       const id = `${r.code}\u0000${r.limit ?? ""}`;
