@@ -29,11 +29,18 @@ export function start(core: number | undefined, cmd: string, args: string[], env
   return spawn(c, a, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
+/** node's flags from the first line of `checkout`'s bin/svc.mjs (`#!/usr/bin/env -S node …`): a
+ * bench runs svc with the flags the `svc` command and `npm start` run it with. */
+export function svcNodeFlags(checkout = root): string[] {
+  const first = readFileSync(path.join(checkout, "bin/svc.mjs"), "utf8").split("\n", 1)[0]!;
+  return /^#!\S*env(?: -S)? node\b(.*)$/.exec(first)?.[1]!.trim().split(/\s+/).filter(Boolean) ?? [];
+}
+
 /** `svc serve --port 0 --config <dir> --no-quickstart` on `home` (from `checkout`, another
  * working copy of svc, when given; `nodeArgs` go to node, e.g. --trace-gc-nvp, whose lines
  * `stdout` then receives); resolves with the process and its URL. */
 export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string; nodeArgs?: string[]; stdout?: (chunk: Buffer) => void }): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = start(opts.core, process.execPath, [...(opts.nodeArgs ?? []), "bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
+  const proc = start(opts.core, process.execPath, [...svcNodeFlags(opts.checkout), ...(opts.nodeArgs ?? []), "bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
     SVC_HOME: opts.home,
     ...opts.env,
   }, opts.checkout);

@@ -1,6 +1,13 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-concurrent-recompilation
 // The package's `svc` bin: start the CLI compiled into dist/ (bin/build.mjs; `npm ci` and
 // `npm test` build it). Nothing is compiled at run time.
+// --no-concurrent-recompilation (on the first line, so the `svc` command runs with it; `npm start`,
+// examples/deploy's image and the benches pass it too: test/startup/node-flags.test.ts holds them
+// together): V8 optimizes hot functions on the main thread instead of on its worker threads. Those
+// threads' compile zones are malloc'd in glibc arenas of their own that keep freed pages, ~12 MB
+// resident in an idle gateway and ~25 MB with a model (issue 43, memory at rest). svc's code warms
+// up once; a compile job then runs on the thread that needed it, as on one core it did anyway.
+// V8 reads the flag when it starts, so setFlagsFromString below cannot set it.
 import { setFlagsFromString } from "node:v8";
 
 // V8's allocation-site pretenuring can decide, from one major GC that lands while many requests

@@ -12,12 +12,13 @@ import type { ModelInfo } from "./info";
 import type { GrammarCache } from "./json-schema";
 import type { Lease, LoadedModel } from "./loaded-model";
 import { resolveSampling } from "./sampling";
+import { whileLoading } from "../young-gen";
 import type { Sampling } from "../../schemas/common";
 
 // node-llama-cpp and the code on top of it load with the first model, not with the pool
 type Runtime = typeof import("./runtime");
 let loadedRuntime: Runtime | undefined;
-const runtime = async (): Promise<Runtime> => (loadedRuntime ??= await import("./runtime"));
+const runtime = async (): Promise<Runtime> => (loadedRuntime ??= await whileLoading(() => import("./runtime")));
 
 export interface ModelPoolOptions {
   modelsDir: string;
@@ -298,7 +299,11 @@ export class ModelPool {
     return e.loading;
   }
 
-  private async load(e: Entry): Promise<LoadedModel> {
+  private load(e: Entry): Promise<LoadedModel> {
+    return whileLoading(() => this.loadNow(e)); // what a model load keeps is not a young generation's (engines/young-gen.ts)
+  }
+
+  private async loadNow(e: Entry): Promise<LoadedModel> {
     this.checkFile(e);
     const size = statSync(e.file).size;
     const need = size * (this.opts.memoryFactor ?? 1.2);
