@@ -93,8 +93,10 @@ class Writer {
     const n = h.length >> 1;
     this.room(n + 1);
     const b = this.buf;
-    b[this.pos++] = n;
-    for (let i = 0; i < n; i++) b[this.pos++] = (nibble(h.charCodeAt(2 * i)) << 4) | nibble(h.charCodeAt(2 * i + 1));
+    let p = this.pos;
+    b[p++] = n;
+    for (let i = 0; i < h.length; i += 2) b[p++] = HEX[((h.charCodeAt(i) & 0x7f) << 7) | (h.charCodeAt(i + 1) & 0x7f)];
+    this.pos = p;
   }
 
   fixed32(v: number): void {
@@ -142,6 +144,9 @@ class Writer {
 }
 
 const nibble = (c: number) => (c <= 57 ? c - 48 : c <= 70 ? c - 55 : c - 87);
+/** a byte from two hex digits' char codes, (high << 7) | low */
+const HEX = new Uint8Array(1 << 14);
+for (const a of "0123456789abcdefABCDEF") for (const b of "0123456789abcdefABCDEF") HEX[(a.charCodeAt(0) << 7) | b.charCodeAt(0)] = (nibble(a.charCodeAt(0)) << 4) | nibble(b.charCodeAt(0));
 
 const MIN_INT64 = -(2 ** 63);
 const MAX_INT64 = 2 ** 63;
@@ -205,11 +210,13 @@ function keyValue(w: Writer, k: string, v: Value): void {
   w.close(kv);
 }
 
-function attributes(w: Writer, attrs: Attributes, field: number): void {
-  for (const k in attrs) {
-    if (!Object.prototype.hasOwnProperty.call(attrs, k)) continue;
+/** own enumerable keys in for-in order (the official writer's for-in with hasOwnProperty),
+ * without for-in's slow path over the SDK's many-keyed attribute objects */
+function attributes(w: Writer, attrs: Record<string, Value>, field: number): void {
+  const keys = Object.keys(attrs);
+  for (let i = 0; i < keys.length; i++) {
     w.tag(field, 2);
-    keyValue(w, k, attrs[k]);
+    keyValue(w, keys[i], attrs[keys[i]]);
   }
 }
 
