@@ -3,7 +3,7 @@
 // ctx.state.span (the request's Caller carries it to the gate's spans) and ends when the response
 // closes, named for the matched route. One shared close listener: no closure per request.
 import type { ServerResponse } from "node:http";
-import { tracing, type Span, type Spans } from "../engines/telemetry";
+import { attr, tracing, type Span, type Spans } from "../engines/telemetry";
 import type { HttpContext } from "./http-context";
 import { clientIp } from "./loopback";
 
@@ -11,12 +11,11 @@ const kCtx = Symbol("svc.traceCtx");
 type Traced = ServerResponse & { [kCtx]?: HttpContext };
 
 export function traceRequest(ctx: HttpContext, sp: Spans): void {
-  const span = sp.server(ctx.method, ctx.path, ctx.req.headers, {
-    "url.scheme": "http",
-    "client.address": clientIp(ctx),
-    "user_agent.original": ctx.req.headers["user-agent"],
-    "svc.request.id": ctx.state.requestId,
-  });
+  const span = sp.server(ctx.method, ctx.path, ctx.req.headers);
+  span.setAttribute("url.scheme", "http");
+  attr(span, "client.address", clientIp(ctx));
+  attr(span, "user_agent.original", ctx.req.headers["user-agent"]);
+  attr(span, "svc.request.id", ctx.state.requestId);
   ctx.state.span = span;
   const res = ctx.res as Traced;
   res[kCtx] = ctx;

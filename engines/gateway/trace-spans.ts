@@ -3,7 +3,7 @@
 // its secret; organization, team and user; the policy decision; the limit that refused; cost and
 // currency; fallback). Spans exist only while tracing is on (engines/telemetry): a call site
 // reaches here only when the request carries a span (Caller.trace).
-import { tracing, type Span } from "../telemetry";
+import { attr, tracing, type Span } from "../telemetry";
 import { SvcError } from "../errors";
 import type { ChatRequest } from "../chat/types";
 import type { Caller } from "./pipeline-types";
@@ -44,15 +44,14 @@ function setKeyAttrs(span: Span, key: KeyEntry | null): void {
 export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span {
   const op = req.prompt !== undefined && req.messages.length === 0 ? "text_completion" : "chat";
   const sp = tracing.spans!;
-  const span = sp.child(parent, `${op} ${req.model}`, "internal", {
-    "gen_ai.operation.name": op,
-    "gen_ai.request.model": req.model,
-    "gen_ai.request.max_tokens": req.maxTokens,
-    "gen_ai.request.temperature": req.sampling.temperature,
-    "gen_ai.request.top_p": req.sampling.topP,
-    "svc.stream": req.stream === true || undefined, // only when streamed: each attribute costs twice (set, serialised)
-    "svc.agent.id": req.agentId,
-  });
+  const span = sp.child(parent, `${op} ${req.model}`, "internal");
+  span.setAttribute("gen_ai.operation.name", op);
+  span.setAttribute("gen_ai.request.model", req.model);
+  attr(span, "gen_ai.request.max_tokens", req.maxTokens);
+  attr(span, "gen_ai.request.temperature", req.sampling.temperature);
+  attr(span, "gen_ai.request.top_p", req.sampling.topP);
+  if (req.stream === true) span.setAttribute("svc.stream", true); // only when streamed: each attribute costs twice (set, serialised)
+  attr(span, "svc.agent.id", req.agentId);
   if (sp.content) {
     // a legacy completion's prompt is its one user message
     const input = op === "text_completion" ? [{ role: "user", content: req.prompt }] : req.messages.map((m) => ({ role: m.role, content: m.content }));
@@ -104,22 +103,21 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
   const model = o.usdMicros !== undefined; // a model call
   const charged = v.key && v.adm ? keyCurrency(v.key) : undefined; // the key's currency, when it was charged
   setKeyAttrs(span, v.key);
-  tracing.spans!.end(
-    span,
-    {
-      "svc.policy.decision": "allow",
-      "svc.provider": o.provider ?? v.call.provider,
-      "gen_ai.usage.input_tokens": model ? o.promptTokens : undefined,
-      "gen_ai.usage.output_tokens": model ? o.completionTokens : undefined,
-      "gen_ai.response.finish_reasons": o.finishReason ? [o.finishReason] : undefined,
-      "svc.cost": charged ? costMicros / 1e6 : undefined,
-      "svc.currency": charged,
-      // in USD too when the key is charged in another currency (or not charged: no key)
-      "svc.cost_usd": o.usdMicros !== undefined && charged !== "USD" ? o.usdMicros / 1e6 : undefined,
-      "svc.status": ok && o.status === "success" ? undefined : o.status, // not a success: which outcome
-    },
-    ok || o.status === "cancelled" ? undefined : { code: o.status },
-  );
+  span.setAttribute("svc.policy.decision", "allow");
+  attr(span, "svc.provider", o.provider ?? v.call.provider);
+  if (model) {
+    attr(span, "gen_ai.usage.input_tokens", o.promptTokens);
+    attr(span, "gen_ai.usage.output_tokens", o.completionTokens);
+  }
+  if (o.finishReason) span.setAttribute("gen_ai.response.finish_reasons", [o.finishReason]);
+  if (charged) {
+    span.setAttribute("svc.cost", costMicros / 1e6);
+    span.setAttribute("svc.currency", charged);
+  }
+  // in USD too when the key is charged in another currency (or not charged: no key)
+  if (o.usdMicros !== undefined && charged !== "USD") span.setAttribute("svc.cost_usd", o.usdMicros / 1e6);
+  if (!(ok && o.status === "success")) span.setAttribute("svc.status", o.status); // not a success: which outcome
+  tracing.spans!.end(span, undefined, ok || o.status === "cancelled" ? undefined : { code: o.status });
 }
 
 /** A refused or failed call: error.type, and which limit or policy refused it. */

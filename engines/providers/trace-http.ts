@@ -1,7 +1,7 @@
 // The client span of one upstream HTTP attempt (a retry, a fallback and a routed deployment each
 // make their own), a child of the model call's span, whose W3C traceparent the upstream receives.
 // Made only when the call carries a span (Cancellation.trace: tracing is on).
-import { tracing, type Span } from "../telemetry";
+import { attr, tracing, type Span } from "../telemetry";
 
 export interface UpstreamSpan {
   span: Span;
@@ -28,19 +28,19 @@ export function upstreamSpan(parent: Span, provider: string, baseUrl: string, pa
   const sp = tracing.spans!;
   const t = targetOf(baseUrl);
   const q = path.indexOf("?");
-  const span = sp.child(parent, "POST", "client", {
-    "http.request.method": "POST",
-    "server.address": t.address,
-    "server.port": t.port,
-    "url.full": t.base + (q < 0 ? path : path.slice(0, q)),
-    "svc.provider": provider,
-  });
+  const span = sp.child(parent, "POST", "client");
+  span.setAttribute("http.request.method", "POST");
+  span.setAttribute("server.address", t.address);
+  span.setAttribute("server.port", t.port);
+  span.setAttribute("url.full", t.base + (q < 0 ? path : path.slice(0, q)));
+  span.setAttribute("svc.provider", provider);
   return { span, headers: sp.headers(span) };
 }
 
 /** The attempt's answer (status) or its failure. */
 export function endUpstream(u: UpstreamSpan, status: number | undefined, error?: unknown): void {
-  tracing.spans!.end(u.span, { "http.response.status_code": status }, error);
+  attr(u.span, "http.response.status_code", status);
+  tracing.spans!.end(u.span, undefined, error);
 }
 
 /** A 2xx answer whose body is read later (a stream): the attempt's span ends when the body is

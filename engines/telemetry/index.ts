@@ -12,11 +12,11 @@ export type Attrs = Record<string, string | number | boolean | string[] | undefi
 /** The span helpers (spans.ts), present while tracing is on. */
 export interface Spans {
   /** the server span of one HTTP request, continuing an incoming W3C traceparent/tracestate */
-  server(method: string, path: string, headers: Record<string, string | string[] | undefined>, attrs: Attrs): Span;
+  server(method: string, path: string, headers: Record<string, string | string[] | undefined>, attrs?: Attrs): Span;
   /** end a server span with the response's status and the matched route */
   endServer(span: Span, method: string, status: number, route: string | undefined, aborted: boolean): void;
   /** a child span (`parent` a span or a stored traceparent; none: a new trace) */
-  child(parent: Span | string | undefined, name: string, kind: "internal" | "client", attrs: Attrs): Span;
+  child(parent: Span | string | undefined, name: string, kind: "internal" | "client", attrs?: Attrs): Span;
   /** end a span, recording `error` (error.type and the status) when it failed */
   end(span: Span, attrs?: Attrs, error?: unknown): void;
   /** a span's W3C traceparent (and tracestate) for an outgoing request or a stored task */
@@ -27,6 +27,13 @@ export interface Spans {
 }
 
 export const tracing: { spans?: Spans } = {};
+
+/** Set one attribute when it has a value. The hot path's spans set theirs one by one: an object
+ * literal of them per span was garbage on every request, and garbage is most of tracing's cost
+ * in a busy server (docs/observability.md). */
+export function attr(span: Span, key: string, value: string | number | boolean | string[] | undefined): void {
+  if (value !== undefined) span.setAttribute(key, value);
+}
 
 /** The trace id of a traced request or task as a log line's field (`trace_id`), from its span or
  * stored traceparent; empty when untraced. Passed explicitly where the line is written: an async

@@ -62,10 +62,7 @@ export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: 
   ]);
   const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
   const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
-  const exporter =
-    protocol === "http/json"
-      ? new (await import("@opentelemetry/exporter-trace-otlp-http")).OTLPTraceExporter(exporterOpts)
-      : new (await import("@opentelemetry/exporter-trace-otlp-proto")).OTLPTraceExporter(exporterOpts);
+  const exporter = await (await import("./exporter")).otlpExporter(protocol, exporterOpts);
   const resource = resourceFromAttributes({ "service.name": s?.serviceName ?? env.OTEL_SERVICE_NAME?.trim() ?? "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new BasicTracerProvider({
     resource,

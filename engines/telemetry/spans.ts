@@ -13,10 +13,34 @@ const SERVER = { kind: SpanKind.SERVER };
 const CLIENT = { kind: SpanKind.CLIENT };
 const INTERNAL = { kind: SpanKind.INTERNAL };
 
+/** The API's key of a context's span, read once by letting trace.setSpan write into a probe. */
+const SPAN_KEY = (() => {
+  let key: symbol | undefined;
+  const probe = { getValue: () => undefined, setValue: (k: symbol) => ((key = k), probe), deleteValue: () => probe };
+  trace.setSpan(probe, trace.wrapSpanContext({ traceId: "", spanId: "", traceFlags: 0 }));
+  return key!;
+})();
+
+/** A context holding just a parent span: what the SDK reads of a context to start a child (its
+ * span, and no suppression). trace.setSpan would copy the root context's Map into a new context
+ * for every child span, which the profiles showed as garbage; a derived context is a real one. */
+class ParentContext implements Context {
+  constructor(private readonly span: Span) {}
+  getValue(key: symbol): unknown {
+    return key === SPAN_KEY ? this.span : undefined;
+  }
+  setValue(key: symbol, value: unknown): Context {
+    return trace.setSpan(ROOT_CONTEXT, this.span).setValue(key, value);
+  }
+  deleteValue(key: symbol): Context {
+    return trace.setSpan(ROOT_CONTEXT, this.span).deleteValue(key);
+  }
+}
+
 function parentContext(parent: Span | string | undefined): Context {
   if (parent === undefined) return ROOT_CONTEXT;
   if (typeof parent === "string") return w3c.extract(ROOT_CONTEXT, { traceparent: parent }, defaultTextMapGetter);
-  return trace.setSpan(ROOT_CONTEXT, parent);
+  return new ParentContext(parent);
 }
 
 /** Set the defined attributes (the SDK's setAttributes skips undefined values). */

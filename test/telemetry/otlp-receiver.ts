@@ -145,7 +145,7 @@ function protoSpan(buf: Buffer, service: string): GotSpan {
   return s;
 }
 
-function fromProto(buf: Buffer): GotSpan[] {
+export function fromProto(buf: Buffer): GotSpan[] {
   const out: GotSpan[] = [];
   for (const rs of fields(buf)) {
     if (rs.no !== 1) continue;

@@ -1,0 +1,60 @@
+// Dev tool (not a test): tracing's CPU per request in a process that also makes garbage the way a
+// busy server does (about 40 KB a request, some of it live across a few requests), so the
+// collector's share of tracing's cost shows, which `npm run bench -- tracing` (no other garbage)
+// leaves out. SIZES lists the cases, in alternating rounds: "off" (no spans), "noop" (spans made,
+// none exported), a number (the batch processor's maxExportBatchSize, OTLP http/protobuf to a
+// loopback sink). CPU time per request, median of 3 rounds.
+//   [SIZES=off,noop,512] node --import tsx bench/dev/tracing-garbage.ts
+import { BatchSpanProcessor, BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { makeSpans } from "../../engines/telemetry/spans";
+import { tracing } from "../../engines/telemetry";
+import { otlpExporter } from "../../engines/telemetry/exporter";
+import { chatSpan, attemptSpan, endCallSpan } from "../../engines/gateway/trace-spans";
+import { upstreamSpan, endUpstream } from "../../engines/providers/trace-http";
+import { otlpSink } from "../tracing";
+const key = { id: "key_0123456789", spec: { organization_id: "org-bench", team_id: "team-bench", user_id: "u1", budget_limits: { daily: 1 } } };
+const req = { model: "bench-model", messages: [{ role: "user", content: "Say hello." }], maxTokens: 16, sampling: {}, stream: false };
+const headers = { host: "127.0.0.1", authorization: "Bearer x", "content-type": "application/json", "user-agent": "autocannon" };
+let keep: unknown[] = [];
+function garbage(i: number) {
+  // ~40 KB of short-lived objects a request, some kept for a few requests (in-flight requests)
+  const a: unknown[] = [];
+  for (let j = 0; j < 400; j++) a.push({ j, s: `x${i}-${j}`, arr: [j, j + 1, j + 2] });
+  keep.push(a);
+  if (keep.length > 50) keep = keep.slice(25);
+}
+function one(i: number) {
+  garbage(i);
+  const sp = tracing.spans;
+  if (!sp) return;
+  const server = sp.server("POST", "/v1/chat/completions", headers, { "url.scheme": "http", "client.address": "127.0.0.1", "user_agent.original": "autocannon", "svc.request.id": `req_${i}` });
+  const chat = chatSpan(server, { requestId: `req_${i}` } as any, req as any);
+  attemptSpan(chat, { type: "openai", provider: "standin", upstreamModel: "bench-model" } as any, 0);
+  const up = upstreamSpan(chat, "standin", "http://127.0.0.1:4321/v1", "/chat/completions");
+  endUpstream(up, 200);
+  endCallSpan({ key, call: { action: "chat:completions", audit: "chat", model: "bench-model", provider: "standin" }, adm: {}, span: chat } as any, { status: "success", provider: "standin", promptTokens: 10, completionTokens: 5, usdMicros: 12, finishReason: "stop" }, 12);
+  sp.endServer(server, "POST", 200, "/v1/chat/completions", false);
+}
+const url = (await otlpSink()) + "/v1/traces";
+const run = async (n: number) => { for (let i = 0; i < n; i += 5) { for (let j = 0; j < 5; j++) one(i + j); await new Promise((r) => setImmediate(r)); } };
+const res: Record<string, number[]> = {};
+const sizes = (process.env.SIZES ?? "off,512,64").split(",");
+for (let round = 0; round < 3; round++) for (const size of sizes) {
+  let p: BasicTracerProvider | undefined;
+  if (size !== "off") {
+    const noop = { onStart() {}, onEnd() {}, forceFlush: async () => {}, shutdown: async () => {} };
+    p = new BasicTracerProvider({ resource: resourceFromAttributes({ "service.name": "svc" }), spanProcessors: [size === "noop" ? noop : new BatchSpanProcessor(await otlpExporter("http/protobuf", { url }), { maxExportBatchSize: Number(size), maxQueueSize: Math.max(2048, Number(size)) })] });
+    tracing.spans = makeSpans(p.getTracer("svc", "0.1"), false);
+  } else tracing.spans = undefined;
+  await run(5000);
+  const c0 = process.cpuUsage(); const n = 30000;
+  await run(n);
+  await p?.forceFlush();
+  const c = process.cpuUsage(c0);
+  await p?.shutdown();
+  (res[size] ??= []).push((c.user + c.system) / n);
+}
+const med = (x: number[]) => [...x].sort((a, b) => a - b)[1];
+console.log(Object.entries(res).map(([k, v]) => `${k}: ${med(v).toFixed(1)} µs (${v.map((x) => x.toFixed(1)).join(", ")})`).join("\n"));
+process.exit(0);
