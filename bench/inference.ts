@@ -19,7 +19,7 @@ import { cpuNanos } from "./cpu-time";
 const PROMPT = "The quick brown fox jumps over the lazy dog and then";
 const SETTINGS = { threads: 1, parallel: 4, contextSize: 2048 };
 
-interface StreamRun { firstMs: number; tokens: number; promptTokens: number; decodeTps: number; totalMs: number; cpuMicros: number }
+interface StreamRun { firstMs: number; tokens: number; promptTokens: number; decodeTps: number; totalMs: number; cpuMicros: number; decodeCpuMicros: number }
 
 /** One streamed request; decode rate counts tokens after the first over the time after it;
  * cpuMicros is svc's CPU (every thread) over the request. */
@@ -32,13 +32,17 @@ async function streamOnce(url: string, body: object, pid?: number): Promise<Stre
   let usage = 0;
   let promptTokens = 0;
   let chunks = 0;
+  let cpuFirst: number | undefined;
   const parser = createParser({
     onEvent(ev) {
       if (ev.data === "[DONE]") return;
       const j = JSON.parse(ev.data);
       const piece = j.choices?.[0]?.delta?.content ?? j.choices?.[0]?.text;
       if (piece) {
-        if (!first) first = performance.now();
+        if (!first) {
+          first = performance.now();
+          cpuFirst = cpuNanos(pid);
+        }
         chunks++;
       }
       if (j.usage?.completion_tokens) usage = j.usage.completion_tokens;
@@ -50,9 +54,10 @@ async function streamOnce(url: string, body: object, pid?: number): Promise<Stre
   const end = performance.now();
   const cpu1 = cpuNanos(pid);
   const tokens = usage || chunks;
+  const us = (a?: number, b?: number) => (a !== undefined && b !== undefined ? (b - a) / 1000 : NaN);
   return {
     firstMs: first - t0, tokens, promptTokens, decodeTps: tokens > 1 ? ((tokens - 1) * 1000) / (end - first) : 0, totalMs: end - t0,
-    cpuMicros: cpu0 !== undefined && cpu1 !== undefined ? (cpu1 - cpu0) / 1000 : NaN,
+    cpuMicros: us(cpu0, cpu1), decodeCpuMicros: us(cpuFirst, cpu1),
   };
 }
 
@@ -182,9 +187,10 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
   const chTps = m((r) => r.viaChat.decodeTps);
   const chFirst = m((r) => r.viaChat.firstMs);
   const perToken = (cpu: number, n: number) => cpu / Math.max(1, n);
-  const rawCpu = m((r) => perToken(r.raw.cpuMicros, r.raw.generatedTokens));
-  const cCpu = m((r) => perToken(r.viaCompletions.cpuMicros, r.viaCompletions.tokens));
-  const chCpu = m((r) => perToken(r.viaChat.cpuMicros, r.viaChat.tokens));
+  // decode only: from the first token on, over the tokens after it
+  const rawCpu = m((r) => perToken(r.raw.decodeCpuMicros, r.raw.generatedTokens - 1));
+  const cCpu = m((r) => perToken(r.viaCompletions.decodeCpuMicros, r.viaCompletions.tokens - 1));
+  const chCpu = m((r) => perToken(r.viaChat.decodeCpuMicros, r.viaChat.tokens - 1));
   const pct = (a: number) => `${((a / rawTps) * 100).toFixed(1)}%`;
   const us = (x: number) => `${x.toFixed(0)} µs`;
   const pr = (xs: number[]) => `${(median(xs) * 100).toFixed(1)}% (rounds ${xs.map((x) => (x * 100).toFixed(0)).join(", ")})`;
@@ -198,9 +204,9 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
     `Model: generated \`medium\` GGUF (${(d.bytes / 2 ** 20).toFixed(0)} MiB); ${SETTINGS.threads} thread, context ${SETTINGS.contextSize} × ${SETTINGS.parallel} sequences for svc and raw alike; greedy (temperature 0, svc's resolved top-k/top-p/min-p passed to raw too); ${d.tokens} tokens; ${d.reps} paired rounds (medians). ` +
       "Raw = node-llama-cpp `sequence.evaluate` in the benchmark process (no svc code); svc = HTTP streaming from a separate `svc serve` process. " +
       (d.pinned ? "svc is pinned to core 1; raw decodes pinned to core 1 too, and the HTTP client runs on core 0. " : "Not pinned (no taskset or fewer than 2 cores). ") +
-      "svc first-token time includes HTTP, JSON and SSE; raw's is prompt evaluation only. CPU per token: every thread of the decoding process over the request, divided by its tokens (robust to other load on the machine).",
+      "svc first-token time includes HTTP, JSON and SSE; raw's is prompt evaluation only. CPU per decoded token: every thread of the decoding process from the first token to the last, over the tokens after the first (robust to other load on the machine).",
     "",
-    table(["path", "decode tokens/s", "vs raw", "CPU per token", "time to first token", "first-token overhead"], [
+    table(["path", "decode tokens/s", "vs raw", "CPU per decoded token", "time to first token", "first-token overhead"], [
       ["raw node-llama-cpp", rawTps.toFixed(1), "100%", us(rawCpu), ms(rawFirst), "-"],
       [`svc /v1/completions (${m((r) => r.viaCompletions.promptTokens)} prompt tokens; raw: ${m((r) => r.raw.promptTokens)})`, cTps.toFixed(1), pct(cTps), us(cCpu), ms(cFirst), ms(cFirst - rawFirst)],
       ["svc /v1/chat/completions (ChatML prompt)", chTps.toFixed(1), pct(chTps), us(chCpu), ms(chFirst), ms(chFirst - rawFirst)],

@@ -37,6 +37,8 @@ export interface RawDecodeResult {
   totalMs: number;
   /** CPU time of this process (every thread) from the prompt to the last token, microseconds */
   cpuMicros: number;
+  /** the same from the first token on: decode only */
+  decodeCpuMicros: number;
 }
 
 const cpuNow = () => {
@@ -80,9 +82,13 @@ export async function rawDecodeBenchmark(file: string, opts: RawDecodeOptions): 
     const cpu0 = cpuNow();
     const start = performance.now();
     let first = 0;
-    const n = await decode(model, sequence, prompt, limit, opts.sampling ?? {}, () => (first = performance.now()));
+    let cpuFirst = 0;
+    const n = await decode(model, sequence, prompt, limit, opts.sampling ?? {}, () => {
+      first = performance.now();
+      cpuFirst = cpuNow();
+    });
     const end = performance.now();
-    const cpuMicros = cpuNow() - cpu0;
+    const cpuEnd = cpuNow();
     await context.dispose();
     return {
       promptTokens: prompt.length,
@@ -90,7 +96,8 @@ export async function rawDecodeBenchmark(file: string, opts: RawDecodeOptions): 
       firstTokenMs: first - start,
       tokensPerSecond: n > 1 ? ((n - 1) * 1000) / (end - first) : 0,
       totalMs: end - start,
-      cpuMicros,
+      cpuMicros: cpuEnd - cpu0,
+      decodeCpuMicros: cpuEnd - cpuFirst,
     };
   } finally {
     if (!opts.model) await model.dispose();
