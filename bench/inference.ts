@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { createParser } from "eventsource-parser";
 import { getLlama, resolveChatWrapper, type LlamaModel } from "node-llama-cpp";
-import { writeTinyGguf, rawDecodeBenchmark, rawParallelDecodeBenchmark, resolveSampling, type RawDecodeResult, type RawParallelResult } from "../engines/inference";
+import { writeTinyGguf, rawDecodeBenchmark, rawCompletionBenchmark, rawParallelDecodeBenchmark, resolveSampling, type RawDecodeResult, type RawParallelResult } from "../engines/inference";
 import { table, ms, type Section } from "./report";
 import { sleep, startSvcProcess, pinSelf, unpinSelf } from "./processes";
 import { cpuNanos } from "./cpu-time";
@@ -61,7 +61,7 @@ async function streamOnce(url: string, body: object, pid?: number): Promise<Stre
   };
 }
 
-interface Round { raw: RawDecodeResult; viaCompletions: StreamRun; viaChat: StreamRun; raw4: RawParallelResult; svc4: number }
+interface Round { raw: RawDecodeResult; rawApi: RawDecodeResult; viaCompletions: StreamRun; viaChat: StreamRun; raw4: RawParallelResult; svc4: number }
 interface FirstPair { chat: StreamRun; completions: StreamRun }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -117,7 +117,7 @@ spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${
     const model = await llama.loadModel({ modelPath: file });
     const count = (text: string) => model.tokenize(text, false, "trimLeadingSpace").length;
     const nonces: string[] = [];
-    for (let n = 1000; nonces.length < (reps * 8 + pairs * 2) && n < 99_999; n++) if (count(`${n} ${PROMPT}`) === count(`1000 ${PROMPT}`)) nonces.push(`${n} `);
+    for (let n = 1000; nonces.length < (reps * 10 + pairs * 2) && n < 99_999; n++) if (count(`${n} ${PROMPT}`) === count(`1000 ${PROMPT}`)) nonces.push(`${n} `);
     let nonce = 0;
     const fresh = () => nonces[nonce++ % nonces.length];
 
@@ -139,6 +139,7 @@ spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${
     for (let i = 0; i < reps; i++) {
       onCore(1);
       const raw = await rawDecodeBenchmark(file, { ...rawOpts, prompt: fresh() + PROMPT, model });
+      const rawApi = await rawCompletionBenchmark(model, { ...rawOpts, prompt: fresh() + PROMPT });
       onCore(0);
       const viaCompletions = await streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT }, pid);
       const viaChat = await streamOnce(`${base}/v1/chat/completions`, chatOf(fresh() + PROMPT), pid);
@@ -148,7 +149,7 @@ spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${
       const t0 = performance.now();
       const runs = await Promise.all(Array.from({ length: 4 }, () => streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT })));
       const svc4 = (runs.reduce((a, r) => a + r.tokens, 0) * 1000) / (performance.now() - t0);
-      rounds.push({ raw, viaCompletions, viaChat, raw4, svc4 });
+      rounds.push({ raw, rawApi, viaCompletions, viaChat, raw4, svc4 });
     }
     // First-token pairs: short requests, many of them, the order alternating within each pair
     const firsts: FirstPair[] = [];
@@ -189,6 +190,8 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
   const perToken = (cpu: number, n: number) => cpu / Math.max(1, n);
   // decode only: from the first token on, over the tokens after it
   const rawCpu = m((r) => perToken(r.raw.decodeCpuMicros, r.raw.generatedTokens - 1));
+  const apiCpu = m((r) => perToken(r.rawApi.decodeCpuMicros, r.rawApi.generatedTokens - 1));
+  const apiTps = m((r) => r.rawApi.tokensPerSecond);
   const cCpu = m((r) => perToken(r.viaCompletions.decodeCpuMicros, r.viaCompletions.tokens - 1));
   const chCpu = m((r) => perToken(r.viaChat.decodeCpuMicros, r.viaChat.tokens - 1));
   const pct = (a: number) => `${((a / rawTps) * 100).toFixed(1)}%`;
@@ -208,6 +211,7 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
     "",
     table(["path", "decode tokens/s", "vs raw", "CPU per decoded token", "time to first token", "first-token overhead"], [
       ["raw node-llama-cpp", rawTps.toFixed(1), "100%", us(rawCpu), ms(rawFirst), "-"],
+      ["raw node-llama-cpp through LlamaCompletion (svc's generation API, in process)", apiTps.toFixed(1), pct(apiTps), us(apiCpu), ms(m((r) => r.rawApi.firstTokenMs)), "-"],
       [`svc /v1/completions (${m((r) => r.viaCompletions.promptTokens)} prompt tokens; raw: ${m((r) => r.raw.promptTokens)})`, cTps.toFixed(1), pct(cTps), us(cCpu), ms(cFirst), ms(cFirst - rawFirst)],
       ["svc /v1/chat/completions (ChatML prompt)", chTps.toFixed(1), pct(chTps), us(chCpu), ms(chFirst), ms(chFirst - rawFirst)],
     ]),
@@ -215,12 +219,15 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
     table(["paired measure (svc / raw per round)", "median (rounds)", "aim"], [
       ["single-stream decode, /v1/completions", pr(single), "≥ 97%"],
       ["single-stream decode, /v1/chat/completions", pr(singleChat), "≥ 97%"],
+      ["single-stream decode, /v1/completions / raw through LlamaCompletion (svc's own cost)", pr(rounds.map((r) => r.viaCompletions.decodeTps / r.rawApi.tokensPerSecond)), "-"],
+      ["single-stream decode, raw through LlamaCompletion / raw (the API's cost)", pr(rounds.map((r) => r.rawApi.tokensPerSecond / r.raw.tokensPerSecond)), "-"],
       ["4 streams (/v1/completions) vs raw 4 sequences in one context, aggregate", pr(four), "≥ 90%"],
       [`chat first token minus /v1/completions first token, same prompt tokens (${firsts.length} pairs; quartiles)`, `${ms(median(chatOver))} (${ms(q(chatOver, 0.25))} to ${ms(q(chatOver, 0.75))})`, "< 5 ms"],
       ["the same pairs: svc CPU per chat request minus per completion", `${ms(median(chatCpuOver) / 1000)} (${ms(q(chatCpuOver, 0.25) / 1000)} to ${ms(q(chatCpuOver, 0.75) / 1000)})`, "-"],
     ]),
     "",
-    `svc's CPU over raw's per decoded token: ${us(cCpu - rawCpu)} on /v1/completions, ${us(chCpu - rawCpu)} on chat. ` +
+    `svc's CPU over raw's per decoded token: ${us(cCpu - rawCpu)} on /v1/completions, ${us(chCpu - rawCpu)} on chat; LlamaCompletion's over raw's: ${us(apiCpu - rawCpu)} ` +
+      "(svc's window also holds its end of request and its background timers, amortized over the tokens). " +
       `First-token pairs: ${d.chatPromptTokens} prompt tokens each, of which ${d.fixed} a fixed opening on both paths (chat's template start; words for /v1/completions) that svc's prefix cache reuses.`,
     "",
     `Raw 4 sequences in one context: ${m((r) => r.raw4.aggregateTps).toFixed(1)} tokens/s aggregate (${(m((r) => r.raw4.aggregateTps) / rawTps).toFixed(2)}x one sequence); svc 4 streams: ${m((r) => r.svc4).toFixed(1)}.`,

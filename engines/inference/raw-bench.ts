@@ -1,6 +1,6 @@
 // Baseline for the benchmark: decode speed of plain node-llama-cpp (no svc code) on a model file,
 // in this process, with the context settings and sampling options svc is then measured with.
-import { getLlama, type Llama, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaCompletion, type Llama, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 
 /** What `sequence.evaluate` takes for sampling; bench/inference.ts passes svc's resolved values. */
 export interface RawSampling {
@@ -102,6 +102,47 @@ export async function rawDecodeBenchmark(file: string, opts: RawDecodeOptions): 
   } finally {
     if (!opts.model) await model.dispose();
     if (llama && !opts.llama) await llama.dispose();
+  }
+}
+
+/** The same decode through LlamaCompletion (the node-llama-cpp API svc generates with), on a
+ * fresh context of the loaded `opts.model`: svc's HTTP and pipeline cost is svc's rate against
+ * this one; the API's own cost is this one against rawDecodeBenchmark's. */
+export async function rawCompletionBenchmark(model: LlamaModel, opts: RawDecodeOptions): Promise<RawDecodeResult> {
+  const context = await model.createContext({ contextSize: opts.contextSize ?? 2048, sequences: opts.contextSequences ?? 1, threads: opts.threads });
+  const completion = new LlamaCompletion({ contextSequence: context.getSequence() });
+  try {
+    const input = model.tokenize(opts.prompt, false, "trimLeadingSpace");
+    let first = 0;
+    let cpuFirst = 0;
+    let n = 0;
+    const cpu0 = cpuNow();
+    const start = performance.now();
+    await completion.generateCompletion(input, {
+      temperature: 0, ...opts.sampling, repeatPenalty: false, maxTokens: opts.tokens, disableContextShift: true,
+      onToken: (tokens) => {
+        if (n === 0) {
+          first = performance.now();
+          cpuFirst = cpuNow();
+        }
+        n += tokens.length;
+      },
+      onTextChunk: () => {},
+    });
+    const end = performance.now();
+    const cpuEnd = cpuNow();
+    return {
+      promptTokens: input.length + (model.tokens.shouldPrependBosToken ? 1 : 0),
+      generatedTokens: n,
+      firstTokenMs: first - start,
+      tokensPerSecond: n > 1 ? ((n - 1) * 1000) / (end - first) : 0,
+      totalMs: end - start,
+      cpuMicros: cpuEnd - cpu0,
+      decodeCpuMicros: cpuEnd - cpuFirst,
+    };
+  } finally {
+    completion.dispose({ disposeSequence: false });
+    await context.dispose();
   }
 }
 
