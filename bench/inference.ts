@@ -207,7 +207,7 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
     `Model: generated \`medium\` GGUF (${(d.bytes / 2 ** 20).toFixed(0)} MiB); ${SETTINGS.threads} thread, context ${SETTINGS.contextSize} × ${SETTINGS.parallel} sequences for svc and raw alike; greedy (temperature 0, svc's resolved top-k/top-p/min-p passed to raw too); ${d.tokens} tokens; ${d.reps} paired rounds (medians). ` +
       "Raw = node-llama-cpp `sequence.evaluate` in the benchmark process (no svc code); svc = HTTP streaming from a separate `svc serve` process. " +
       (d.pinned ? "svc is pinned to core 1; raw decodes pinned to core 1 too, and the HTTP client runs on core 0. " : "Not pinned (no taskset or fewer than 2 cores). ") +
-      "svc first-token time includes HTTP, JSON and SSE; raw's is prompt evaluation only. CPU per decoded token: every thread of the decoding process from the first token to the last, over the tokens after the first (robust to other load on the machine).",
+      "svc first-token time includes HTTP, JSON and SSE; raw's is prompt evaluation only. CPU per decoded token: every thread of the decoding process from the first token to the last, over the tokens after the first (less sensitive to other load than the wall-clock rates, though context switches on a busy machine still add to it).",
     "",
     table(["path", "decode tokens/s", "vs raw", "CPU per decoded token", "time to first token", "first-token overhead"], [
       ["raw node-llama-cpp", rawTps.toFixed(1), "100%", us(rawCpu), ms(rawFirst), "-"],
