@@ -1,6 +1,6 @@
 // JSON bodies: size-limited, parsed once, depth- and metadata-bounded (api/json-bounds.ts), clear
 // 400/413 errors (never a stack trace).
-import getRawBody from "raw-body";
+import { readBody } from "./body-reader";
 import type { HttpContext } from "./http-context";
 import { SvcError } from "../engines/errors";
 import { checkJsonBounds } from "./json-bounds";
@@ -9,7 +9,7 @@ export const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024;
 
 export async function readRaw(ctx: HttpContext, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
   try {
-    return await getRawBody(ctx.req, { limit, length: ctx.get("content-length") || undefined });
+    return await readBody(ctx.req, limit, ctx.req.headers["content-length"]);
   } catch (e: any) {
     if (e?.type === "entity.too.large") throw new SvcError("too_large", "invalid_request", `request body exceeds ${limit} bytes`);
     throw new SvcError("invalid", "invalid_request", `could not read request body: ${e?.message ?? e}`);

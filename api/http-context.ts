@@ -2,7 +2,7 @@
 // routes, body reader, SSE writer and error renderers use. Koa's Context satisfies it, and so
 // does LeanContext (api/inference-listener.ts), which serves the inference hot routes without
 // Koa's per-request object graph, middleware composition and router scan.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from "node:http";
 
 export interface HttpContext {
   readonly req: IncomingMessage;
@@ -23,19 +23,33 @@ export interface HttpContext {
   _matchedRoute?: string | RegExp;
 }
 
-/** A request context for the inference hot routes: plain fields, headers read from the request,
- * response headers set straight on the response. */
+/** A request context for the inference hot routes: plain fields, headers read from the request.
+ * Response headers are gathered in a flat array and written with the answer in one
+ * writeHead(status, array) (sendBody), which costs Node less than a setHeader a header; whoever
+ * takes `res` itself (a stream, the MCP transport) gets the headers set so far put on it first. */
 export class LeanContext implements HttpContext {
   status = 200;
   body: unknown = undefined;
   respond = true;
   readonly state: Record<string, any> = {};
+  /** headers set and not yet on the response (lower-case name, value, …); null once handed over */
+  pending: string[] | null = [];
 
   constructor(
     readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    /** the response, for listeners and sendBody: taking it does not hand the headers over */
+    readonly raw: ServerResponse,
     readonly path: string,
   ) {}
+
+  get res(): ServerResponse {
+    const p = this.pending;
+    if (p !== null) {
+      this.pending = null;
+      for (let i = 0; i < p.length; i += 2) this.raw.setHeader(p[i], p[i + 1]);
+    }
+    return this.raw;
+  }
 
   get method(): string {
     return this.req.method ?? "GET";
@@ -51,27 +65,89 @@ export class LeanContext implements HttpContext {
   }
 
   set(field: string, value: string): void {
-    this.res.setHeader(field, value);
+    const p = this.pending;
+    if (p === null) {
+      this.raw.setHeader(field, value);
+      return;
+    }
+    // checked here, as setHeader would, so a bad value fails in the route and not in sendBody
+    validateHeaderName(field);
+    validateHeaderValue(field, value);
+    const name = field.toLowerCase();
+    for (let i = 0; i < p.length; i += 2) {
+      if (p[i] === name) {
+        p[i + 1] = value;
+        return;
+      }
+    }
+    p.push(name, value);
   }
 
   get headerSent(): boolean {
-    return this.res.headersSent;
+    return this.raw.headersSent;
   }
 
   get writable(): boolean {
-    if (this.res.writableEnded) return false;
-    const socket = this.res.socket;
+    if (this.raw.writableEnded) return false;
+    const socket = this.raw.socket;
     return !socket || socket.writable;
   }
 }
 
+/** The response of a context, to listen on (close): a LeanContext keeps its gathered headers. */
+export function responseOf(ctx: HttpContext): ServerResponse {
+  return ctx instanceof LeanContext ? ctx.raw : ctx.res;
+}
+
 const JSON_TYPE = "application/json; charset=utf-8";
+
+function hasPending(p: string[], name: string): boolean {
+  for (let i = 0; i < p.length; i += 2) if (p[i] === name) return true;
+  return false;
+}
 
 /** Write ctx.body as the response, the way Koa's respond step does for the bodies routes set
  * (a JSON value, a string or a Buffer), unless the route took the response over. */
 export function sendBody(ctx: LeanContext): void {
-  const res = ctx.res;
+  const res = ctx.raw;
   if (ctx.respond === false || res.writableEnded || res.destroyed) return;
+  const p = ctx.pending;
+  if (p === null) return sendDirect(ctx, res);
+  ctx.pending = null; // a throw below (a bad header) must not leave them to a second attempt
+  const body = ctx.body;
+  if (body === undefined || body === null) {
+    res.writeHead(ctx.status, p);
+    res.end();
+    return;
+  }
+  let out: string | Buffer;
+  if (typeof body === "string") {
+    out = body;
+    if (!hasPending(p, "content-type") && !res.hasHeader("content-type")) p.push("content-type", "text/plain; charset=utf-8");
+  } else if (Buffer.isBuffer(body)) {
+    out = body;
+    if (!hasPending(p, "content-type") && !res.hasHeader("content-type")) p.push("content-type", "application/octet-stream");
+  } else {
+    out = JSON.stringify(body);
+    setPending(p, "content-type", JSON_TYPE);
+  }
+  setPending(p, "content-length", String(typeof out === "string" ? Buffer.byteLength(out) : out.length));
+  res.writeHead(ctx.status, p);
+  res.end(out);
+}
+
+function setPending(p: string[], name: string, value: string): void {
+  for (let i = 0; i < p.length; i += 2) {
+    if (p[i] === name) {
+      p[i + 1] = value;
+      return;
+    }
+  }
+  p.push(name, value);
+}
+
+/** sendBody once the headers were handed to the response (the route took `res`). */
+function sendDirect(ctx: LeanContext, res: ServerResponse): void {
   res.statusCode = ctx.status;
   const body = ctx.body;
   if (body === undefined || body === null) {

@@ -7,7 +7,7 @@
 import type { ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import { uniqueId } from "../engines/ids";
-import type { HttpContext } from "./http-context";
+import { responseOf, type HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import { redactString, svcLoggerOf, type SvcLogger } from "./log";
 import { tracing } from "../engines/telemetry";
@@ -34,7 +34,7 @@ export function beginRequest(ctx: HttpContext, svc: Svc): void {
   if (tracing.spans !== undefined) traceRequest(ctx, tracing.spans);
   const log = svcLoggerOf(svc.log);
   if (log !== undefined && log.enabled("info")) {
-    const res = ctx.res as Tracked;
+    const res = responseOf(ctx) as Tracked;
     res[kCtx] = ctx;
     res[kLog] = log;
     res[kStart] = performance.now();

@@ -2,7 +2,7 @@
 // socket: one write per event (no buffering, Nagle off), awaiting 'drain' when the client reads
 // slower than we generate, and an AbortSignal that fires when the client goes away so the
 // generation behind the stream stops and its lease is released.
-import type { HttpContext } from "./http-context";
+import { responseOf, type HttpContext } from "./http-context";
 import { traceField, type Span } from "../engines/telemetry";
 import type { ServerResponse } from "node:http";
 import { Cancellation } from "../engines/chat/cancel";
@@ -16,7 +16,7 @@ export function clientCancellation(ctx: HttpContext): Cancellation {
   const cancel = new Cancellation();
   cancel.requestId = ctx.state.requestId; // carried to the providers' log lines
   (ctx.state as any).clientCancel = cancel;
-  const res = ctx.res as ServerResponse & { [kClientCancel]?: Cancellation };
+  const res = responseOf(ctx) as ServerResponse & { [kClientCancel]?: Cancellation };
   // One shared listener (no per-request closure); 'close' is emitted once per response.
   res[kClientCancel] = cancel;
   res.on("close", cancelOnClose);

@@ -4,7 +4,7 @@
 // closes, named for the matched route. One shared close listener: no closure per request.
 import type { ServerResponse } from "node:http";
 import { attr, tracing, type Span, type Spans } from "../engines/telemetry";
-import type { HttpContext } from "./http-context";
+import { responseOf, type HttpContext } from "./http-context";
 import { clientIp } from "./loopback";
 
 const kCtx = Symbol("svc.traceCtx");
@@ -17,7 +17,7 @@ export function traceRequest(ctx: HttpContext, sp: Spans): void {
   attr(span, "user_agent.original", ctx.req.headers["user-agent"]);
   attr(span, "svc.request.id", ctx.state.requestId);
   ctx.state.span = span;
-  const res = ctx.res as Traced;
+  const res = responseOf(ctx) as Traced;
   res[kCtx] = ctx;
   res.on("close", endTraced);
 }

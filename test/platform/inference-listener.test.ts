@@ -2,6 +2,7 @@
 // they must still behave like every other route — request ids, each protocol's error shape,
 // body limits, no stack traces — and anything else must still reach Koa.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import http from "node:http";
 import { startTestSvc, type TestSvc } from "../helpers/svc";
 
 let s: TestSvc;
@@ -37,6 +38,30 @@ describe("inference listener", () => {
     const text = await r.text();
     expect(JSON.parse(text).error.message).toMatch(/exceeds/);
     expect(text).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it("a chunked body (no content-length) is cut at the limit as it arrives: a 413, and the server keeps serving", async () => {
+    const u = new URL(`${s.url}/v1/chat/completions`);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      const chunk = Buffer.alloc(256 * 1024, 0x20);
+      let sent = 0;
+      const more = () => {
+        while (sent < 5 * 1024 * 1024 && req.write(chunk)) sent += chunk.length;
+        if (sent >= 5 * 1024 * 1024) req.end();
+      };
+      req.on("drain", () => {
+        sent += chunk.length;
+        more();
+      });
+      more();
+    });
+    expect(status).toBe(413);
+    expect((await post("/v1/chat/completions", "{nope")).status).toBe(400);
   });
 
   it("each protocol keeps its error shape: Anthropic with request-id, Ollama {error}", async () => {
