@@ -162,9 +162,6 @@ export const AUTH_MESSAGES = {
  * The key cache: every ApiKey object of the store (manifest or API made) plus the admin and
  * master keys, by hash and by id. Fed by the ApiKey controller (controllers/kinds/api-key.ts).
  */
-/** Tokens whose digest KeyCache keeps (a few thousand keys in use at once is a large gateway). */
-const DIGESTS_MAX = 4096;
-
 export class KeyCache {
   private byHash = new Map<string, KeyEntry>();
   private byId = new Map<string, KeyEntry>();
@@ -173,15 +170,6 @@ export class KeyCache {
   private orgKeys = new Map<string, KeyEntry[]>();
   private teamKeys = new Map<string, KeyEntry[]>();
   private indexDirty = true;
-  /** sha256 of tokens that matched a key: a request's key is hashed once per process, not per
-   * request. Only matching tokens are kept (a guess is never remembered), and the digest still
-   * goes through the by-hash lookup each time, so a revoked or removed key is refused at once. */
-  private digests = new Map<string, string>();
-
-  private remember(token: string, h: string): void {
-    if (this.digests.size >= DIGESTS_MAX) this.digests.clear(); // bounded; the next requests re-hash
-    this.digests.set(token, h);
-  }
 
   setSpecial(id: "admin" | "master", secret: string | undefined) {
     for (const [h, e] of this.special) if (e.id === id) this.special.delete(h);
@@ -236,11 +224,9 @@ export class KeyCache {
 
   /** Authenticate a raw token. Constant-time comparison of the stored hash. */
   authenticate(token: string, now = Date.now()): AuthResult {
-    const known = this.digests.get(token);
-    const h = known ?? hashSecret(token);
+    const h = hashSecret(token);
     const e = this.special.get(h) ?? this.byHash.get(h);
     if (!e || !timingSafeEqual(Buffer.from(e.hash, "hex"), Buffer.from(h, "hex"))) return { ok: false, code: "invalid_api_key" };
-    if (known === undefined) this.remember(token, h);
     if (e.revoked) return { ok: false, code: "key_revoked", key: e };
     if (now >= e.expiresAtMs) return { ok: false, code: "key_expired", key: e };
     return { ok: true, key: e };
