@@ -1,8 +1,7 @@
 -- Add back, into a rebuilt Redis, counters changes a replica made after the copy the rebuild
 -- started from (engines/cluster/usage-ledger.ts), and the reservations of its requests still in
 -- flight. Only into the incarnation the replica saw (another loss meanwhile: it starts over).
--- ARGV[1]: JSON {p, inc, items: [{ents, day, month, s, t, r}], res: [{id, ents, b, s, t}]}
--- (b: the reservation's lapse field, limits.lua).
+-- ARGV[1]: JSON {p, inc, ttl, items: [{ents, day, month, s, t, r}], res: [{id, ents, s, t}]}.
 -- Returns {'ok', seq of each item} or {'changed'}.
 local a = cjson.decode(ARGV[1])
 local P = a.p
@@ -12,26 +11,24 @@ local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local out = {'ok'}
 for _, x in ipairs(a.items) do
   for _, e in ipairs(x.ents) do
-    local h = P .. 'c:' .. e
     for _, per in ipairs({x.day, x.month, 'total'}) do
-      if x.s ~= 0 then redis.call('HINCRBY', h, 's|' .. per, x.s) end
-      if x.t ~= 0 then redis.call('HINCRBY', h, 't|' .. per, x.t) end
-      if x.r ~= 0 then redis.call('HINCRBY', h, 'r|' .. per, x.r) end
+      local h = P .. 'u:' .. e .. ':' .. per
+      if x.s ~= 0 then redis.call('HINCRBY', h, 's', x.s) end
+      if x.t ~= 0 then redis.call('HINCRBY', h, 't', x.t) end
+      if x.r ~= 0 then redis.call('HINCRBY', h, 'r', x.r) end
+      if per == x.day then redis.call('PEXPIRE', h, 3 * 86400000) elseif per == x.month then redis.call('PEXPIRE', h, 40 * 86400000) end
     end
   end
   local seq = redis.call('INCR', P .. 'seq')
   for _, e in ipairs(x.ents) do redis.call('ZADD', P .. 'touched', seq, e) end
   out[#out + 1] = seq
 end
--- reservations not lapsed yet, into the field they lapse in (their settle releases them there)
 for _, x in ipairs(a.res) do
-  if tonumber(x.b) > now then
-    for _, e in ipairs(x.ents) do
-      local h = P .. 'c:' .. e
-      redis.call('HINCRBY', h, 'rs', x.s)
-      redis.call('HINCRBY', h, 'rt', x.t)
-      redis.call('HINCRBY', h, 'rs|' .. x.b, x.s)
-      redis.call('HINCRBY', h, 'rt|' .. x.b, x.t)
+  for _, e in ipairs(x.ents) do
+    local m = x.id .. '|' .. x.s .. '|' .. x.t
+    if redis.call('ZADD', P .. 'rs:' .. e, 'NX', now + a.ttl, m) == 1 then
+      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', x.s)
+      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', x.t)
     end
   end
 end

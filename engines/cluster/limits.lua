@@ -1,14 +1,10 @@
 -- One request's admission across replicas, atomic (engines/cluster/shared-limits.ts).
 -- ARGV[1]: JSON request. Time is Redis's own clock, so replicas with skewed clocks agree.
--- Keys (prefix P): revoked (set of revoked key ids); rh:<key> / rd:<key> sliding windows (sorted
--- sets of admissions by time); c:<entity> one hash of all the entity's counters, read with one
--- HMGET and written with one HSET, so a request costs a handful of commands whatever its limits:
---   s|<period> t|<period> r|<period>  settled spend, tokens, requests (period: day:…, month:…, total)
---   day, month                        the entity's latest periods (older ones are pruned, roll())
---   rs, rt                            reserved by requests in flight (spend, tokens)
---   rs|<ms> rt|<ms>                   the part of those that lapses at Redis time <ms> (a replica
---                                     that dies mid-request leaves them; settle.lua releases them)
---   bt, bl                            the key's per_minute token bucket (tokens, last time)
+-- Keys (prefix P): revoked (set of revoked key ids); rb:<key> token bucket {t, l};
+-- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time);
+-- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
+-- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
+-- (a replica that dies mid-request leaves them; they lapse after the request timeout).
 -- seeded: this incarnation's id; seq: the number of its last counters change; touched: entities
 -- changed since the last copy to PostgreSQL, by that number (snap.lua, copied.lua).
 -- Every verdict of a key with a rate limit ends with {limit, remaining, reset ms} of the window the
@@ -27,63 +23,33 @@ local hold = redis.call('PTTL', P .. 'hold')
 if hold > 0 then return {'wait', hold} end
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-local day, month = a.day, a.month
-
--- this request's reservation lapses (its replica died) in the field of its expiry, rounded up to
--- an eighth of the ttl so that the requests of a few seconds share one field
-local width = math.max(1, math.ceil(a.ttl / 8))
-local b = math.ceil((now + a.ttl) / width) * width
-local rsb, rtb = 'rs|' .. string.format('%d', b), 'rt|' .. string.format('%d', b)
-local F = {'day', 'month', 's|' .. day, 't|' .. day, 'r|' .. day, 's|' .. month, 't|' .. month, 'r|' .. month,
-  's|total', 't|total', 'r|total', 'rs', 'rt', rsb, rtb, 'bt', 'bl'}
-local H, W, order = {}, {}, {}
-local function load(e)
-  local h = H[e]
-  if h then return h end
-  local v = redis.call('HMGET', P .. 'c:' .. e, unpack(F))
-  h = {}
-  for i, f in ipairs(F) do h[f] = v[i] end
-  H[e] = h
-  return h
-end
-local function num(x) return tonumber(x or '0') or 0 end
-local function set(e, f, v)
-  load(e)[f] = v
-  local w = W[e]
-  if not w then w = {}; W[e] = w; order[#order + 1] = e end
-  w[f] = v
-end
 
 -- lapsed reservations of dead requests go back; only looked for when a budget or token check
 -- would refuse (below): until then they only made the checks stricter
 local function reclaim()
   for _, e in ipairs(a.ents) do
-    local h = load(e)
-    local all = redis.call('HGETALL', P .. 'c:' .. e)
-    local gone = {}
-    for i = 1, #all, 2 do
-      local which, until_ = string.match(all[i], '^r([st])|(%d+)$')
-      if which and tonumber(until_) <= now then
-        local f = 'r' .. which
-        h[f] = num(h[f]) - num(all[i + 1])
-        gone[#gone + 1] = all[i]
+    local rs = P .. 'rs:' .. e
+    local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
+    if #old > 0 then
+      for _, m in ipairs(old) do
+        local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
+        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
+        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
       end
-    end
-    if #gone > 0 then
-      redis.call('HDEL', P .. 'c:' .. e, unpack(gone))
-      redis.call('HSET', P .. 'c:' .. e, 'rs', string.format('%.17g', num(h.rs)), 'rt', string.format('%.17g', num(h.rt)))
+      redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
     end
   end
 end
 
 -- rate: check all before taking any
+local bkey = P .. 'rb:' .. a.k
 local tokens, cap, per
 if a.pm then
   cap = a.burst or a.pm
   per = a.pm / 60000
-  local k = load(a.k)
+  local b = redis.call('HMGET', bkey, 't', 'l')
   tokens = cap
-  if k.bt then tokens = math.min(cap, tonumber(k.bt) + (now - tonumber(k.bl)) * per) end
+  if b[1] then tokens = math.min(cap, tonumber(b[1]) + (now - tonumber(b[2])) * per) end
 end
 -- the rate state the headers report ({limit, remaining, reset ms}; nil without a rate limit)
 local function rate(taken)
@@ -120,29 +86,30 @@ w = window('rd:', a.pd, 86400000)
 if w then return {'rate', 'per_day', w, rate(false)} end
 
 if a.mr then
-  local used = num(load(a.k)['r|total'])
+  local used = tonumber(redis.call('HGET', P .. 'u:' .. a.k .. ':total', 'r') or '0')
   if used >= a.mr then return {'max', tostring(used), rate(false)} end
 end
 if a.x then return {'over', rate(false)} end
 
 -- budgets and tokens: committed (settled + reserved) must be under each limit; a known price
 -- (a.kn: media units, a quote) must fit under each budget with it
+local function num(x) return tonumber(x or '0') or 0 end
 local function over(committed, budget)
   if a.kn then return committed + a.s > budget end
   return committed >= budget
 end
 local function usage()
   for i, c in ipairs(a.checks) do
-    local h = load(c.e)
-    local rs, rt = num(h.rs), num(h.rt)
-    local ds, dt = num(h['s|' .. day]), num(h['t|' .. day])
-    local ms, mt = num(h['s|' .. month]), num(h['t|' .. month])
-    local ts = num(h['s|total'])
-    if c.td and dt + rt >= c.td then return {'usage', i, 'td', tostring(dt + rt), rate(false)} end
-    if c.tm and mt + rt >= c.tm then return {'usage', i, 'tm', tostring(mt + rt), rate(false)} end
-    if c.bd and over(ds + rs, c.bd) then return {'usage', i, 'bd', tostring(ds), rate(false)} end
-    if c.bm and over(ms + rs, c.bm) then return {'usage', i, 'bm', tostring(ms), rate(false)} end
-    if c.bt and over(ts + rs, c.bt) then return {'usage', i, 'bt', tostring(ts), rate(false)} end
+    local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
+    local rs, rt = num(r[1]), num(r[2])
+    local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
+    local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
+    local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
+    if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
+    if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
+    if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
+    if c.bm and over(num(m[1]) + rs, c.bm) then return {'usage', i, 'bm', tostring(num(m[1])), rate(false)} end
+    if c.bt and over(num(t[1]) + rs, c.bt) then return {'usage', i, 'bt', tostring(num(t[1])), rate(false)} end
   end
   return nil
 end
@@ -155,53 +122,29 @@ if #a.checks > 0 then
   end
 end
 
--- a new day (or month) for this entity: the fields of periods before the previous one go (Redis
--- 7.0 has no per-field expiry); the previous one stays for the copy to PostgreSQL
-local function roll(e, h)
-  if h.day == day or (h.day and day < h.day) then return end
-  local keep = {total = true, [day] = true, [month] = true}
-  if h.day then keep[h.day] = true end
-  if h.month then keep[h.month] = true end
-  local gone = {}
-  for _, f in ipairs(redis.call('HKEYS', P .. 'c:' .. e)) do
-    local p = string.match(f, '^[str]|(.+)$')
-    if p and not keep[p] then gone[#gone + 1] = f end
-  end
-  if #gone > 0 then redis.call('HDEL', P .. 'c:' .. e, unpack(gone)) end
-  set(e, 'day', day)
-  set(e, 'month', month)
-end
-
 -- admitted: take the rate slot, count the request, reserve the estimate; the counters' change
 -- gets the next number of this incarnation (seq), which the replica keeps until it is copied back
 if a.pm then
-  set(a.k, 'bt', tokens - 1)
-  set(a.k, 'bl', now)
+  redis.call('HSET', bkey, 't', tokens - 1, 'l', now)
+  redis.call('PEXPIRE', bkey, 86400000)
 end
 if a.ph then redis.call('ZADD', P .. 'rh:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rh:' .. a.k, 3600000) end
 if a.pd then redis.call('ZADD', P .. 'rd:' .. a.k, now, a.id); redis.call('PEXPIRE', P .. 'rd:' .. a.k, 86400000) end
-local touched = {}
 for _, e in ipairs(a.ents) do
-  local h = load(e)
-  roll(e, h)
-  for _, p in ipairs({day, month, 'total'}) do set(e, 'r|' .. p, num(h['r|' .. p]) + 1) end
+  -- a day's or month's counters expire: set once, when its first request creates them (the
+  -- rebuild sets it on those it writes, seed.lua and apply.lua)
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000) end
+  if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000) end
+  redis.call('HINCRBY', P .. 'u:' .. e .. ':total', 'r', 1)
   if a.s > 0 or a.t > 0 then
-    set(e, 'rs', num(h.rs) + a.s)
-    set(e, 'rt', num(h.rt) + a.t)
-    set(e, rsb, num(h[rsb]) + a.s)
-    set(e, rtb, num(h[rtb]) + a.t)
+    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', a.s)
+    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', a.t)
+    redis.call('ZADD', P .. 'rs:' .. e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
   end
-end
-for _, e in ipairs(order) do
-  local args = {}
-  for f, v in pairs(W[e]) do
-    args[#args + 1] = f
-    if type(v) == 'number' then v = string.format('%.17g', v) end
-    args[#args + 1] = v
-  end
-  redis.call('HSET', P .. 'c:' .. e, unpack(args))
 end
 local seq = redis.call('INCR', P .. 'seq')
+-- one ZADD for every entity
+local touched = {}
 for _, e in ipairs(a.ents) do touched[#touched + 1] = seq; touched[#touched + 1] = e end
 redis.call('ZADD', P .. 'touched', unpack(touched))
-return {'ok', inc, seq, string.format('%d', b), rate(true)}
+return {'ok', inc, seq, rate(true)}

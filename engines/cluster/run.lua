@@ -13,7 +13,7 @@ local was = redis.call('GET', P .. 'run')
 if was == id then return 0 end
 redis.call('SET', P .. 'run', id)
 if not was or redis.call('EXISTS', P .. 'seeded') == 0 then return 0 end
-for _, pat in ipairs({'c:*'}) do
+for _, pat in ipairs({'u:*', 'r:*', 'rs:*'}) do
   for _, k in ipairs(redis.call('KEYS', P .. pat)) do redis.call('DEL', k) end
 end
 redis.call('DEL', P .. 'seeded', P .. 'seq', P .. 'touched', P .. 'durable', P .. 'base', P .. 'hold', P .. 'copying')

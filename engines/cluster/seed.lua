@@ -10,12 +10,12 @@ local a = cjson.decode(ARGV[1])
 local P = a.p
 if redis.call('EXISTS', P .. 'seeded') == 1 then return 0 end
 for _, x in ipairs(a.rows) do
-  -- into the entity's hash (limits.lua); periods before the previous one are pruned by the
-  -- entity's next admission
-  local h = P .. 'c:' .. x.e
-  if x.s ~= 0 then redis.call('HINCRBY', h, 's|' .. x.period, x.s) end
-  if x.t ~= 0 then redis.call('HINCRBY', h, 't|' .. x.period, x.t) end
-  if x.r ~= 0 then redis.call('HINCRBY', h, 'r|' .. x.period, x.r) end
+  local h = P .. 'u:' .. x.e .. ':' .. x.period
+  if x.s ~= 0 then redis.call('HINCRBY', h, 's', x.s) end
+  if x.t ~= 0 then redis.call('HINCRBY', h, 't', x.t) end
+  if x.r ~= 0 then redis.call('HINCRBY', h, 'r', x.r) end
+  -- a day's or month's counters expire (limits.lua sets it only on those it creates)
+  if x.period ~= 'total' and redis.call('PTTL', h) == -1 then redis.call('PEXPIRE', h, 40 * 86400000) end
 end
 redis.call('SET', P .. 'seeded', a.inc)
 -- the process these counters live in (run.lua)

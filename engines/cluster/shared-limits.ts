@@ -127,9 +127,9 @@ export class RedisLimits implements SharedLimitStore {
       }
       // a key without limits is admitted at once: no counter changed ({'ok'})
       if (v[0] !== "ok" || v.length < 3) return v as SharedVerdict;
-      const [, inc, seq, b, rate] = v as [string, string, number, string, [number, number, number] | undefined];
+      const [, inc, seq, rate] = v as [string, string, number, [number, number, number] | undefined];
       this.ledger.add({ inc, seq: Number(seq), d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
-      if (req.s > 0 || req.t > 0) this.ledger.held.set(id, { ents: req.ents, b: String(b), s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
+      if (req.s > 0 || req.t > 0) this.ledger.held.set(id, { ents: req.ents, s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
       return rate ? ["ok", rate] : ["ok"];
     }
   }
@@ -182,12 +182,13 @@ export class RedisLimits implements SharedLimitStore {
 
   /** Add back changes and reservations into incarnation `inc`; false: it changed meanwhile. */
   private async addBack(inc: string, missing: Entry[], held: ReturnType<UsageLedger["heldOutside"]>): Promise<boolean> {
+    const ttl = this.opts.reservationTtlMs;
     for (let i = 0; i < Math.max(missing.length, 1); i += APPLY_BATCH) {
       const part = missing.slice(i, i + APPLY_BATCH);
-      const res = i === 0 ? held.map(([id, h]) => ({ id, ents: h.ents, b: h.b, s: h.s, t: h.t })) : [];
+      const res = i === 0 ? held.map(([id, h]) => ({ id, ents: h.ents, s: h.s, t: h.t })) : [];
       if (part.length === 0 && res.length === 0) break;
       await this.check();
-      const v = await this.r.svcApply(JSON.stringify({ p: this.p, inc, items: part.map((e) => e.d), res }));
+      const v = await this.r.svcApply(JSON.stringify({ p: this.p, inc, ttl, items: part.map((e) => e.d), res }));
       if (v[0] !== "ok") return false;
       part.forEach((e, j) => {
         e.inc = inc;
@@ -248,13 +249,11 @@ export class RedisLimits implements SharedLimitStore {
   }
 
   settle(req: SharedRequest, id: string, spend: number, tokens: number, served: boolean): void {
-    // the field its reservation lapses in (limits.lua); none: it lapsed here, as in Redis
-    const b = this.ledger.held.get(id)?.b;
     this.ledger.held.delete(id);
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
-    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, ...(b ? { b } : {}), rs: req.s, rt: req.t, s, t, served } };
+    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
     void this.sendSettles([e]);
   }

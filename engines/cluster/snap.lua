@@ -23,21 +23,13 @@ if a.copy then
 end
 local out = {}
 local seen = {}
-local fields = {}
-for _, per in ipairs(a.periods) do
-  fields[#fields + 1] = 's|' .. per
-  fields[#fields + 1] = 't|' .. per
-  fields[#fields + 1] = 'r|' .. per
-end
 for _, e in ipairs(list) do
   if not seen[e] then
     seen[e] = true
-    -- every period of the entity in one read of its hash (limits.lua)
-    local f = redis.call('HMGET', P .. 'c:' .. e, unpack(fields))
-    for i, per in ipairs(a.periods) do
-      local s, t, r = f[3 * i - 2], f[3 * i - 1], f[3 * i]
-      if s or t or r or dirty[e] then
-        out[#out + 1] = {e, per, tonumber(s or '0'), tonumber(t or '0'), tonumber(r or '0'), dirty[e] == true}
+    for _, per in ipairs(a.periods) do
+      local f = redis.call('HMGET', P .. 'u:' .. e .. ':' .. per, 's', 't', 'r')
+      if f[1] or f[2] or f[3] or dirty[e] then
+        out[#out + 1] = {e, per, tonumber(f[1] or '0'), tonumber(f[2] or '0'), tonumber(f[3] or '0'), dirty[e] == true}
       end
     end
   end

@@ -35,8 +35,6 @@ export interface SettleItem {
   ents: string[];
   day: string;
   month: string;
-  /** the field its reservation lapses in (limits.lua) */
-  b?: string;
   rs: number;
   rt: number;
   s: number;
@@ -47,8 +45,6 @@ export interface SettleItem {
 /** A request in flight holding a reservation. */
 export interface Held {
   ents: string[];
-  /** the field it lapses in (limits.lua) */
-  b: string;
   s: number;
   t: number;
   /** the incarnation the reservation is in */

@@ -10,7 +10,6 @@ import { eventually } from "../helpers/http";
 import { startCluster, clusterKey, type Shared, type Replica } from "./cluster";
 import type { StandIn } from "../gateway/fixtures";
 import { clusterOf } from "../../engines/cluster";
-import { usageOf, reservedOf } from "./redis-counters";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -60,14 +59,14 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
         const out: Record<string, Record<string, string>> = {};
         for (const e of [budget.id, quota.id, "team:gap-org/gap-team", "org:gap-org"]) {
           for (const per of ["total", `day:${new Date().toISOString().slice(0, 10)}`, `month:${new Date().toISOString().slice(0, 7)}`]) {
-            const h = await usageOf(redis, e, per);
+            const h = await redis.hgetall(`svc:u:${e}:${per}`);
             out[`${e} ${per}`] = { s: h.s ?? "0", t: h.t ?? "0", r: h.r ?? "0" };
           }
         }
         return out;
       };
       // the settles are sent after each answer: wait until they are all in
-      await eventually(async () => (await usageOf(redis, budget.id, "total")).s === String(8 * 7e6) && (await usageOf(redis, quota.id, "total")).t === String(5 * 7), 10_000);
+      await eventually(async () => (await redis.hget(`svc:u:${budget.id}:total`, "s")) === String(8 * 7e6) && (await redis.hget(`svc:u:${quota.id}:total`, "t")) === String(5 * 7), 10_000);
       const settled = await read();
       expect(settled[`${budget.id} total`]).toEqual({ s: String(56e6), t: "56", r: "8" });
       expect(settled[`${quota.id} total`]).toEqual({ s: String(35e6), t: "35", r: "5" });
@@ -107,7 +106,7 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
     const refusal = (i: number) => rs[i % 3].client(k.secret).chat.completions.create({ model: "dollar", messages: msg, max_tokens: 5 }).then(() => "ok", (e) => `${e.status} ${e.code}`);
     const redis = new Redis(shared.redis.url);
     try {
-      const spent = async () => (await usageOf(redis, k.id, "total")).s;
+      const spent = () => redis.hget(`svc:u:${k.id}:total`, "s");
       for (let i = 0; i < 3; i++) expect(await refusal(i)).toBe("ok");
       await eventually(async () => (await spent()) === String(21e6));
       await redis.save(); // the snapshot a restart loads: $21 spent
@@ -123,7 +122,7 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
         await eventually(async () => !(r = await refusal(i)).startsWith("503 "), 10_000, 100);
         expect(r).toBe("402 budget_exceeded");
       }
-      expect(await usageOf(redis, k.id, "total")).toEqual({ s: String(56e6), t: "56", r: "8" });
+      expect(await redis.hgetall(`svc:u:${k.id}:total`)).toEqual({ s: String(56e6), t: "56", r: "8" });
     } finally {
       await redis.quit();
     }
@@ -141,11 +140,11 @@ describe.skipIf(!!missing)("FLUSHALL of Redis before the counters were copied to
 
     const redis = new Redis(shared.redis.url);
     try {
-      const reserved = await reservedOf(redis, k.id);
+      const reserved = await redis.hgetall(`svc:r:${k.id}`);
       expect(Number(reserved.s)).toBeGreaterThan(30e6);
       await redis.flushall();
       for (let i = 0; i < 3; i++) expect(await refusal(i)).toBe("402 budget_exceeded");
-      expect(await reservedOf(redis, k.id)).toEqual(reserved);
+      expect(await redis.hgetall(`svc:r:${k.id}`)).toEqual(reserved);
       expect(up.hanging).toBe(3);
     } finally {
       await redis.quit();

@@ -5,7 +5,6 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { Redis } from "ioredis";
 import { missingServices } from "../helpers/services";
 import { startCluster, clusterKey, tally, type Shared, type Replica } from "./cluster";
-import { usageOf } from "./redis-counters";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -56,13 +55,13 @@ describe.skipIf(!!missing)("FLUSHALL of Redis under load (3 replicas)", () => {
       // settles are sent after each answer: wait until they are in
       let spent = 0;
       for (let i = 0; i < 100; i++) {
-        spent = Number((await usageOf(redis, k.id, "total")).s) / 1e6;
+        spent = Number(await redis.hget(`svc:u:${k.id}:total`, "s")) / 1e6;
         if (spent === served * 7) break;
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(spent).toBe(served * 7);
       // tokens and requests are rebuilt too: 7 tokens a request, refusals not counted
-      expect(await usageOf(redis, k.id, "total").then((u) => [u.t, u.r])).toEqual([String(served * 7), String(served)]);
+      expect(await redis.hmget(`svc:u:${k.id}:total`, "t", "r")).toEqual([String(served * 7), String(served)]);
       expect(spent).toBeLessThan(budget + reservation);
       expect(t["402 budget_exceeded"]).toBeGreaterThan(0);
     } finally {

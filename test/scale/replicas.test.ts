@@ -10,7 +10,6 @@ import { until } from "../helpers/http";
 import pg from "pg";
 import { LEASE_LOCK } from "../../engines/cluster/lease";
 import { clusterOf } from "../../engines/cluster";
-import { usageOf, reservedOf } from "./redis-counters";
 
 const missing = missingServices();
 if (missing) console.warn(`test/scale skipped: ${missing}`);
@@ -70,7 +69,7 @@ describe.skipIf(!!missing)("3 replicas sharing PostgreSQL and Redis", () => {
     // settles are sent after each answer: wait until no reservation is left
     let spent = 0;
     for (let i = 0; i < 50; i++) {
-      const [s, reserved] = await Promise.all([usageOf(redis, k.id, "total").then((u) => u.s), reservedOf(redis, k.id).then((r) => r.s)]);
+      const [s, reserved] = await Promise.all([redis.hget(`svc:u:${k.id}:total`, "s"), redis.hget(`svc:r:${k.id}`, "s")]);
       spent = Number(s) / 1e6;
       if (Number(reserved ?? 0) === 0 && spent === served * 7) break;
       await new Promise((r) => setTimeout(r, 50));
