@@ -143,5 +143,8 @@ for _, e in ipairs(a.ents) do
   end
 end
 local seq = redis.call('INCR', P .. 'seq')
-for _, e in ipairs(a.ents) do redis.call('ZADD', P .. 'touched', seq, e) end
+-- one ZADD for every entity
+local touched = {}
+for _, e in ipairs(a.ents) do touched[#touched + 1] = seq; touched[#touched + 1] = e end
+redis.call('ZADD', P .. 'touched', unpack(touched))
 return {'ok', inc, seq, rate(true)}

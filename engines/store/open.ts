@@ -42,7 +42,7 @@ export async function openStore(home: string, opts: { warn?: (m: string) => void
     // Same models and fields (prisma/postgres/derive.mjs), so the SQLite client's type fits its
     // model queries; raw SQL is the repositories' business (prisma/repos/postgres.ts).
     const prisma = client as unknown as PrismaClient;
-    const repos = postgresRepos(client);
+    const repos = postgresRepos(client, store.pool);
     const journal = local.repos.audit.sync;
     if (journal) {
       // audit rows are written ahead on this replica's own file (prisma/repos/audit-journal.ts)

@@ -4,6 +4,7 @@
 // (@prisma/adapter-pg), whose connection pool several replicas share the database through.
 // Parameters go untyped: PostgreSQL takes each one's type from the column it lands in (ISO text
 // into TIMESTAMP(3), numbers into BIGINT).
+import type pg from "pg";
 import type { PrismaClient } from "../generated-pg/client";
 import { resourceRepo, type RawClient } from "./resources";
 import { PgTasks } from "./tasks-postgres";
@@ -47,14 +48,18 @@ const STATUS = (n: number) =>
 type Tx = Pick<PrismaClient, "$executeRawUnsafe" | "$queryRawUnsafe">;
 
 class PgAudit implements AuditRepo {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(private readonly prisma: PrismaClient, private readonly pool?: pg.Pool) {}
   /** One multi-row INSERT a chunk; several chunks in one transaction (one statement is atomic by
-   * itself: a batch of up to BATCH.audit rows costs one round trip, without BEGIN and COMMIT). */
+   * itself: a batch of up to BATCH.audit rows costs one round trip, without BEGIN and COMMIT).
+   * A batch of one chunk is a named prepared statement (one per row count and form, on each pool
+   * connection): PostgreSQL parses and plans the INSERT of up to 64 × 30 parameters once, not
+   * each batch. */
   private async write(rows: AuditRow[], tail: string): Promise<void> {
     if (rows.length === 0) return;
     const p = this.prisma;
     const parts = chunks(rows, BATCH.audit);
-    if (parts.length === 1) await p.$executeRawUnsafe(AUDIT(rows.length) + tail, ...rows.flat());
+    if (parts.length === 1 && this.pool) await this.pool.query({ name: `svc-audit-${rows.length}${tail ? "-missing" : ""}`, text: AUDIT(rows.length) + tail, values: rows.flat() });
+    else if (parts.length === 1) await p.$executeRawUnsafe(AUDIT(rows.length) + tail, ...rows.flat());
     else await p.$transaction(parts.map((c) => p.$executeRawUnsafe(AUDIT(c.length) + tail, ...c.flat())));
   }
   insert(rows: AuditRow[]): Promise<void> {
@@ -87,7 +92,7 @@ class PgLimits implements LimitsRepo {
   }
 }
 
-/** The PostgreSQL store's repositories, on its Prisma client. */
-export function postgresRepos(prisma: PrismaClient): Repos {
-  return { dialect: "postgresql", audit: new PgAudit(prisma), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma), retention: new PgRetention(prisma) };
+/** The PostgreSQL store's repositories, on its Prisma client (and its pool, for prepared statements). */
+export function postgresRepos(prisma: PrismaClient, pool?: pg.Pool): Repos {
+  return { dialect: "postgresql", audit: new PgAudit(prisma, pool), limits: new PgLimits(prisma), resources: resourceRepo(prisma as unknown as RawClient, { revision: REVISION, upsert: RESOURCES, status: STATUS }), tasks: new PgTasks(prisma), retention: new PgRetention(prisma) };
 }
