@@ -9,6 +9,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { root } from "./processes";
 import { table, type Section } from "./report";
+import { requestSpans } from "./request-spans";
 
 const dist = (p: string) => import(pathToFileURL(path.join(root, "dist", p)).href);
 
@@ -28,19 +29,7 @@ export async function tracingBench(): Promise<Section> {
   const { tracing } = await dist("engines/telemetry/index.js");
   const { chatSpan, attemptSpan, endCallSpan } = await dist("engines/gateway/trace-spans.js");
   const { upstreamSpan, endUpstream } = await dist("engines/providers/trace-http.js");
-  const key = { id: "key_0123456789", spec: { organization_id: "org-bench", team_id: "team-bench", user_id: "u1", budget_limits: { daily: 1 } } };
-  const req = { model: "bench-model", messages: [{ role: "user", content: "Say hello." }], maxTokens: 16, sampling: {}, stream: false };
-  const headers = { host: "127.0.0.1", authorization: "Bearer x", "content-type": "application/json", "user-agent": "autocannon" };
-  const one = (i: number) => {
-    const sp = tracing.spans;
-    const server = sp.server("POST", "/v1/chat/completions", headers, { "url.scheme": "http", "client.address": "127.0.0.1", "user_agent.original": "autocannon", "svc.request.id": `req_${i}` });
-    const chat = chatSpan(server, { requestId: `req_${i}` }, req);
-    attemptSpan(chat, { type: "openai", provider: "standin", upstreamModel: "bench-model" }, 0);
-    const up = upstreamSpan(chat, "standin", "http://127.0.0.1:4321/v1", "/chat/completions");
-    endUpstream(up, 200);
-    endCallSpan({ key, call: { action: "chat:completions", audit: "chat", model: "bench-model", provider: "standin" }, adm: {}, span: chat }, { status: "success", provider: "standin", promptTokens: 10, completionTokens: 5, usdMicros: 12, finishReason: "stop" }, 12);
-    sp.endServer(server, "POST", 200, "/v1/chat/completions", false);
-  };
+  const one = requestSpans({ tracing, chatSpan, attemptSpan, endCallSpan, upstreamSpan, endUpstream });
   // ten requests per event-loop turn, so the exporter's HTTP runs between them as in a server
   const run = async (n: number) => {
     for (let i = 0; i < n; i += 10) {

@@ -8,20 +8,10 @@ import { makeSpans } from "../../engines/telemetry/spans";
 import { tracing } from "../../engines/telemetry";
 import { chatSpan, attemptSpan, endCallSpan } from "../../engines/gateway/trace-spans";
 import { upstreamSpan, endUpstream } from "../../engines/providers/trace-http";
-const key = { id: "key_0123456789", spec: { organization_id: "org-bench", team_id: "team-bench", user_id: "u1", budget_limits: { daily: 1 } } };
-const req = { model: "bench-model", messages: [{ role: "user", content: "Say hello." }], maxTokens: 16, sampling: {}, stream: false };
-const headers = { host: "127.0.0.1", authorization: "Bearer x", "content-type": "application/json", "user-agent": "autocannon" };
+import { requestSpans } from "../request-spans";
+const oneRequest = requestSpans({ tracing, chatSpan, attemptSpan, endCallSpan, upstreamSpan, endUpstream });
 const parts: Record<string, (i: number) => void> = {
-  all(i) {
-    const sp = tracing.spans!;
-    const server = sp.server("POST", "/v1/chat/completions", headers, { "url.scheme": "http", "client.address": "127.0.0.1", "user_agent.original": "autocannon", "svc.request.id": `req_${i}` });
-    const chat = chatSpan(server, { requestId: `req_${i}` } as any, req as any);
-    attemptSpan(chat, { type: "openai", provider: "standin", upstreamModel: "bench-model" } as any, 0);
-    const up = upstreamSpan(chat, "standin", "http://127.0.0.1:4321/v1", "/chat/completions");
-    endUpstream(up, 200);
-    endCallSpan({ key, call: { action: "chat:completions", audit: "chat", model: "bench-model", provider: "standin" }, adm: {}, span: chat } as any, { status: "success", provider: "standin", promptTokens: 10, completionTokens: 5, usdMicros: 12, finishReason: "stop" }, 12);
-    sp.endServer(server, "POST", 200, "/v1/chat/completions", false);
-  },
+  all: oneRequest,
   bareSpan() { const s = tracer.startSpan("x"); s.end(); },
   childSpan() { const s = tracer.startSpan("x"); const c = tracing.spans!.child(s, "c", "internal", {}); c.end(); s.end(); },
   lightChild() { const s = tracer.startSpan("x"); const c = tracer.startSpan("c", {}, light(s)); c.end(); s.end(); },

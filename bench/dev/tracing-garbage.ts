@@ -13,9 +13,8 @@ import { otlpExporter } from "../../engines/telemetry/exporter";
 import { chatSpan, attemptSpan, endCallSpan } from "../../engines/gateway/trace-spans";
 import { upstreamSpan, endUpstream } from "../../engines/providers/trace-http";
 import { otlpSink } from "../tracing";
-const key = { id: "key_0123456789", spec: { organization_id: "org-bench", team_id: "team-bench", user_id: "u1", budget_limits: { daily: 1 } } };
-const req = { model: "bench-model", messages: [{ role: "user", content: "Say hello." }], maxTokens: 16, sampling: {}, stream: false };
-const headers = { host: "127.0.0.1", authorization: "Bearer x", "content-type": "application/json", "user-agent": "autocannon" };
+import { requestSpans } from "../request-spans";
+const oneRequest = requestSpans({ tracing, chatSpan, attemptSpan, endCallSpan, upstreamSpan, endUpstream });
 let keep: unknown[] = [];
 function garbage(i: number) {
   // ~40 KB of short-lived objects a request, some kept for a few requests (in-flight requests)
@@ -26,15 +25,7 @@ function garbage(i: number) {
 }
 function one(i: number) {
   garbage(i);
-  const sp = tracing.spans;
-  if (!sp) return;
-  const server = sp.server("POST", "/v1/chat/completions", headers, { "url.scheme": "http", "client.address": "127.0.0.1", "user_agent.original": "autocannon", "svc.request.id": `req_${i}` });
-  const chat = chatSpan(server, { requestId: `req_${i}` } as any, req as any);
-  attemptSpan(chat, { type: "openai", provider: "standin", upstreamModel: "bench-model" } as any, 0);
-  const up = upstreamSpan(chat, "standin", "http://127.0.0.1:4321/v1", "/chat/completions");
-  endUpstream(up, 200);
-  endCallSpan({ key, call: { action: "chat:completions", audit: "chat", model: "bench-model", provider: "standin" }, adm: {}, span: chat } as any, { status: "success", provider: "standin", promptTokens: 10, completionTokens: 5, usdMicros: 12, finishReason: "stop" }, 12);
-  sp.endServer(server, "POST", 200, "/v1/chat/completions", false);
+  oneRequest(i);
 }
 const url = (await otlpSink()) + "/v1/traces";
 const run = async (n: number) => { for (let i = 0; i < n; i += 5) { for (let j = 0; j < 5; j++) one(i + j); await new Promise((r) => setImmediate(r)); } };
