@@ -46,6 +46,34 @@ const cpuNow = () => {
   return u.user + u.system;
 };
 
+/** Wall and CPU time of one decode: from creation (the prompt) through `firstToken()` to
+ * `result()` (the last token), for both baselines alike. */
+class DecodeClock {
+  private readonly cpu0 = cpuNow();
+  private readonly start = performance.now();
+  private first = 0;
+  private cpuFirst = 0;
+
+  firstToken(): void {
+    this.first = performance.now();
+    this.cpuFirst = cpuNow();
+  }
+
+  result(promptTokens: number, generatedTokens: number): RawDecodeResult {
+    const end = performance.now();
+    const cpuEnd = cpuNow();
+    return {
+      promptTokens,
+      generatedTokens,
+      firstTokenMs: this.first - this.start,
+      tokensPerSecond: generatedTokens > 1 ? ((generatedTokens - 1) * 1000) / (end - this.first) : 0,
+      totalMs: end - this.start,
+      cpuMicros: cpuEnd - this.cpu0,
+      decodeCpuMicros: cpuEnd - this.cpuFirst,
+    };
+  }
+}
+
 /** The prompt as the sequence holds it (BOS first when the model wants one). */
 function promptTokens(model: LlamaModel, prompt: string): Token[] {
   const input = model.tokenize(prompt, false, "trimLeadingSpace");
@@ -79,26 +107,11 @@ export async function rawDecodeBenchmark(file: string, opts: RawDecodeOptions): 
     const sequence = context.getSequence();
     const prompt = promptTokens(model, opts.prompt);
     const limit = Math.min(opts.tokens, context.contextSize - prompt.length);
-    const cpu0 = cpuNow();
-    const start = performance.now();
-    let first = 0;
-    let cpuFirst = 0;
-    const n = await decode(model, sequence, prompt, limit, opts.sampling ?? {}, () => {
-      first = performance.now();
-      cpuFirst = cpuNow();
-    });
-    const end = performance.now();
-    const cpuEnd = cpuNow();
+    const clock = new DecodeClock();
+    const n = await decode(model, sequence, prompt, limit, opts.sampling ?? {}, () => clock.firstToken());
+    const result = clock.result(prompt.length, n);
     await context.dispose();
-    return {
-      promptTokens: prompt.length,
-      generatedTokens: n,
-      firstTokenMs: first - start,
-      tokensPerSecond: n > 1 ? ((n - 1) * 1000) / (end - first) : 0,
-      totalMs: end - start,
-      cpuMicros: cpuEnd - cpu0,
-      decodeCpuMicros: cpuEnd - cpuFirst,
-    };
+    return result;
   } finally {
     if (!opts.model) await model.dispose();
     if (llama && !opts.llama) await llama.dispose();
@@ -113,33 +126,17 @@ export async function rawCompletionBenchmark(model: LlamaModel, opts: RawDecodeO
   const completion = new LlamaCompletion({ contextSequence: context.getSequence() });
   try {
     const input = model.tokenize(opts.prompt, false, "trimLeadingSpace");
-    let first = 0;
-    let cpuFirst = 0;
     let n = 0;
-    const cpu0 = cpuNow();
-    const start = performance.now();
+    const clock = new DecodeClock();
     await completion.generateCompletion(input, {
       temperature: 0, ...opts.sampling, repeatPenalty: false, maxTokens: opts.tokens, disableContextShift: true,
       onToken: (tokens) => {
-        if (n === 0) {
-          first = performance.now();
-          cpuFirst = cpuNow();
-        }
+        if (n === 0) clock.firstToken();
         n += tokens.length;
       },
       onTextChunk: () => {},
     });
-    const end = performance.now();
-    const cpuEnd = cpuNow();
-    return {
-      promptTokens: input.length + (model.tokens.shouldPrependBosToken ? 1 : 0),
-      generatedTokens: n,
-      firstTokenMs: first - start,
-      tokensPerSecond: n > 1 ? ((n - 1) * 1000) / (end - first) : 0,
-      totalMs: end - start,
-      cpuMicros: cpuEnd - cpu0,
-      decodeCpuMicros: cpuEnd - cpuFirst,
-    };
+    return clock.result(input.length + (model.tokens.shouldPrependBosToken ? 1 : 0), n);
   } finally {
     completion.dispose({ disposeSequence: false });
     await context.dispose();
