@@ -223,6 +223,19 @@ function attributes(w: Writer, attrs: Record<string, Value>, field: number): voi
 /** OTLP's span flags: the W3C trace flags, and whether the parent is remote (known) */
 const flagsOf = (traceFlags: number, remote: boolean | undefined) => (traceFlags & 0xff) | 0x100 | (remote ? 0x200 : 0);
 
+/** fields 1 to 3 of a Span and of a Link alike: trace id, span id and, when set, trace state */
+function ids(w: Writer, c: SpanContext): void {
+  w.tag(1, 2);
+  w.hex(c.traceId);
+  w.tag(2, 2);
+  w.hex(c.spanId);
+  const state = c.traceState?.serialize();
+  if (state) {
+    w.tag(3, 2);
+    w.str(state);
+  }
+}
+
 function event(w: Writer, e: TimedEvent): void {
   const at = w.open();
   w.tag(1, 1);
@@ -238,15 +251,7 @@ function event(w: Writer, e: TimedEvent): void {
 function link(w: Writer, l: Link): void {
   const at = w.open();
   const c: SpanContext = l.context;
-  w.tag(1, 2);
-  w.hex(c.traceId);
-  w.tag(2, 2);
-  w.hex(c.spanId);
-  const state = c.traceState?.serialize();
-  if (state) {
-    w.tag(3, 2);
-    w.str(state);
-  }
+  ids(w, c);
   if (l.attributes) attributes(w, l.attributes, 4);
   w.tag(5, 0);
   w.varint(l.droppedAttributesCount || 0);
@@ -258,15 +263,7 @@ function link(w: Writer, l: Link): void {
 function span(w: Writer, s: ReadableSpan): void {
   const at = w.open();
   const ctx = s.spanContext();
-  w.tag(1, 2);
-  w.hex(ctx.traceId);
-  w.tag(2, 2);
-  w.hex(ctx.spanId);
-  const state = ctx.traceState?.serialize();
-  if (state) {
-    w.tag(3, 2);
-    w.str(state);
-  }
+  ids(w, ctx);
   const parent = s.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, 2);
