@@ -4,7 +4,10 @@
 // executions, clock and crypto calls, counted by bench/dev/shape-hooks.mjs preloaded in both. Both
 // take the same load (50 connections, the gateway bench's body, held to RATE requests/s so a busy
 // machine gives both the same request count); each figure is the delta over the run / requests.
-//   [RATE=1000] [SECS=5] node --import tsx bench/dev/gateway-shape.ts
+// SHAPE_STACKS=1 adds each count by the first frame of svc's (or a package's) code that made it.
+// ALLOC=1 instead lists bytes allocated per request by allocating function (V8's sampling heap
+// profiler with garbage kept, every 512 bytes), the top 40 of each path.
+//   [RATE=1000] [SECS=5] [SHAPE_STACKS=1 | ALLOC=1] node --import tsx bench/dev/gateway-shape.ts
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -54,6 +57,7 @@ try {
   const up = await startStandinGateway(tmp);
   procs.push(up.proc);
   const nodeArgs = ["--import", hooks, "--trace-gc-nvp"];
+  if (process.env.ALLOC === "1") process.env.SHAPE_ALLOC = "1"; // children inherit it
   const svcOut = path.join(tmp, "svc.json");
   let svcAlloc = { bytes: 0 };
   const s = await startSvcProcess({ home: path.join(tmp, "svc"), config: up.cfg, core: 1, env: { ...gatewayEnv, SHAPE_OUT: svcOut }, nodeArgs, stdout: () => {} });
@@ -68,6 +72,21 @@ try {
   while (!port) await sleep(50);
   const bare: Target = { name: "bare", proc: bp, url: `http://127.0.0.1:${port}/v1/chat/completions`, headers: {}, out: bareOut, allocated: bareAlloc };
   const per: Record<string, Record<string, number>> = {};
+  if (process.env.ALLOC === "1") {
+    for (const t of [svc, bare]) {
+      await loadRun({ url: t.url, headers: t.headers, body: BODY, connections: 50, seconds: 2, rate });
+      t.proc.kill("SIGUSR2");
+      await sleep(200);
+      const r = await loadRun({ url: t.url, headers: t.headers, body: BODY, connections: 50, seconds: secs, rate });
+      const by = await snapshot(t);
+      const n = r.rps * secs;
+      const top = Object.entries(by).filter(([k]) => !k.startsWith("bytes allocated")).sort((a, b) => b[1] - a[1]).slice(0, 40);
+      const total = Object.entries(by).filter(([k]) => !k.startsWith("bytes allocated")).reduce((a, [, v]) => a + v, 0);
+      console.log(`\n${t.name}: ${Math.round(total / n)} bytes sampled a request over ~${Math.round(n)} requests`);
+      for (const [k, v] of top) console.log(`${String(Math.round(v / n)).padStart(7)}  ${k}`);
+    }
+    process.exit(0);
+  }
   for (const t of [svc, bare]) {
     await loadRun({ url: t.url, headers: t.headers, body: BODY, connections: 50, seconds: 2, rate });
     const a = await snapshot(t);

@@ -8,12 +8,57 @@ import { writeFileSync } from "node:fs";
 import http from "node:http";
 import crypto from "node:crypto";
 import { syncBuiltinESMExports } from "node:module";
+import { Session } from "node:inspector";
+
+// SHAPE_ALLOC=1: nothing is patched; SIGUSR2 starts V8's sampling heap profiler (garbage included)
+// and the next one stops it and writes bytes sampled by allocating function to $SHAPE_OUT.
+if (process.env.SHAPE_ALLOC === "1") {
+  const s = new Session();
+  s.connect();
+  let on = false;
+  process.on("SIGUSR2", () => {
+    if (!on) {
+      on = true;
+      s.post("HeapProfiler.startSampling", { samplingInterval: 512, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true });
+      return;
+    }
+    s.post("HeapProfiler.stopSampling", (err, r) => {
+      const by = {};
+      const walk = (n) => {
+        const f = n.callFrame;
+        const k = `${f.functionName || "(anon)"} ${f.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${f.lineNumber + 1}`;
+        by[k] = (by[k] ?? 0) + n.selfSize;
+        for (const c of n.children) walk(c);
+      };
+      if (!err) walk(r.profile.head);
+      writeFileSync(process.env.SHAPE_OUT, JSON.stringify(by));
+    });
+  });
+}
 
 const c = {};
-const bump = (k, n = 1) => (c[k] = (c[k] ?? 0) + n);
+// SHAPE_STACKS=1 also counts each call by the first frame outside this file and node's internals
+const stacks = process.env.SHAPE_STACKS === "1";
+const where = () => {
+  const lines = new Error().stack.split("\n").slice(2);
+  const l = lines.find((x) => !x.includes("shape-hooks") && !x.includes("node:") && !x.includes("(<anonymous>)")) ?? "?";
+  return l.trim().replace(/^at /, "").replace(/file:\/\/\S*?\/(dist|node_modules)\//, "$1/");
+};
+let busy = false;
+const bump = (k, n = 1) => {
+  c[k] = (c[k] ?? 0) + n;
+  if (stacks && !busy && n === 1 && !k.startsWith("async") && k !== "requests") {
+    busy = true; // where() itself runs regexes and makes promises-free calls that would recurse
+    const w = `  ${k} @ ${where()}`;
+    busy = false;
+    c[w] = (c[w] ?? 0) + 1;
+  }
+};
 
+if (process.env.SHAPE_ALLOC !== "1") install();
+function install() {
 createHook({
-  init(_id, type) { bump(`init ${type}`); },
+  init(_id, type) { if (type === "PROMISE" || !stacks) bump(`init ${type}`); },
   before() { bump("async turns (callbacks run)"); },
 }).enable();
 
@@ -63,3 +108,4 @@ http.Server.prototype.emit = function (ev, ...a) {
 };
 
 process.on("SIGUSR2", () => writeFileSync(process.env.SHAPE_OUT, JSON.stringify(c)));
+}
