@@ -11,9 +11,13 @@ export async function readRaw(ctx: HttpContext, limit = DEFAULT_BODY_LIMIT): Pro
   try {
     return await readBody(ctx.req, limit, ctx.req.headers["content-length"]);
   } catch (e: any) {
-    if (e?.type === "entity.too.large") throw new SvcError("too_large", "invalid_request", `request body exceeds ${limit} bytes`);
-    throw new SvcError("invalid", "invalid_request", `could not read request body: ${e?.message ?? e}`);
+    throw unreadable(e, limit);
   }
+}
+
+function unreadable(e: any, limit: number): SvcError {
+  if (e?.type === "entity.too.large") return new SvcError("too_large", "invalid_request", `request body exceeds ${limit} bytes`);
+  return new SvcError("invalid", "invalid_request", `could not read request body: ${e?.message ?? e}`);
 }
 
 /** Read and parse a JSON object body; `check` (a schema's, api/body-schema.ts) runs on it before
@@ -24,7 +28,14 @@ export async function readJson<T = any>(ctx: HttpContext, limit?: number, check?
     check?.(cached);
     return cached;
   }
-  const raw = await readRaw(ctx, limit ?? (ctx.state as any).bodyLimit);
+  // readBody awaited here, not through readRaw: one async layer less on every inference request
+  const max: number = limit ?? (ctx.state as any).bodyLimit ?? DEFAULT_BODY_LIMIT;
+  let raw: Buffer;
+  try {
+    raw = await readBody(ctx.req, max, ctx.req.headers["content-length"]);
+  } catch (e) {
+    throw unreadable(e, max);
+  }
   if (raw.length === 0) throw new SvcError("invalid", "invalid_request", "request body is empty; expected a JSON object");
   const text = raw.toString("utf8");
   let body: unknown;

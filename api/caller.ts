@@ -4,7 +4,7 @@
 import type { HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
-import { collectChat, type ChatResult } from "../engines/chat/collect";
+import { collectChat, collectSync, isSyncEvents, type ChatResult, type SyncEvents } from "../engines/chat/collect";
 import { SvcError } from "../engines/errors";
 import { SECRET_PREFIX, type KeyEntry } from "../engines/gateway/keys";
 import type { Svc } from "../engines/svc";
@@ -184,12 +184,24 @@ export async function collectOrAbort(ctx: HttpContext, s: StartedChat): Promise<
   try {
     return await collectChat(s.start.events);
   } catch (e) {
-    if (isAbortError(e, s.cancel)) {
-      dropResponse(ctx);
-      return null;
-    }
-    throw e;
+    return abortedOrThrow(ctx, s, e);
   }
+}
+
+/** collectOrAbort for an answer known up front (a non-streaming upstream answer), folded in this
+ * turn: the non-streaming path pays no promise for it. */
+function collectSyncOrAbort(ctx: HttpContext, s: StartedChat, events: SyncEvents): ChatResult | null {
+  try {
+    return collectSync(events);
+  } catch (e) {
+    return abortedOrThrow(ctx, s, e);
+  }
+}
+
+function abortedOrThrow(ctx: HttpContext, s: StartedChat, e: unknown): null {
+  if (!isAbortError(e, s.cancel)) throw e;
+  dropResponse(ctx);
+  return null;
 }
 
 /** How a protocol shapes a started chat: one body when not streaming, else a rendered stream.
@@ -207,7 +219,8 @@ export interface ChatAnswer<M> extends Omit<StreamOptions<ChatEvent>, "headers" 
 export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAnswer<M>): Promise<void> {
   if (s.start.cache) ctx.set("x-svc-cache", s.start.cache);
   if (!a.stream) {
-    const result = await collectOrAbort(ctx, s);
+    const events = s.start.events;
+    const result = isSyncEvents(events) ? collectSyncOrAbort(ctx, s, events) : await collectOrAbort(ctx, s);
     if (!result) return;
     setHeaders(ctx, rateHeaders(s.start.rate));
     const body = a.whole(result, a.meta);

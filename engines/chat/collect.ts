@@ -73,12 +73,25 @@ function add(f: Fold, ev: ChatEvent): void {
   }
 }
 
-export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<ChatResult> {
-  const f: Fold = { text: "", calls: [], finishReason: "stop", usage: { promptTokens: 0, completionTokens: 0 } };
-  if (isSyncEvents(events)) for (const ev of events.sync) add(f, ev);
-  else for await (const ev of events) add(f, ev);
+const newFold = (): Fold => ({ text: "", calls: [], finishReason: "stop", usage: { promptTokens: 0, completionTokens: 0 } });
+
+function resultOf(f: Fold, upstream: UpstreamAnswer | undefined): ChatResult {
   const r: ChatResult = { text: f.text, toolCalls: f.calls.filter(Boolean), finishReason: f.finishReason, usage: f.usage };
   if (f.stopSequence !== undefined) r.stopSequence = f.stopSequence;
-  if (isSyncEvents(events) && events.upstream) r.upstream = events.upstream;
+  if (upstream) r.upstream = upstream;
   return r;
+}
+
+/** Fold events known up front in one synchronous pass: no promise, no microtask turn. */
+export function collectSync(events: SyncEvents): ChatResult {
+  const f = newFold();
+  for (const ev of events.sync) add(f, ev);
+  return resultOf(f, events.upstream);
+}
+
+export async function collectChat(events: AsyncIterable<ChatEvent>): Promise<ChatResult> {
+  if (isSyncEvents(events)) return collectSync(events);
+  const f = newFold();
+  for await (const ev of events) add(f, ev);
+  return resultOf(f, undefined);
 }

@@ -30,6 +30,7 @@ import { isFallbackable } from "../providers/http";
 import { promptTokensOf, promptTokensBound, inputTokens } from "../providers/prompt-tokens";
 import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
+import { isWritten } from "./limits/wal";
 import { isSyncEvents, type SyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
@@ -201,7 +202,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (probe) events = this.o.cache!.record(events, probe, this.now);
       // The reservation is written at the end of this event-loop turn, while the upstream works;
       // no answer leaves before it is (a crash loses at most requests in flight).
-      if (run.adm?.written) await reservationWritten(run.adm.written, events);
+      if (run.adm?.written && !isWritten(run.adm.written)) await reservationWritten(run.adm.written, events);
       return { provider: run.target!.provider, model: req.model, rate: run.rate, cache: probe?.state, events: this.track(events, run) };
     } catch (e) {
       if (run.target) run.call.provider = run.target.provider; // a balanced target names the deployment it tried last
