@@ -35,8 +35,9 @@ local function reclaim()
     if #old > 0 then
       for _, m in ipairs(old) do
         local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
-        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
-        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
+        -- (no -0: HINCRBY refuses "-0")
+        if s ~= '0' then redis.call('HINCRBY', P .. 'r:' .. e, 's', -tonumber(s)) end
+        if t ~= '0' then redis.call('HINCRBY', P .. 'r:' .. e, 't', -tonumber(t)) end
       end
       redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
     end
@@ -141,8 +142,8 @@ for _, e in ipairs(a.ents) do
 end
 if a.s > 0 or a.t > 0 then
   for _, c in ipairs(a.checks) do
-    redis.call('HINCRBYFLOAT', P .. 'r:' .. c.e, 's', a.s)
-    redis.call('HINCRBYFLOAT', P .. 'r:' .. c.e, 't', a.t)
+    if a.s > 0 then redis.call('HINCRBY', P .. 'r:' .. c.e, 's', a.s) end
+    if a.t > 0 then redis.call('HINCRBY', P .. 'r:' .. c.e, 't', a.t) end
     redis.call('ZADD', P .. 'rs:' .. c.e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
   end
 end

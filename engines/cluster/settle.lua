@@ -38,9 +38,11 @@ for _, x in ipairs(a.list) do
     end
   end
 end
+-- whole numbers (HINCRBY, cheaper than HINCRBYFLOAT); a zero is skipped: Lua's -0 reaches Redis
+-- as "-0", which HINCRBY refuses, and the script would stop after the ZREMs above
 for _, e in ipairs(relOrder) do
-  redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -rel[e][1])
-  redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -rel[e][2])
+  if rel[e][1] ~= 0 then redis.call('HINCRBY', P .. 'r:' .. e, 's', -rel[e][1]) end
+  if rel[e][2] ~= 0 then redis.call('HINCRBY', P .. 'r:' .. e, 't', -rel[e][2]) end
 end
 for _, h in ipairs(addOrder) do
   local v = add[h]
