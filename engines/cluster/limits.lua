@@ -105,9 +105,12 @@ local function usage()
   for i, c in ipairs(a.checks) do
     local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
     local rs, rt = num(r[1]), num(r[2])
-    local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
-    local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
-    local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
+    -- only the periods a limit of this check reads
+    local none = {}
+    local d, m, t = none, none, none
+    if c.td or c.bd then d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't') end
+    if c.tm or c.bm then m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't') end
+    if c.bt then t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't') end
     if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
     if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
     if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
