@@ -16,7 +16,7 @@ const dir = path.resolve(import.meta.dirname, "../../engines/cluster");
 const script = (f: string, at?: string) => (at ? execFileSync("git", ["show", `${at}:engines/cluster/${f}`], { cwd: dir, encoding: "utf8" }) : readFileSync(path.join(dir, f), "utf8"));
 const day = `day:${new Date().toISOString().slice(0, 10)}`;
 const month = `month:${day.slice(4, 11)}`;
-const req = { k: "kb", lim: true, pm: 1e8, burst: 1e8, ph: 1e9, ents: ["kb", "team:o/t", "org:o"], day, month, s: 2000, t: 4112, checks: [{ e: "kb", whose: "", td: 1e12, bd: 1e12, bm: 1e12 }] };
+const req = { k: "kb", lim: true, pm: 1e8, burst: 1e8, ph: 1e9, ents: ["kb", "team:o/t", "org:o"], day, month, s: 2000, t: 4112, checks: [{ e: "kb", td: 1e12, bd: 1e12, bm: 1e12 }] };
 
 async function cpu(r: Redis): Promise<number> {
   const i = await r.info("cpu");
@@ -35,7 +35,7 @@ async function measure(r: Redis, at?: string): Promise<string> {
     const v = (await r.evalsha(sa, 0, JSON.stringify({ ...req, p: "svc:", id: myId, ttl: 900_000 }))) as unknown[];
     if (v[0] !== "ok") throw new Error(`refused: ${JSON.stringify(v)}`);
     const b = typeof v[3] === "string" ? { b: v[3] } : {};
-    await r.evalsha(ss, 0, JSON.stringify({ p: "svc:", list: [{ id: myId, ents: req.ents, day, month, ...b, rs: req.s, rt: req.t, s: 1500, t: 30, served: true }] }));
+    await r.evalsha(ss, 0, JSON.stringify({ p: "svc:", list: [{ id: myId, ents: req.ents, re: req.checks.map((c) => c.e), day, month, ...b, rs: req.s, rt: req.t, s: 1500, t: 30, served: true }] }));
   };
   for (let i = 0; i < 500; i++) await one(); // warm
   await r.config("RESETSTAT");

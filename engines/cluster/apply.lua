@@ -27,8 +27,8 @@ for _, x in ipairs(a.res) do
   for _, e in ipairs(x.ents) do
     local m = x.id .. '|' .. x.s .. '|' .. x.t
     if redis.call('ZADD', P .. 'rs:' .. e, 'NX', now + a.ttl, m) == 1 then
-      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', x.s)
-      redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', x.t)
+      if x.s ~= 0 then redis.call('HINCRBY', P .. 'r:' .. e, 's', x.s) end
+      if x.t ~= 0 then redis.call('HINCRBY', P .. 'r:' .. e, 't', x.t) end
     end
   end
 end

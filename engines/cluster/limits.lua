@@ -4,7 +4,8 @@
 -- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time);
 -- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
 -- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
--- (a replica that dies mid-request leaves them; they lapse after the request timeout).
+-- (a replica that dies mid-request leaves them; they lapse after the request timeout). Only the
+-- entities a budget or token check reads (a.checks) hold reservations: no check reads the others'.
 -- seeded: this incarnation's id; seq: the number of its last counters change; touched: entities
 -- changed since the last copy to PostgreSQL, by that number (snap.lua, copied.lua).
 -- Every verdict of a key with a rate limit ends with {limit, remaining, reset ms} of the window the
@@ -27,14 +28,16 @@ local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 -- lapsed reservations of dead requests go back; only looked for when a budget or token check
 -- would refuse (below): until then they only made the checks stricter
 local function reclaim()
-  for _, e in ipairs(a.ents) do
+  for _, c in ipairs(a.checks) do
+    local e = c.e
     local rs = P .. 'rs:' .. e
     local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
     if #old > 0 then
       for _, m in ipairs(old) do
         local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
-        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', -tonumber(s))
-        redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', -tonumber(t))
+        -- (no -0: HINCRBY refuses "-0")
+        if s ~= '0' then redis.call('HINCRBY', P .. 'r:' .. e, 's', -tonumber(s)) end
+        if t ~= '0' then redis.call('HINCRBY', P .. 'r:' .. e, 't', -tonumber(t)) end
       end
       redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
     end
@@ -102,9 +105,12 @@ local function usage()
   for i, c in ipairs(a.checks) do
     local r = redis.call('HMGET', P .. 'r:' .. c.e, 's', 't')
     local rs, rt = num(r[1]), num(r[2])
-    local d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't')
-    local m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't')
-    local t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't')
+    -- only the periods a limit of this check reads
+    local none = {}
+    local d, m, t = none, none, none
+    if c.td or c.bd then d = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.day, 's', 't') end
+    if c.tm or c.bm then m = redis.call('HMGET', P .. 'u:' .. c.e .. ':' .. a.month, 's', 't') end
+    if c.bt then t = redis.call('HMGET', P .. 'u:' .. c.e .. ':total', 's', 't') end
     if c.td and num(d[2]) + rt >= c.td then return {'usage', i, 'td', tostring(num(d[2]) + rt), rate(false)} end
     if c.tm and num(m[2]) + rt >= c.tm then return {'usage', i, 'tm', tostring(num(m[2]) + rt), rate(false)} end
     if c.bd and over(num(d[1]) + rs, c.bd) then return {'usage', i, 'bd', tostring(num(d[1])), rate(false)} end
@@ -136,10 +142,12 @@ for _, e in ipairs(a.ents) do
   if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.day, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.day, 3 * 86400000) end
   if redis.call('HINCRBY', P .. 'u:' .. e .. ':' .. a.month, 'r', 1) == 1 then redis.call('PEXPIRE', P .. 'u:' .. e .. ':' .. a.month, 40 * 86400000) end
   redis.call('HINCRBY', P .. 'u:' .. e .. ':total', 'r', 1)
-  if a.s > 0 or a.t > 0 then
-    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 's', a.s)
-    redis.call('HINCRBYFLOAT', P .. 'r:' .. e, 't', a.t)
-    redis.call('ZADD', P .. 'rs:' .. e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
+end
+if a.s > 0 or a.t > 0 then
+  for _, c in ipairs(a.checks) do
+    if a.s > 0 then redis.call('HINCRBY', P .. 'r:' .. c.e, 's', a.s) end
+    if a.t > 0 then redis.call('HINCRBY', P .. 'r:' .. c.e, 't', a.t) end
+    redis.call('ZADD', P .. 'rs:' .. c.e, now + a.ttl, a.id .. '|' .. a.s .. '|' .. a.t)
   end
 end
 local seq = redis.call('INCR', P .. 'seq')

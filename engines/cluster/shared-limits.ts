@@ -49,6 +49,8 @@ export interface SavedUsage {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** the entities a request's reservation is held on (limits.lua): those a budget or token check reads */
+const reserved = (req: SharedRequest) => req.checks.map((c) => c.e);
 
 export class RedisLimits implements SharedLimitStore {
   private readonly r: WithScripts;
@@ -115,7 +117,9 @@ export class RedisLimits implements SharedLimitStore {
   }
 
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
-    const arg = JSON.stringify({ ...req, p: this.p, id, ttl: this.opts.reservationTtlMs });
+    // what limits.lua reads, no more: Redis's CPU a request follows the size of what it decodes
+    const checks = req.checks.map(({ whose: _w, cur: _c, ...c }) => c);
+    const arg = JSON.stringify({ ...req, checks, p: this.p, id, ttl: this.opts.reservationTtlMs });
     for (let tries = 0; ; tries++) {
       await this.check();
       const v = await this.r.svcAdmit(arg);
@@ -129,7 +133,7 @@ export class RedisLimits implements SharedLimitStore {
       if (v[0] !== "ok" || v.length < 3) return v as SharedVerdict;
       const [, inc, seq, rate] = v as [string, string, number, [number, number, number] | undefined];
       this.ledger.add({ inc, seq: Number(seq), d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
-      if (req.s > 0 || req.t > 0) this.ledger.held.set(id, { ents: req.ents, s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
+      if ((req.s > 0 || req.t > 0) && req.checks.length) this.ledger.held.set(id, { ents: reserved(req), s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
       return rate ? ["ok", rate] : ["ok"];
     }
   }
@@ -253,7 +257,7 @@ export class RedisLimits implements SharedLimitStore {
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
-    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
+    const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, re: reserved(req), day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
     void this.sendSettles([e]);
   }

@@ -33,6 +33,8 @@ export interface Entry {
 export interface SettleItem {
   id: string;
   ents: string[];
+  /** the entities holding its reservation (those a check reads) */
+  re: string[];
   day: string;
   month: string;
   rs: number;
@@ -44,6 +46,7 @@ export interface SettleItem {
 
 /** A request in flight holding a reservation. */
 export interface Held {
+  /** the entities holding the reservation */
   ents: string[];
   s: number;
   t: number;

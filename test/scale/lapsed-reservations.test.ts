@@ -24,7 +24,8 @@ describe.skipIf(!!missing)("lapsed reservations in the shared limits", () => {
     return { c, l: new RedisLimits(c, { prefix: "svc:", reservationTtlMs: ttl, log: () => undefined, saved: async () => ({ rows: [] }), rebuildHoldMs: 0 }) };
   };
   const req = (k: string, day: string, s: number, bt?: number): SharedRequest => ({
-    k, lim: true, ents: [k, "org:o"], day, month: `month:${day.slice(4, 11)}`, s, t: s > 0 ? 3 : 0, checks: bt ? [{ e: k, whose: "", bt }] : [],
+    // the organization has a budget (a check reads it, so it holds reservations); the team has none
+    k, lim: true, ents: [k, "team:t", "org:o"], day, month: `month:${day.slice(4, 11)}`, s, t: s > 0 ? 3 : 0, checks: bt ? [{ e: k, whose: "", bt }, { e: "org:o", whose: "", bt: 1e12 }] : [],
   });
 
   beforeAll(async () => {
@@ -57,5 +58,9 @@ describe.skipIf(!!missing)("lapsed reservations in the shared limits", () => {
     expect(await usageOf(peek, "k1", "total")).toEqual({ s: String(3e6), t: "4", r: "2" });
     expect(await reservedOf(peek, "org:o")).toEqual({ s: "0", t: "0" });
     expect(await peek.zcard("svc:rs:k1")).toBe(0);
+    // no check reads the team's counters: it holds no reservation, but counts the requests
+    expect(await reservedOf(peek, "team:t")).toEqual({});
+    expect(await peek.exists("svc:rs:team:t")).toBe(0);
+    expect((await usageOf(peek, "team:t", "total")).r).toBe("2");
   });
 });
