@@ -1,0 +1,60 @@
+// One MCP path at a time against `svc serve` (pinned to core 1, this process on core 0), for
+// profiles and svc's CPU per call of that path alone:
+// `PATHS=mcpcall,mcp N=3000 SVC_ARGS="--cpu-prof --cpu-prof-interval 100 --cpu-prof-dir=/tmp/p" node --import tsx bench/dev/mcp-path-profile.ts`
+import { spawn } from "node:child_process";
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Pool } from "undici";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cpuMicros, pinSelf, root, sleep, startSvcProcess } from "../processes";
+import { percentile } from "../report";
+
+const everything = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-mcpp-"));
+const cfg = path.join(tmp, "config");
+mkdirSync(cfg);
+writeFileSync(path.join(cfg, "mcp.yaml"), `apiVersion: svc/v1\nkind: McpServer\nmetadata: {name: everything}\nspec:\n  transport: stdio\n  command: ${JSON.stringify(process.execPath)}\n  args: [${JSON.stringify(everything)}, stdio]\n`);
+pinSelf(0);
+const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, nodeArgs: process.env.SVC_ARGS?.split(" ").filter(Boolean), stdout: process.env.SVC_STDOUT ? (c) => appendFileSync(process.env.SVC_STDOUT!, c) : undefined });
+const mark = (m: string) => process.env.SVC_STDOUT && appendFileSync(process.env.SVC_STDOUT, `\n=== ${m}\n`);
+const pool = new Pool(svc.url, { connections: 1, pipelining: 1 });
+const body = JSON.stringify({ name: "everything_echo", arguments: { message: "bench" } });
+const call = async () => {
+  const r = await pool.request({ method: "POST", path: "/mcp/call", headers: { "content-type": "application/json" }, body });
+  const t = await r.body.text();
+  if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${t}`);
+};
+for (let t0 = Date.now(); ; await sleep(50)) {
+  if (await call().then(() => true, () => false)) break;
+  if (Date.now() - t0 > 30_000) throw new Error("no connection to everything");
+}
+const viaMcp = new Client({ name: "p", version: "1" });
+await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`)));
+const paths: Record<string, () => Promise<unknown>> = { mcpcall: call, mcp: () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }) };
+const N = Number(process.env.N ?? 2000);
+for (const k of (process.env.PATHS ?? "mcpcall,mcp").split(",")) {
+  for (let i = 0; i < 50; i++) await paths[k]();
+  const lat: number[] = [];
+  mark(`${k} measured`);
+  // PERF_OUT=/tmp/x.data (with SVC_ARGS=--perf-basic-prof): perf samples svc's CPU only, where a
+  // --cpu-prof sample also lands on a syscall while the process waits for the core
+  const perf = process.env.PERF_OUT ? spawn("perf", ["record", "-e", "cpu-clock:u", "-F", "4000", "-g", "-p", String(svc.proc.pid), "-o", `${process.env.PERF_OUT}.${k}`], { stdio: "ignore" }) : undefined;
+  if (perf) await sleep(500);
+  const c0 = cpuMicros(svc.proc.pid)!;
+  for (let i = 0; i < N; i++) {
+    const t = performance.now();
+    await paths[k]();
+    lat.push(performance.now() - t);
+  }
+  if (perf) {
+    perf.kill("SIGINT");
+    await new Promise((r) => perf.once("exit", r));
+  }
+  console.log(k.padEnd(8), "p50", percentile(lat, 50).toFixed(3), "ms; svc cpu µs/call", ((cpuMicros(svc.proc.pid)! - c0) / N).toFixed(0));
+}
+await viaMcp.close();
+await pool.close();
+svc.proc.kill("SIGINT");
+await new Promise((r) => svc.proc.once("exit", r));
