@@ -58,7 +58,11 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       "svc /mcp (SDK Client, Streamable HTTP)": () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }),
     };
     const lat: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
-    for (const f of Object.values(paths)) for (let i = 0; i < 30; i++) await f(); // warm up
+    // Warm up to the steady state of a running server: svc runs with --no-concurrent-recompilation
+    // (bin/svc.mjs), so V8 optimizes on svc's main thread, and after 30 calls those compiles were
+    // about half of svc's CPU and latency per call; about 1000 calls a path settle them.
+    const warmup = Number(process.env.BENCH_MCP_WARMUP ?? 1000);
+    for (let i = 0; i < warmup; i++) for (const f of Object.values(paths)) await f();
     // CPU time of svc's process per call (not the stdio servers): it holds better than latency
     // on a loaded machine
     const cpu: Record<string, number> = {};
@@ -87,7 +91,8 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       title: "MCP tool calls",
       body:
         table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "svc CPU µs per call"], rows) +
-        "\n\nOne call in flight at a time, the paths taking turns in batches of 50; `echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
+        `\n\nOne call in flight at a time, after ${warmup} warm-up calls of each path (the steady state of a running server: V8 has optimized the hot code), the paths taking turns in batches of 50; ` +
+        "`echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
         (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
         "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport); the direct baseline is the SDK's stdio client. " +
         "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +

@@ -35,7 +35,9 @@ async function target(checkout?: string) {
     if (Date.now() - t0 > 30_000) throw new Error("no connection to everything");
   }
   const viaMcp = new Client({ name: "p", version: "1" });
-  await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`)));
+  // NOSIGNAL=1: the SDK client's fetches without its transport-wide AbortSignal (undici adds a listener to it per fetch)
+  const fetchOpt = process.env.NOSIGNAL ? { fetch: (u: string | URL, init?: RequestInit) => fetch(u, { ...init, signal: undefined }) } : {};
+  await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), fetchOpt));
   const paths: Record<string, () => Promise<unknown>> = { mcpcall: call, mcp: () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }) };
   const close = async () => {
     await viaMcp.close();
@@ -51,7 +53,8 @@ if (process.env.BASE) targets.push(await target(process.env.BASE));
 const N = Number(process.env.N ?? 2000);
 const batch = targets.length > 1 ? 100 : N;
 for (const k of (process.env.PATHS ?? "mcpcall,mcp").split(",")) {
-  for (const t of targets) for (let i = 0; i < 50; i++) await t.paths[k]();
+  const warm = Number(process.env.WARM ?? 50);
+  for (const t of targets) for (let i = 0; i < warm; i++) await t.paths[k]();
   if (process.env.SVC_STDOUT) appendFileSync(process.env.SVC_STDOUT, `\n=== ${k} measured\n`);
   // PERF_OUT=/tmp/x.data (with SVC_ARGS=--perf-basic-prof): perf samples svc's CPU only, where a
   // --cpu-prof sample also lands on a syscall while the process waits for the core
