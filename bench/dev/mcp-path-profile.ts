@@ -37,8 +37,17 @@ async function target(checkout?: string) {
   const viaMcp = new Client({ name: "p", version: "1" });
   // NOSIGNAL=1: the SDK client's fetches without its transport-wide AbortSignal (undici adds a listener to it per fetch)
   const fetchOpt = process.env.NOSIGNAL ? { fetch: (u: string | URL, init?: RequestInit) => fetch(u, { ...init, signal: undefined }) } : {};
-  await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), fetchOpt));
-  const paths: Record<string, () => Promise<unknown>> = { mcpcall: call, mcp: () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }) };
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), fetchOpt);
+  await viaMcp.connect(transport);
+  // mcpraw: the same /mcp session's tools/call from the undici Pool (no SDK client, no fetch): what svc adds on /mcp alone
+  let id = 0;
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": transport.sessionId!, "mcp-protocol-version": transport.protocolVersion ?? "2025-06-18" };
+  const raw = async () => {
+    const r = await pool.request({ method: "POST", path: "/mcp", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name: "everything_echo", arguments: { message: "bench" } } }) });
+    const t = await r.body.text();
+    if (r.statusCode !== 200 || !t.includes('"result"')) throw new Error(`${r.statusCode} ${t}`);
+  };
+  const paths: Record<string, () => Promise<unknown>> = { mcpcall: call, mcp: () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }), mcpraw: raw };
   const close = async () => {
     await viaMcp.close();
     await pool.close();
