@@ -62,7 +62,8 @@ export function exposedTools(r: ToolRegistry): ToolInfo[] {
 
 /** The tool an external caller named, refused before anything runs when it is not exposable. */
 export async function exposedTool(r: ToolRegistry, name: string): Promise<ToolInfo> {
-  const info = r.resolve ? await r.resolve(name) : r.get(name);
+  // a tool in the catalog needs no resolve (its await is a turn of the microtask queue per call)
+  const info = r.get(name) ?? (r.resolve ? await r.resolve(name) : undefined);
   if (!info) throw toolError("tool_not_found", `no tool named ${JSON.stringify(name)}`);
   if (!info.exposable) {
     throw toolError("tool_not_exposable", `tool ${name} is not allowed for external callers (exposure policy); it is not retried under another name`);

@@ -48,7 +48,17 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       await sleep(50);
     }
     await direct.connect(new StdioClientTransport({ command: process.execPath, args: [everything, "stdio"], stderr: "ignore" }));
-    await viaMcp.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+    const viaMcpTransport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`));
+    await viaMcp.connect(viaMcpTransport);
+    // the same session's tools/call from the lean client: svc's own cost on /mcp, without the SDK
+    // client's fetch-based transport in this process
+    let rawId = 0;
+    const rawHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": viaMcpTransport.sessionId!, "mcp-protocol-version": viaMcpTransport.protocolVersion ?? "2025-06-18" };
+    const rawCall = async () => {
+      const r = await pool.request({ method: "POST", path: "/mcp", headers: rawHeaders, body: JSON.stringify({ jsonrpc: "2.0", id: ++rawId, method: "tools/call", params: { name: "everything_echo", arguments: { message: "bench" } } }) });
+      const text = await r.body.text();
+      if (r.statusCode !== 200 || !text.includes('"result"')) throw new Error(`/mcp call failed: ${r.statusCode} ${text}`);
+    };
 
     const paths: Record<string, () => Promise<unknown>> = {
       "direct SDK Client (stdio)": () => direct.callTool({ name: "echo", arguments: { message: "bench" } }),
@@ -56,9 +66,14 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
         if (!(await call()).startsWith('{"ok":true')) throw new Error("call failed");
       },
       "svc /mcp (SDK Client, Streamable HTTP)": () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }),
+      "svc /mcp, same session (undici Pool)": rawCall,
     };
     const lat: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
-    for (const f of Object.values(paths)) for (let i = 0; i < 30; i++) await f(); // warm up
+    // Warm up to the steady state of a running server: svc runs with --no-concurrent-recompilation
+    // (bin/svc.mjs), so V8 optimizes on svc's main thread, and after 30 calls those compiles were
+    // about half of svc's CPU and latency per call; about 1000 calls a path settle them.
+    const warmup = Number(process.env.BENCH_MCP_WARMUP ?? 1000);
+    for (let i = 0; i < warmup; i++) for (const f of Object.values(paths)) await f();
     // CPU time of svc's process per call (not the stdio servers): it holds better than latency
     // on a loaded machine
     const cpu: Record<string, number> = {};
@@ -87,9 +102,10 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       title: "MCP tool calls",
       body:
         table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "svc CPU µs per call"], rows) +
-        "\n\nOne call in flight at a time, the paths taking turns in batches of 50; `echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
+        `\n\nOne call in flight at a time, after ${warmup} warm-up calls of each path (the steady state of a running server: V8 has optimized the hot code), the paths taking turns in batches of 50; ` +
+        "`echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
         (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
-        "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport); the direct baseline is the SDK's stdio client. " +
+        "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport), and the same session's `tools/call` is also sent from the undici Pool, which separates svc's own cost on `/mcp` from the SDK client's fetch-based transport in the bench process; the direct baseline is the SDK's stdio client. " +
         "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +
         "`POST /mcp/call` and a session's `POST /mcp` are served by the lean listener (no Koa); a plain `tools/call` on `/mcp` (no progress token, as here) is answered as `application/json` without the SDK's server transport, which still serves calls with a progress token (over SSE), lists and sessions.",
       data,

@@ -78,9 +78,10 @@ function endpointOf(svc: Svc): (ctx: HttpContext) => Promise<void> {
 
 function mcpEndpoint(svc: Svc): (ctx: HttpContext) => Promise<void> {
   let sessions: Promise<McpSessions> | undefined;
+  let ready: McpSessions | undefined; // once loaded: no await of the loading promise per request
   // tools/call requests the gate admitted, by session and JSON-RPC id, until the session ran them
   const admitted = new Map<string, Verdict>();
-  const callKey = (sid: string | undefined, id: unknown) => `${sid ?? ""}\n${JSON.stringify(id)}`;
+  const callKey = (sid: string | undefined, id: unknown) => `${sid ?? ""}\n${typeof id === "number" ? id : JSON.stringify(id)}`;
   const sessionsOf = () => {
     if (!sessions) {
       const reg = registryOf(svc);
@@ -93,7 +94,7 @@ function mcpEndpoint(svc: Svc): (ctx: HttpContext) => Promise<void> {
           if (v) finishToolCall(svc, v, status);
         });
         svc.engines.mcp?.onClose(() => s.close());
-        return s;
+        return (ready = s);
       });
     }
     return sessions;
@@ -117,7 +118,8 @@ function mcpEndpoint(svc: Svc): (ctx: HttpContext) => Promise<void> {
     // each tools/call in the message passes the gate before the session sees it: a refusal is an
     // HTTP error in the gateway's shape, as on chat, and nothing runs
     const sid = ctx.get("mcp-session-id") || undefined;
-    const calls = (Array.isArray(body) ? body : [body]).filter((m: any) => m && m.method === "tools/call" && m.id !== undefined);
+    const isCall = (m: any) => m && m.method === "tools/call" && m.id !== undefined;
+    const calls = Array.isArray(body) ? body.filter(isCall) : isCall(body) ? [body] : [];
     const entered: string[] = [];
     try {
       for (const m of calls as any[]) {
@@ -136,7 +138,7 @@ function mcpEndpoint(svc: Svc): (ctx: HttpContext) => Promise<void> {
       throw e;
     }
     ctx.respond = false; // the SDK's transport writes the response
-    const outcome = await (await sessionsOf()).handle(ctx.req, ctx.res, key, body);
+    const outcome = await (ready ?? (await sessionsOf())).handle(ctx.req, ctx.res, key, body);
     // calls no session will run (unknown session, no initialize); handled ones are finished by
     // the session's recorder when they end (their answer may still be streaming now)
     if (outcome !== "handled") {

@@ -17,6 +17,7 @@ import { failure, type ServiceFailure } from "./failures";
 import { classifyConnectError } from "./classify";
 import { redactSecrets } from "../secrets/redact";
 import { watchOAuthState } from "./oauth-store";
+import { leanCallToolResult } from "./lean-messages";
 
 export type Phase = "idle" | "connecting" | "ready" | "failed" | "closed";
 
@@ -222,7 +223,7 @@ export class McpConnection {
     try {
       // a traced call carries its span's traceparent in _meta, the MCP convention for trace context
       const req = opts.traceparent ? { name: tool, arguments: args, _meta: { traceparent: opts.traceparent } } : { name: tool, arguments: args };
-      const r: any = await client.callTool(req, undefined, {
+      const r: any = await client.callTool(req, leanCallToolResult as never, {
         timeout: timeoutMs,
         resetTimeoutOnProgress: true,
         onprogress: (p) => opts.onProgress?.({ progress: p.progress, total: p.total, message: p.message }),

@@ -14,6 +14,7 @@ import { redactTail } from "../secrets/redact";
 import { failure } from "./failures";
 import { outboundFetch } from "../net/outbound-guard";
 import { endpointLabel, specProblem } from "./spec";
+import { LeanReadBuffer } from "./lean-messages";
 
 // the spec checks live apart (no MCP SDK), for the McpServer controller
 export { endpointLabel, specProblem };
@@ -43,6 +44,8 @@ export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?
     const env: Record<string, string> = { ...(s.env ?? {}) };
     for (const [k, ref] of Object.entries(s.envFrom ?? {})) env[k] = secret(ref, `envFrom.${k}`);
     const t = new StdioClientTransport({ command: s.command!, args: s.args ?? [], env, cwd: s.cwd, stderr: "pipe" });
+    // the SDK's own line buffer, with result responses checked without its union parse (lean-messages.ts)
+    (t as unknown as { _readBuffer: LeanReadBuffer })._readBuffer = new LeanReadBuffer();
     // The raw tail stays in memory only; whatever is read from it goes through the redactor
     // as a whole, so a secret the service echoes in several writes is masked all the same.
     let tail = "";
