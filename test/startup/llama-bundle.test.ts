@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+// @ts-expect-error: a plain .mjs script without declarations
 import { llamaNames } from "../../bin/vendor-llama.mjs";
 import { repoRoot } from "../helpers/cli";
 
@@ -17,7 +18,7 @@ describe("node-llama-cpp in dist/", () => {
   it("is imported from dist/vendor/node-llama-cpp.js only, which exports every name the sources use", () => {
     const direct = js(dist).filter((f) => !f.includes(`${path.sep}vendor${path.sep}`) && /(?:from\s*|import\(\s*)"node-llama-cpp"/.test(readFileSync(f, "utf8")));
     expect(direct.map((f) => path.relative(dist, f))).toEqual([]);
-    const names = llamaNames(["engines", "api", "boot", "cli", "controllers"].flatMap(ts));
+    const names: string[] = llamaNames(["engines", "api", "boot", "cli", "controllers"].flatMap(ts));
     expect(names).toEqual(expect.arrayContaining(["getLlama", "LlamaChat", "createModelDownloader"]));
     // the bundle's export statement, read rather than imported (importing it costs seconds here)
     const exported = /^export \{([^}]*)\};$/m.exec(readFileSync(path.join(dist, "vendor/node-llama-cpp.js"), "utf8"))?.[1] ?? "";
