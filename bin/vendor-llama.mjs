@@ -52,6 +52,10 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
     format: "esm",
     platform: "node",
     target: "node20",
+    // half the source text V8 keeps for lazy compilation (~1 MB); names kept for stack traces
+    // and for code that reads a class's or function's name
+    minify: true,
+    keepNames: true,
     logLevel: "warning",
     external: ["@node-llama-cpp/*", "@reflink/*", "*.node"],
     banner: {
