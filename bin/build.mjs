@@ -16,6 +16,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wr
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildLlamaVendor, LLAMA } from "./vendor-llama.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
@@ -96,7 +97,7 @@ const mirror = {
   name: "svc-mirror",
   setup(build) {
     build.onResolve({ filter: /^[@a-z]/ }, (args) => {
-      if (!VENDOR.includes(args.path)) return undefined; // other packages: external, as imported
+      if (!VENDOR.includes(args.path) && args.path !== LLAMA) return undefined; // other packages: external, as imported
       let rel = path.relative(path.dirname(distFile(args.importer)), vendorFile(args.path)).split(path.sep).join("/");
       if (!rel.startsWith(".")) rel = `./${rel}`;
       return { path: rel, external: true };
@@ -137,7 +138,7 @@ function distFile(src) {
 
 /** What the build is made from: every source's path and mtime, the build script and package.json. */
 function fingerprint(files) {
-  return [...files, path.join(root, "package.json"), fileURLToPath(import.meta.url), fileURLToPath(new URL("./kind-validators.mjs", import.meta.url))].map((f) => `${path.relative(root, f)} ${statSync(f).mtimeMs}`).join("\n");
+  return [...files, path.join(root, "package.json"), fileURLToPath(import.meta.url), fileURLToPath(new URL("./kind-validators.mjs", import.meta.url)), fileURLToPath(new URL("./vendor-llama.mjs", import.meta.url))].map((f) => `${path.relative(root, f)} ${statSync(f).mtimeMs}`).join("\n");
 }
 
 const started = performance.now();
@@ -149,6 +150,7 @@ rmSync(outdir, { recursive: true, force: true });
 const esbuild = await import("esbuild");
 try {
   await buildVendor(esbuild);
+  await buildLlamaVendor(esbuild, root, entryPoints, vendorFile(LLAMA));
   const result = await esbuild.build({
     entryPoints,
     outdir,

@@ -11,7 +11,7 @@ import { repoRoot } from "../helpers/cli";
 import { until } from "../helpers/http";
 
 const HEAVY = {
-  "node-llama-cpp": /\/node_modules\/node-llama-cpp\//,
+  "node-llama-cpp": /\/node_modules\/node-llama-cpp\/|\/dist\/vendor\/node-llama-cpp\.js$/,
   "the Prisma client": /\/node_modules\/@prisma\/client\/|\/prisma\/generated(-pg)?\//,
   "the MCP SDK": /\/node_modules\/@modelcontextprotocol\/sdk\//,
   zod: /\/node_modules\/zod\//,
