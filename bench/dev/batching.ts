@@ -1,7 +1,8 @@
 // Occupancy of node-llama-cpp's decode batches (sequences per decodeBatch), a load-robust check of
 // continuous batching: raw node-llama-cpp decoding 4 sequences in one context vs svc's ModelPool
 // serving 4 concurrent requests. `TOKENS=100 node --import tsx bench/dev/batching.ts`; TRACE=1 also
-// prints the sequence ids of the pool's last 90 decodes.
+// prints the sequence ids of the pool's last 90 decodes; LATE=ms starts the 4th request that much later;
+// STALE=1 leaves another prompt's tokens on every sequence first.
 import os from "node:os";
 import path from "node:path";
 import { getLlama, LlamaContext } from "node-llama-cpp";
@@ -37,12 +38,17 @@ console.log("raw4 tps", r.aggregateTps.toFixed(1)); summary("raw4");
 await model.dispose();
 const pool = new ModelPool({ modelsDir: os.tmpdir(), llama });
 pool.register("m", { file, threads: 1, parallel: 4, contextSize: 2048, idleUnloadSeconds: 0 } as any);
-for await (const _ of pool.chat({ model: "m", prompt: PROMPT, maxTokens: 2, temperature: 0 } as any)) void _;
+// STALE=1: every sequence first holds another prompt's tokens (a server that has been serving)
+const warm = process.env.STALE ? 4 : 1;
+await Promise.all(Array.from({ length: warm }, (_, i) => (async () => { for await (const _ of pool.chat({ model: "m", prompt: `${i} ${PROMPT}`, maxTokens: 2, temperature: 0 } as any)) void _; })()));
 batches = [];
 trace.length = 0;
 t0 = performance.now();
 let n = 0;
-await Promise.all(Array.from({ length: 4 }, (_, i) => (async () => { for await (const e of pool.chat({ model: "m", prompt: `${"ABCD"[i]}${PROMPT.slice(1)}`, maxTokens: tokens, temperature: 0 } as any)) if ((e as any).type === "text") n++; })()));
+const firstMs: number[] = [];
+const late = Number(process.env.LATE ?? 0); // ms the 4th request starts after the others
+await Promise.all(Array.from({ length: 4 }, (_, i) => (async () => { if (i === 3 && late) await new Promise((r) => setTimeout(r, late)); for await (const e of pool.chat({ model: "m", prompt: `${"ABCD"[i]}${PROMPT.slice(1)}`, maxTokens: tokens, temperature: 0 } as any)) if ((e as any).type === "text" && n++ >= 0) firstMs[i] ??= performance.now() - t0; })()));
+console.log("pool4 first token per request (ms)", firstMs.map((x) => x.toFixed(0)).join(" "));
 console.log("pool4 tps(chunks)", ((n * 1000) / (performance.now() - t0)).toFixed(1)); summary("pool4");
 if (process.env.TRACE) console.log(trace.slice(-90).join(" "));
 await pool.close();
