@@ -264,7 +264,7 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
       "(svc's window also holds its end of request and its background timers, amortized over the tokens). " +
       `First-token pairs: ${d.chatPromptTokens} prompt tokens each, of which ${d.fixed} a fixed opening on both paths (chat's template start; words for /v1/completions) that svc's prefix cache reuses.`,
     "",
-    `Raw 4 sequences in one context: ${m((r) => r.raw4.aggregateTps).toFixed(1)} tokens/s aggregate (${(m((r) => r.raw4.aggregateTps) / rawTps).toFixed(2)}x one sequence); svc 4 streams: ${m((r) => r.svc4).toFixed(1)}.`,
+    `Raw 4 sequences in one context: ${m((r) => r.raw4.aggregateTps).toFixed(1)} tokens/s aggregate (${(m((r) => r.raw4.aggregateTps) / rawTps).toFixed(2)}x one sequence); svc 4 streams: ${m((r) => r.svc4).toFixed(1)}. Raw's dispatch loop decodes 4 generating sequences 3 at a time; svc holds a step one event-loop turn for the fourth (engines/inference/step-batching.ts; bench/dev/batching.ts counts the sequences per decode).`,
     "",
     "Concurrent streams through /v1/chat/completions (one context, 4 sequences):",
     "",
