@@ -80,8 +80,8 @@ function chatFixedPrefix(model: LlamaModel, text: (n: string) => string): number
 
 export async function inferenceBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-inf-"));
-  const tokens = Number(process.env.BENCH_TOKENS ?? 200);
-  const reps = Number(process.env.BENCH_REPS ?? 5);
+  const tokens = Number(process.env.BENCH_TOKENS ?? 150);
+  const reps = Number(process.env.BENCH_REPS ?? 8);
   const pairs = Number(process.env.BENCH_FIRST_PAIRS ?? 24);
   let svc: ChildProcess | undefined;
   const pinned = pinSelf(0);
@@ -137,18 +137,45 @@ spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${
     // machine's speed during the run affects both alike.
     const rounds: Round[] = [];
     for (let i = 0; i < reps; i++) {
-      onCore(1);
-      const raw = await rawDecodeBenchmark(file, { ...rawOpts, prompt: fresh() + PROMPT, model });
-      const rawApi = await rawCompletionBenchmark(model, { ...rawOpts, prompt: fresh() + PROMPT });
-      onCore(0);
-      const viaCompletions = await streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT }, pid);
-      const viaChat = await streamOnce(`${base}/v1/chat/completions`, chatOf(fresh() + PROMPT), pid);
-      onCore(1);
-      const raw4 = await rawParallelDecodeBenchmark(model, { ...rawOpts, prompt: fresh() + PROMPT, sequences: 4 });
-      onCore(0);
-      const t0 = performance.now();
-      const runs = await Promise.all(Array.from({ length: 4 }, () => streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT })));
-      const svc4 = (runs.reduce((a, r) => a + r.tokens, 0) * 1000) / (performance.now() - t0);
+      // which side goes first alternates by round, so neither always meets the core just after
+      // the other's work (caches, frequency) or the switch of pinning
+      const rawFirst = i % 2 === 0;
+      const rawSingles = async () => {
+        onCore(1);
+        const raw = await rawDecodeBenchmark(file, { ...rawOpts, prompt: fresh() + PROMPT, model });
+        const rawApi = await rawCompletionBenchmark(model, { ...rawOpts, prompt: fresh() + PROMPT });
+        onCore(0);
+        return { raw, rawApi };
+      };
+      const svcSingles = async () => ({
+        viaCompletions: await streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT }, pid),
+        viaChat: await streamOnce(`${base}/v1/chat/completions`, chatOf(fresh() + PROMPT), pid),
+      });
+      const raw4Run = async () => {
+        onCore(1);
+        const r = await rawParallelDecodeBenchmark(model, { ...rawOpts, prompt: fresh() + PROMPT, sequences: 4 });
+        onCore(0);
+        return r;
+      };
+      const svc4Run = async () => {
+        const t0 = performance.now();
+        const runs = await Promise.all(Array.from({ length: 4 }, () => streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT })));
+        return (runs.reduce((a, r) => a + r.tokens, 0) * 1000) / (performance.now() - t0);
+      };
+      let raws, svcs, raw4, svc4;
+      if (rawFirst) {
+        raws = await rawSingles();
+        svcs = await svcSingles();
+        raw4 = await raw4Run();
+        svc4 = await svc4Run();
+      } else {
+        svcs = await svcSingles();
+        raws = await rawSingles();
+        svc4 = await svc4Run();
+        raw4 = await raw4Run();
+      }
+      const { raw, rawApi } = raws;
+      const { viaCompletions, viaChat } = svcs;
       rounds.push({ raw, rawApi, viaCompletions, viaChat, raw4, svc4 });
     }
     // First-token pairs: short requests, many of them, the order alternating within each pair
@@ -200,11 +227,16 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
   const single = rounds.map((r) => r.viaCompletions.decodeTps / r.raw.tokensPerSecond);
   const singleChat = rounds.map((r) => r.viaChat.decodeTps / r.raw.tokensPerSecond);
   const four = rounds.map((r) => r.svc4 / r.raw4.aggregateTps);
+  // CPU per decoded token, raw's over svc's in the same round: the decode's efficiency, which
+  // other load on the machine moves far less than the wall-clock rates
+  const cpuPer = (cpu: number, n: number) => cpu / Math.max(1, n - 1);
+  const rawPer = (r: Round) => cpuPer(r.raw.decodeCpuMicros, r.raw.generatedTokens);
+  const cpuRatio = (f: (r: Round) => StreamRun) => rounds.map((r) => rawPer(r) / cpuPer(f(r).decodeCpuMicros, f(r).tokens));
   const chatOver = firsts.map((p) => p.chat.firstMs - p.completions.firstMs);
   const chatCpuOver = firsts.map((p) => p.chat.cpuMicros - p.completions.cpuMicros);
   const q = (xs: number[], f: number) => [...xs].sort((a, b) => a - b)[Math.floor(f * (xs.length - 1))];
   const body = [
-    `Model: generated \`medium\` GGUF (${(d.bytes / 2 ** 20).toFixed(0)} MiB); ${SETTINGS.threads} thread, context ${SETTINGS.contextSize} × ${SETTINGS.parallel} sequences for svc and raw alike; greedy (temperature 0, svc's resolved top-k/top-p/min-p passed to raw too); ${d.tokens} tokens; ${d.reps} paired rounds (medians). ` +
+    `Model: generated \`medium\` GGUF (${(d.bytes / 2 ** 20).toFixed(0)} MiB); ${SETTINGS.threads} thread, context ${SETTINGS.contextSize} × ${SETTINGS.parallel} sequences for svc and raw alike; greedy (temperature 0, svc's resolved top-k/top-p/min-p passed to raw too); ${d.tokens} tokens; ${d.reps} paired rounds (medians), raw first in even rounds and svc first in odd ones. ` +
       "Raw = node-llama-cpp `sequence.evaluate` in the benchmark process (no svc code); svc = HTTP streaming from a separate `svc serve` process. " +
       (d.pinned ? "svc is pinned to core 1; raw decodes pinned to core 1 too, and the HTTP client runs on core 0. " : "Not pinned (no taskset or fewer than 2 cores). ") +
       "svc first-token time includes HTTP, JSON and SSE; raw's is prompt evaluation only. CPU per decoded token: every thread of the decoding process from the first token to the last, over the tokens after the first (less sensitive to other load than the wall-clock rates, though context switches on a busy machine still add to it).",
@@ -219,6 +251,8 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
     table(["paired measure (svc / raw per round)", "median (rounds)", "aim"], [
       ["single-stream decode, /v1/completions", pr(single), "≥ 97%"],
       ["single-stream decode, /v1/chat/completions", pr(singleChat), "≥ 97%"],
+      ["single-stream CPU per decoded token, raw / svc, /v1/completions", pr(cpuRatio((r) => r.viaCompletions)), "-"],
+      ["single-stream CPU per decoded token, raw / svc, /v1/chat/completions", pr(cpuRatio((r) => r.viaChat)), "-"],
       ["single-stream decode, /v1/completions / raw through LlamaCompletion (svc's own cost)", pr(rounds.map((r) => r.viaCompletions.decodeTps / r.rawApi.tokensPerSecond)), "-"],
       ["single-stream decode, raw through LlamaCompletion / raw (the API's cost)", pr(rounds.map((r) => r.rawApi.tokensPerSecond / r.raw.tokensPerSecond)), "-"],
       ["4 streams (/v1/completions) vs raw 4 sequences in one context, aggregate", pr(four), "≥ 90%"],
@@ -230,7 +264,7 @@ function report(d: { rounds: Round[]; firsts: FirstPair[]; concurrency: Record<n
       "(svc's window also holds its end of request and its background timers, amortized over the tokens). " +
       `First-token pairs: ${d.chatPromptTokens} prompt tokens each, of which ${d.fixed} a fixed opening on both paths (chat's template start; words for /v1/completions) that svc's prefix cache reuses.`,
     "",
-    `Raw 4 sequences in one context: ${m((r) => r.raw4.aggregateTps).toFixed(1)} tokens/s aggregate (${(m((r) => r.raw4.aggregateTps) / rawTps).toFixed(2)}x one sequence); svc 4 streams: ${m((r) => r.svc4).toFixed(1)}.`,
+    `Raw 4 sequences in one context: ${m((r) => r.raw4.aggregateTps).toFixed(1)} tokens/s aggregate (${(m((r) => r.raw4.aggregateTps) / rawTps).toFixed(2)}x one sequence); svc 4 streams: ${m((r) => r.svc4).toFixed(1)}. Raw's dispatch loop decodes 4 generating sequences 3 at a time; svc holds a step one event-loop turn for the fourth (engines/inference/step-batching.ts; bench/dev/batching.ts counts the sequences per decode).`,
     "",
     "Concurrent streams through /v1/chat/completions (one context, 4 sequences):",
     "",

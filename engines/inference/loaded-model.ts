@@ -6,6 +6,7 @@ import {
 } from "node-llama-cpp";
 import { inferenceError } from "./errors";
 import { SlotQueue } from "./slots";
+import { StepBatching } from "./step-batching";
 import { templateTokenizer } from "./template-tokens";
 
 export interface Slot {
@@ -41,6 +42,8 @@ export class LoadedModel {
   /** tokenizes rendered chat prompts, the template's fixed pieces kept (./template-tokens.ts) */
   readonly promptTokenizer: Tokenizer;
   private readonly queue: SlotQueue<Slot>;
+  /** holds a decode step for a sequence one hop behind (./step-batching.ts) */
+  readonly stepBatching: StepBatching;
   private embedding?: Promise<LlamaEmbeddingContext>;
   private embedChain: Promise<unknown> = Promise.resolve();
   private idleTimer?: NodeJS.Timeout;
@@ -59,8 +62,10 @@ export class LoadedModel {
   private constructor(readonly model: LlamaModel, readonly context: LlamaContext, readonly settings: LoadSettings) {
     this.chatWrapper = resolveChatWrapper(model);
     this.promptTokenizer = templateTokenizer(model);
+    this.stepBatching = new StepBatching(context, () => this.slots.length - this.queue.freeCount);
     this.slots = Array.from({ length: context.totalSequences }, (_, index) => {
       const sequence = context.getSequence();
+      this.stepBatching.attach(sequence);
       return { index, sequence, chat: new LlamaChat({ contextSequence: sequence, chatWrapper: this.chatWrapper }) };
     });
     this.queue = new SlotQueue(this.slots, settings.maxQueue, (s, tokens) => s.sequence.compareContextTokens(tokens as Token[]).firstDifferentIndex);
