@@ -44,8 +44,10 @@ export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?
     const env: Record<string, string> = { ...(s.env ?? {}) };
     for (const [k, ref] of Object.entries(s.envFrom ?? {})) env[k] = secret(ref, `envFrom.${k}`);
     const t = new StdioClientTransport({ command: s.command!, args: s.args ?? [], env, cwd: s.cwd, stderr: "pipe" });
-    // the SDK's own line buffer, with result responses checked without its union parse (lean-messages.ts)
-    (t as unknown as { _readBuffer: LeanReadBuffer })._readBuffer = new LeanReadBuffer();
+    // the SDK's own line buffer, with result responses checked without its union parse (lean-messages.ts);
+    // an SDK without that private field keeps its own buffer
+    const internals = t as unknown as { _readBuffer?: unknown };
+    if (internals._readBuffer !== undefined) internals._readBuffer = new LeanReadBuffer();
     // The raw tail stays in memory only; whatever is read from it goes through the redactor
     // as a whole, so a secret the service echoes in several writes is masked all the same.
     let tail = "";
