@@ -3,11 +3,14 @@
 // helpers and the store's thread) and, from --trace-gc-nvp, how many young-generation GCs promoted
 // more than HIGH_KB (a server whose finished requests outlive scavenges promotes ~1 MB each).
 // The CPU figures are steadier than requests/s on a shared machine whose speed drifts.
-//   BASE=/path/to/checkout [CONNS=50] [RATE=requests/s] [SECS=6] [RUNS=3] node --import tsx bench/dev/gateway-gc.ts
+// TRACED=1 runs both with traces on (100% sampled, OTLP http/protobuf to a loopback sink here), to
+// compare two span pipelines by what they promote and how often the old generation is marked.
+//   BASE=/path/to/checkout [TRACED=1] [CONNS=50] [RATE=requests/s] [SECS=6] [RUNS=3] node --import tsx bench/dev/gateway-gc.ts
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gatewayEnv, gatewayKey, loadRun, sleep, startStandinGateway, startSvcProcess } from "../processes";
+import { otlpSink } from "../tracing";
 
 const conns = Number(process.env.CONNS ?? 50);
 const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
@@ -20,21 +23,26 @@ const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", c
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-gw-gc-"));
 const up = await startStandinGateway(tmp);
 const cfg = up.cfg;
+const env = process.env.TRACED === "1" ? { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink(), OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } : gatewayEnv;
 
-interface Server { name: string; pid: number; url: string; key: string; promoted: number[]; kill(): void }
+interface Server { name: string; pid: number; url: string; key: string; promoted: number[]; marks: { n: number }; kill(): void }
 
 async function server(name: string, checkout?: string): Promise<Server> {
   const promoted: number[] = [];
+  const marks = { n: 0 };
   let partial = "";
   const s = await startSvcProcess({
-    home: path.join(tmp, name), config: cfg, core: 1, checkout, env: gatewayEnv, nodeArgs: ["--trace-gc-nvp"],
+    home: path.join(tmp, name), config: cfg, core: 1, checkout, env, nodeArgs: ["--trace-gc-nvp"],
     stdout: (chunk) => {
       const lines = (partial + chunk.toString()).split("\n");
       partial = lines.pop()!;
-      for (const l of lines) if (l.includes(" gc=s ")) promoted.push(Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0));
+      for (const l of lines) {
+        if (l.includes(" gc=s ")) promoted.push(Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0));
+        else if (/ gc=m[sc] /.test(l)) marks.n++;
+      }
     },
   });
-  return { name, pid: s.proc.pid!, url: s.url, key: await gatewayKey(s.url), promoted, kill: () => s.proc.kill("SIGTERM") };
+  return { name, pid: s.proc.pid!, url: s.url, key: await gatewayKey(s.url), promoted, marks, kill: () => s.proc.kill("SIGTERM") };
 }
 
 /** CPU seconds of the process's main thread and of its other threads. */
@@ -57,13 +65,14 @@ try {
   for (let i = 0; i < runs; i++) {
     for (const s of servers) {
       const gcBefore = s.promoted.length;
+      const marksBefore = s.marks.n;
       const a = cpu(s.pid);
       const r = await load(s, secs);
       const b = cpu(s.pid);
       const n = r.rps * secs;
       const gcs = s.promoted.slice(gcBefore);
       const high = gcs.filter((x) => x > HIGH_KB * 1024).length;
-      console.log(`${s.name}: ${Math.round(r.rps)} requests/s, CPU a request ${(((b.main - a.main) / n) * 1e6).toFixed(1)} µs main thread + ${(((b.other - a.other) / n) * 1e6).toFixed(1)} µs others; ${high} of ${gcs.length} scavenges promoted > ${HIGH_KB} KB`);
+      console.log(`${s.name}: ${Math.round(r.rps)} requests/s, CPU a request ${(((b.main - a.main) / n) * 1e6).toFixed(1)} µs main thread + ${(((b.other - a.other) / n) * 1e6).toFixed(1)} µs others; ${high} of ${gcs.length} scavenges promoted > ${HIGH_KB} KB, ${Math.round(gcs.reduce((x, y) => x + y, 0) / n)} B promoted a request, ${s.marks.n - marksBefore} mark-compacts`);
     }
   }
 } finally {

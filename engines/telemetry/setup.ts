@@ -55,18 +55,19 @@ export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: 
   users++;
   if (running?.key === key) return true;
   if (running) await stopPipeline();
-  const [{ BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
+  const [{ BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
     import("@opentelemetry/sdk-trace-base"),
     import("@opentelemetry/resources"),
     import("./spans"),
   ]);
   const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
   const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
-  const exporter = await (await import("./exporter")).otlpExporter(protocol, exporterOpts);
+  const processor = await (await import("./exporter")).otlpProcessor(protocol, exporterOpts);
   const resource = resourceFromAttributes({ "service.name": s?.serviceName ?? env.OTEL_SERVICE_NAME?.trim() ?? "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
+  await resource.waitForAsyncAttributes?.(); // settled before spans are encoded as they end
   const provider = new BasicTracerProvider({
     resource,
-    spanProcessors: [new BatchSpanProcessor(exporter)],
+    spanProcessors: [processor],
     ...(s?.sampleRatio !== undefined ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.sampleRatio) }) } : {}),
   });
   tracing.spans = makeSpans(provider.getTracer("svc", version), s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT));

@@ -3,6 +3,9 @@
 // spans cover every field and value type the encoder handles (non-ASCII and long strings, negative,
 // 64-bit and fractional numbers, arrays, events, links, trace state, remote parents, two scopes
 // and two resources), and the bytes decode in the loopback receiver's reader to the spans made.
+// svc's span processor (encoding-processor.ts), which encodes each span as it ends, sends the
+// official serializer's bytes for each batch, and batches, drops and flushes as the SDK's
+// BatchSpanProcessor does.
 import { describe, it, expect } from "vitest";
 import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
@@ -10,6 +13,8 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace } from "@opentelemetry/api";
 import { TraceState } from "@opentelemetry/core";
 import { encodeTraceRequest } from "../../engines/telemetry/otlp-proto";
+import { EncodingSpanProcessor, type BatchExporter, type EncodedBatch } from "../../engines/telemetry/encoding-processor";
+import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import { fromProto } from "./otlp-receiver";
 
 function provider(service: string, mem: InMemorySpanExporter) {
@@ -88,5 +93,69 @@ describe("svc's OTLP protobuf encoder", () => {
     const first = Buffer.from(encodeTraceRequest(spans));
     encodeTraceRequest(spans.slice(0, 3));
     expect(Buffer.from(encodeTraceRequest(spans)).equals(first)).toBe(true);
+  });
+});
+
+/** an exporter that keeps what it is given; `hold` leaves exports unanswered until released */
+function capture(hold = false) {
+  const sent: EncodedBatch[] = [];
+  const waiting: Array<() => void> = [];
+  let shut = false;
+  const exporter: BatchExporter = {
+    export(b, done: (r: ExportResult) => void) {
+      sent.push(b);
+      const ok = () => done({ code: ExportResultCode.SUCCESS });
+      if (hold) waiting.push(ok);
+      else ok();
+    },
+    shutdown: async () => void (shut = true),
+  };
+  return { exporter, sent, release: () => waiting.splice(0).forEach((f) => f()), isShut: () => shut };
+}
+
+describe("svc's span processor", () => {
+  it("sends the official serializer's bytes, batch by batch", async () => {
+    const spans = makeSpans();
+    const c = capture();
+    const p = new EncodingSpanProcessor(c.exporter, { maxExportBatchSize: 100, maxQueueSize: 1000 });
+    for (const s of spans) p.onEnd(s);
+    await p.forceFlush();
+    expect(c.sent.map((b) => b.count)).toEqual([100, 100, 100, spans.length - 300]);
+    c.sent.forEach((b, i) => {
+      const official = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans.slice(i * 100, (i + 1) * 100))!);
+      expect(Buffer.from(b.bytes).equals(official)).toBe(true);
+    });
+  });
+
+  it("drops spans while its queue is full, skips unsampled ones and sends the rest on shutdown", async () => {
+    const spans = makeSpans().slice(0, 120);
+    const c = capture(true);
+    const p = new EncodingSpanProcessor(c.exporter, { maxExportBatchSize: 40, maxQueueSize: 60 });
+    for (const s of spans.slice(0, 100)) p.onEnd(s); // 40 in export, 20 queued, 40 dropped
+    const unsampled = { ...spans[100], spanContext: () => ({ ...spans[100].spanContext(), traceFlags: TraceFlags.NONE }) } as ReadableSpan;
+    p.onEnd(unsampled);
+    expect(c.sent.map((b) => b.count)).toEqual([40]);
+    c.release();
+    await new Promise((r) => setImmediate(r));
+    for (const s of spans.slice(101)) p.onEnd(s);
+    const done = p.shutdown();
+    await new Promise((r) => setImmediate(r));
+    c.release();
+    await done;
+    expect(c.sent.map((b) => b.count)).toEqual([40, 39]);
+    expect(Buffer.from(c.sent[1].bytes).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([...spans.slice(40, 60), ...spans.slice(101)])!))).toBe(true);
+    expect(c.isShut()).toBe(true);
+    p.onEnd(spans[0]); // after shutdown: ignored
+    await p.forceFlush();
+    expect(c.sent).toHaveLength(2);
+  });
+
+  it("sends a partial batch after the schedule delay", async () => {
+    const c = capture();
+    const p = new EncodingSpanProcessor(c.exporter, { scheduledDelayMillis: 5 });
+    p.onEnd(makeSpans()[0]);
+    expect(c.sent).toHaveLength(0);
+    await expect.poll(() => c.sent.length).toBe(1);
+    await p.shutdown();
   });
 });

@@ -1,0 +1,164 @@
+// svc's batching span processor for OTLP http/protobuf: the SDK's BatchSpanProcessor's behaviour
+// (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_BSP_MAX_QUEUE_SIZE and
+// OTEL_BSP_EXPORT_TIMEOUT with its defaults; sampled spans only; one batch exported at a time;
+// spans dropped and counted when the queue is full; forceFlush and shutdown export what is queued)
+// with one difference: each span is encoded into protobuf when it ends and no reference to it is
+// kept. The BatchSpanProcessor holds every ended span (~1.6 KB of objects) until its batch is sent,
+// so in a busy server they outlive a scavenge or two and are promoted to the old generation, which
+// cost more than encoding them (docs/observability.md). The bytes go to the official transport
+// (exporter.ts: retries, timeout, concurrency limit), as the official serializer would write them.
+import { TraceFlags, context, diag } from "@opentelemetry/api";
+import { ExportResultCode, getNumberFromEnv, globalErrorHandler, suppressTracing, type ExportResult } from "@opentelemetry/core";
+import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { encodeBatch, encodeSpan, type Batch } from "./otlp-proto";
+import { Writer } from "./otlp-writer";
+
+/** One request's bytes and how many spans they hold (the exporter's metrics count spans). */
+export interface EncodedBatch {
+  bytes: Uint8Array;
+  count: number;
+}
+
+/** What the processor needs of an exporter: the official OTLPExporterBase, typed for bytes. */
+export interface BatchExporter {
+  export(batch: EncodedBatch, done: (r: ExportResult) => void): void;
+  shutdown(): Promise<void>;
+}
+
+export interface BatchOptions {
+  maxExportBatchSize?: number;
+  maxQueueSize?: number;
+  scheduledDelayMillis?: number;
+  exportTimeoutMillis?: number;
+}
+
+/** The BatchSpanProcessor's settings from the OTEL_BSP_* variables (its own reader). */
+export function batchOptionsFromEnv(): BatchOptions {
+  return {
+    maxExportBatchSize: getNumberFromEnv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+    maxQueueSize: getNumberFromEnv("OTEL_BSP_MAX_QUEUE_SIZE"),
+    scheduledDelayMillis: getNumberFromEnv("OTEL_BSP_SCHEDULE_DELAY"),
+    exportTimeoutMillis: getNumberFromEnv("OTEL_BSP_EXPORT_TIMEOUT"),
+  };
+}
+
+export class EncodingSpanProcessor implements SpanProcessor {
+  private readonly maxBatch: number;
+  private readonly maxQueue: number;
+  private readonly delay: number;
+  private readonly timeout: number;
+  /** the spans of the batch being filled, encoded by resource and scope */
+  private batch: Batch = new Map();
+  private count = 0;
+  /** spans in sealed batches not yet exported (with `count`, the BSP's queue) */
+  private waiting = 0;
+  private readonly sealed: EncodedBatch[] = [];
+  private readonly pool: Writer[] = [];
+  private exporting: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private dropped = 0;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly exporter: BatchExporter, o: BatchOptions = {}) {
+    this.maxQueue = o.maxQueueSize ?? 2048;
+    this.maxBatch = Math.min(o.maxExportBatchSize ?? 512, this.maxQueue);
+    this.delay = o.scheduledDelayMillis ?? 5000;
+    this.timeout = o.exportTimeoutMillis ?? 30000;
+  }
+
+  onStart(_span: Span): void {}
+
+  onEnd(span: ReadableSpan): void {
+    if (this.stopping || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.count + this.waiting >= this.maxQueue) {
+      if (this.dropped++ === 0) diag.debug("maxQueueSize reached, dropping spans");
+      return;
+    }
+    if (this.dropped > 0) {
+      diag.warn(`Dropped ${this.dropped} spans because maxQueueSize reached`);
+      this.dropped = 0;
+    }
+    let scopes = this.batch.get(span.resource);
+    if (!scopes) this.batch.set(span.resource, (scopes = new Map()));
+    let w = scopes.get(span.instrumentationScope);
+    if (!w) scopes.set(span.instrumentationScope, (w = this.pool.pop() ?? new Writer(1 << 14)));
+    encodeSpan(w, span);
+    if (++this.count >= this.maxBatch) {
+      this.seal();
+      this.next();
+    } else if (!this.exporting) this.arm();
+  }
+
+  /** the schedule delay's timer, started by a batch's first span (unless an export is under way) */
+  private arm(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.seal();
+      this.next();
+    }, this.delay);
+    this.timer.unref();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.stopping ?? this.flushAll();
+  }
+
+  shutdown(): Promise<void> {
+    return (this.stopping ??= this.flushAll().then(() => this.exporter.shutdown()));
+  }
+
+  /** the batch being filled becomes a request's bytes, its writers back to the pool */
+  private seal(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.count === 0) return;
+    const bytes = encodeBatch(this.batch);
+    for (const scopes of this.batch.values())
+      for (const w of scopes.values()) {
+        w.pos = 0;
+        this.pool.push(w);
+      }
+    this.batch = new Map();
+    this.sealed.push({ bytes, count: this.count });
+    this.waiting += this.count;
+    this.count = 0;
+  }
+
+  /** export the oldest sealed batch unless one is being exported; then the next, or the timer */
+  private next(): void {
+    if (this.exporting) return;
+    const b = this.sealed.shift();
+    if (!b) return;
+    this.exporting = this.send(b)
+      .catch((e) => globalErrorHandler(e))
+      .finally(() => {
+        this.exporting = undefined;
+        if (this.sealed.length) this.next();
+        else if (this.count > 0) this.arm();
+      });
+  }
+
+  /** every sealed batch and the one being filled, exported now (and the one under way awaited) */
+  private async flushAll(): Promise<void> {
+    this.seal();
+    const sends = this.sealed.splice(0).map((b) => this.send(b));
+    if (this.exporting) sends.push(this.exporting);
+    await Promise.all(sends);
+  }
+
+  private send(b: EncodedBatch): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("Timeout")), this.timeout);
+      context.with(suppressTracing(context.active()), () =>
+        this.exporter.export(b, (r) => {
+          clearTimeout(timer);
+          if (r.code === ExportResultCode.SUCCESS) resolve();
+          else reject(r.error ?? new Error("span export failed"));
+        }),
+      );
+    }).finally(() => {
+      this.waiting -= b.count;
+    });
+  }
+}
