@@ -29,23 +29,11 @@ export function start(core: number | undefined, cmd: string, args: string[], env
   return spawn(c, a, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
-/** node's flags and the environment from the first line of `checkout`'s bin/svc.mjs
- * (`#!/usr/bin/env -S [NAME=value …] node …`): a bench runs svc with the flags and variables the
- * `svc` command and `npm start` run it with. */
-function svcShebang(checkout: string): { env: Record<string, string>; flags: string[] } {
-  const first = readFileSync(path.join(checkout, "bin/svc.mjs"), "utf8").split("\n", 1)[0]!;
-  const m = /^#!\S*env(?: -S)?((?: \w+=\S*)*) node\b(.*)$/.exec(first);
-  const env = Object.fromEntries((m?.[1] ?? "").trim().split(/\s+/).filter(Boolean).map((a) => [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]));
-  return { env, flags: (m?.[2] ?? "").trim().split(/\s+/).filter(Boolean) };
-}
-
+/** node's flags from the first line of `checkout`'s bin/svc.mjs (`#!/usr/bin/env -S node …`): a
+ * bench runs svc with the flags the `svc` command and `npm start` run it with. */
 export function svcNodeFlags(checkout = root): string[] {
-  return svcShebang(checkout).flags;
-}
-
-/** The variables bin/svc.mjs's first line sets (MALLOC_ARENA_MAX), for a bench's svc process. */
-export function svcNodeEnv(checkout = root): Record<string, string> {
-  return svcShebang(checkout).env;
+  const first = readFileSync(path.join(checkout, "bin/svc.mjs"), "utf8").split("\n", 1)[0]!;
+  return /^#!\S*env(?: -S)? node\b(.*)$/.exec(first)?.[1]!.trim().split(/\s+/).filter(Boolean) ?? [];
 }
 
 /** `svc serve --port 0 --config <dir> --no-quickstart` on `home` (from `checkout`, another
@@ -53,7 +41,6 @@ export function svcNodeEnv(checkout = root): Record<string, string> {
  * `stdout` then receives); resolves with the process and its URL. */
 export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string; nodeArgs?: string[]; stdout?: (chunk: Buffer) => void }): Promise<{ proc: ChildProcess; url: string }> {
   const proc = start(opts.core, process.execPath, [...svcNodeFlags(opts.checkout), ...(opts.nodeArgs ?? []), "bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
-    ...svcNodeEnv(opts.checkout),
     SVC_HOME: opts.home,
     ...opts.env,
   }, opts.checkout);

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --no-concurrent-recompilation
+#!/usr/bin/env -S node --no-concurrent-recompilation
 // The package's `svc` bin: start the CLI compiled into dist/ (bin/build.mjs; `npm ci` and
 // `npm test` build it). Nothing is compiled at run time.
 // --no-concurrent-recompilation (on the first line, so the `svc` command runs with it; `npm start`,
@@ -8,11 +8,6 @@
 // resident in an idle gateway and ~25 MB with a model (issue 43, memory at rest). svc's code warms
 // up once; a compile job then runs on the thread that needed it, as on one core it did anyway.
 // V8 reads the flag when it starts, so setFlagsFromString below cannot set it.
-// MALLOC_ARENA_MAX=2 (set there too): glibc gives each thread that mallocs (libuv's pool, where
-// node-llama-cpp decodes, better-sqlite3, the store threads) an arena of its own, up to 8 per core,
-// each keeping its freed pages; two arenas hold ~3-5 MB less with a model loaded (issue 43).
-// glibc reads it when the process starts. `env -S` sets it on this line; `npm start`, the image and
-// the Deployment keep a value the user set, and `node bin/svc.mjs` run directly sets neither.
 import { setFlagsFromString } from "node:v8";
 
 // V8's allocation-site pretenuring can decide, from one major GC that lands while many requests
