@@ -10,7 +10,7 @@
 import { TraceFlags, context, diag } from "@opentelemetry/api";
 import { ExportResultCode, getNumberFromEnv, globalErrorHandler, suppressTracing, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { encodeBatch, encodeSpan, type Batch } from "./otlp-proto";
+import { addSpan, encodeBatch, type Batch } from "./otlp-proto";
 import { Writer } from "./otlp-writer";
 
 /** One request's bytes and how many spans they hold (the exporter's metrics count spans). */
@@ -58,6 +58,8 @@ export class EncodingSpanProcessor implements SpanProcessor {
   private timer: NodeJS.Timeout | undefined;
   private dropped = 0;
   private stopping: Promise<void> | undefined;
+  /** a buffer for a scope's spans: one a sealed batch gave back, or a new one */
+  private readonly writer = (): Writer => this.pool.pop() ?? new Writer(1 << 14);
 
   constructor(private readonly exporter: BatchExporter, o: BatchOptions = {}) {
     this.maxQueue = o.maxQueueSize ?? 2048;
@@ -78,11 +80,7 @@ export class EncodingSpanProcessor implements SpanProcessor {
       diag.warn(`Dropped ${this.dropped} spans because maxQueueSize reached`);
       this.dropped = 0;
     }
-    let scopes = this.batch.get(span.resource);
-    if (!scopes) this.batch.set(span.resource, (scopes = new Map()));
-    let w = scopes.get(span.instrumentationScope);
-    if (!w) scopes.set(span.instrumentationScope, (w = this.pool.pop() ?? new Writer(1 << 14)));
-    encodeSpan(w, span);
+    addSpan(this.batch, span, this.writer);
     if (++this.count >= this.maxBatch) {
       this.seal();
       this.next();

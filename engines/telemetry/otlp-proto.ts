@@ -1,7 +1,7 @@
 // OTLP http/protobuf encoding of svc's ended spans: the bytes of the official
 // ProtobufTraceSerializer (@opentelemetry/otlp-transformer: ExportTraceServiceRequest, the same
 // fields in the same order, the same grouping by resource and scope) in one pass over reused
-// buffers. Spans are encoded one at a time as they end (encodeSpan, by the span processor,
+// buffers. Spans are encoded one at a time as they end (addSpan, by the span processor,
 // encoding-processor.ts) and wrapped in their resource and scope when a batch is sent
 // (encodeBatch); test/telemetry/serializer compares the bytes with the official serializer's.
 import type { Link, SpanContext } from "@opentelemetry/api";
@@ -174,7 +174,7 @@ function span(w: Writer, s: ReadableSpan): void {
 }
 
 /** one Span as field 2 of a ScopeSpans: what the span processor appends when a span ends */
-export function encodeSpan(w: Writer, s: ReadableSpan): void {
+function encodeSpan(w: Writer, s: ReadableSpan): void {
   w.tag(2, 2);
   span(w, s);
 }
@@ -239,16 +239,20 @@ export function encodeBatch(batch: Batch): Uint8Array {
   return new Uint8Array(w.buf.subarray(0, w.pos));
 }
 
-/** ExportTraceServiceRequest for these spans, grouped by resource and then scope in first-seen
- * order as the official serializer groups them (tests and http/json's comparison). */
+/** Encodes `span` into `batch` under its resource and scope, in first-seen order as the official
+ * serializer groups them; `writer` gives the buffer for a scope seen for the first time. */
+export function addSpan(batch: Batch, span: ReadableSpan, writer: () => Writer): void {
+  let scopes = batch.get(span.resource);
+  if (!scopes) batch.set(span.resource, (scopes = new Map()));
+  let w = scopes.get(span.instrumentationScope);
+  if (!w) scopes.set(span.instrumentationScope, (w = writer()));
+  encodeSpan(w, span);
+}
+
+/** ExportTraceServiceRequest for these spans at once (the tests' comparison with the official
+ * serializer, and bench/dev). */
 export function encodeTraceRequest(spans: ReadableSpan[]): Uint8Array {
   const batch: Batch = new Map();
-  for (const s of spans) {
-    let scopes = batch.get(s.resource);
-    if (!scopes) batch.set(s.resource, (scopes = new Map()));
-    let w = scopes.get(s.instrumentationScope);
-    if (!w) scopes.set(s.instrumentationScope, (w = new Writer(1 << 12)));
-    encodeSpan(w, s);
-  }
+  for (const s of spans) addSpan(batch, s, () => new Writer(1 << 12));
   return encodeBatch(batch);
 }
