@@ -9,22 +9,22 @@ import { CallToolResultSchema, JSONRPCMessageSchema, type JSONRPCMessage } from 
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isRequestId = (v: unknown) => typeof v === "string" || (typeof v === "number" && Number.isInteger(v));
+/** the keys of a parsed JSON object, counted without the array Object.keys makes */
+function keyCount(o: Record<string, unknown>): number {
+  let n = 0;
+  for (const _ in o) n++;
+  return n;
+}
 
 /** A JSON-RPC result response `{jsonrpc, id, result}` with nothing JSONRPCResultResponseSchema
  * (strict) or ResultSchema (`_meta`) would refuse or rewrite. */
 function plainResultResponse(m: unknown): boolean {
-  if (!isPlainObject(m) || m.jsonrpc !== "2.0" || !isRequestId(m.id) || !isPlainObject(m.result) || m.result._meta !== undefined) return false;
-  let keys = 0;
-  for (const _ in m) keys++;
-  return keys === 3;
+  return isPlainObject(m) && m.jsonrpc === "2.0" && isRequestId(m.id) && isPlainObject(m.result) && m.result._meta === undefined && keyCount(m) === 3;
 }
 
 /** A text block with only `type` and `text` (TextContentSchema would strip other keys). */
 function plainText(b: unknown): boolean {
-  if (!isPlainObject(b) || b.type !== "text" || typeof b.text !== "string") return false;
-  let keys = 0;
-  for (const _ in b) keys++;
-  return keys === 2;
+  return isPlainObject(b) && b.type === "text" && typeof b.text === "string" && keyCount(b) === 2;
 }
 
 /** The result schema svc passes to `client.callTool`: the SDK calls its `safeParse` (a schema
