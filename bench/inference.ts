@@ -78,6 +78,16 @@ function chatFixedPrefix(model: LlamaModel, text: (n: string) => string): number
   return i;
 }
 
+/** `a` then `b` when `aFirst`, else `b` then `a`; the results in the order of the arguments. */
+async function inOrder<A, B>(aFirst: boolean, a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> {
+  if (aFirst) {
+    const x = await a();
+    return [x, await b()];
+  }
+  const y = await b();
+  return [await a(), y];
+}
+
 export async function inferenceBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-inf-"));
   const tokens = Number(process.env.BENCH_TOKENS ?? 150);
@@ -162,18 +172,8 @@ spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${
         const runs = await Promise.all(Array.from({ length: 4 }, () => streamOnce(`${base}/v1/completions`, { ...completions, prompt: fresh() + PROMPT })));
         return (runs.reduce((a, r) => a + r.tokens, 0) * 1000) / (performance.now() - t0);
       };
-      let raws, svcs, raw4, svc4;
-      if (rawFirst) {
-        raws = await rawSingles();
-        svcs = await svcSingles();
-        raw4 = await raw4Run();
-        svc4 = await svc4Run();
-      } else {
-        svcs = await svcSingles();
-        raws = await rawSingles();
-        svc4 = await svc4Run();
-        raw4 = await raw4Run();
-      }
+      const [raws, svcs] = await inOrder(rawFirst, rawSingles, svcSingles);
+      const [raw4, svc4] = await inOrder(rawFirst, raw4Run, svc4Run);
       const { raw, rawApi } = raws;
       const { viaCompletions, viaChat } = svcs;
       rounds.push({ raw, rawApi, viaCompletions, viaChat, raw4, svc4 });
