@@ -1,7 +1,7 @@
 // Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer / Token / Basic, or
 // x-api-key, so OpenAI, Anthropic and plain HTTP clients all work), the socket address (never X-Forwarded-For), the
 // user agent, the request id and the route, for the gateway pipeline and its audit log.
-import type { HttpContext } from "./http-context";
+import { LeanContext, setOwnHeader, type HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, collectSync, isSyncEvents, type ChatResult, type SyncEvents } from "../engines/chat/collect";
@@ -15,6 +15,7 @@ import { clientCancellation, isAbortError, streamEvents, type StreamOptions } fr
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
 import { traceField, type Span } from "../engines/telemetry";
+import type { RateState } from "../engines/errors";
 
 /** How a key may be sent (named in every 401 about a credential that cannot be used). */
 export const ACCEPTED_KEY_FORMS =
@@ -173,9 +174,18 @@ async function* recordTurn(svc: Svc, req: ChatRequest, conversationId: string, e
   }
 }
 
+/** Headers svc built (rate windows, the cache state): set without a per-value regex check. */
 export function setHeaders(ctx: HttpContext, headers: Record<string, string> | undefined): void {
   if (!headers) return;
-  for (const k in headers) ctx.set(k, headers[k]);
+  for (const k in headers) setOwnHeader(ctx, k, headers[k]);
+}
+
+/** The key's rate window as headers, straight onto the context (no record between). */
+function setRateHeaders(ctx: HttpContext, r: RateState | undefined): void {
+  if (!r) return;
+  setOwnHeader(ctx, "x-ratelimit-limit-requests", String(r.limit));
+  setOwnHeader(ctx, "x-ratelimit-remaining-requests", String(r.remaining));
+  setOwnHeader(ctx, "x-ratelimit-reset-requests", `${r.resetSeconds}s`);
 }
 
 /** Fold the whole generation for a non-streaming response. Returns null when the client went
@@ -217,15 +227,20 @@ export interface ChatAnswer<M> extends Omit<StreamOptions<ChatEvent>, "headers" 
 
 /** Answer a started chat in the protocol's shape (the same steps for every inference route). */
 export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAnswer<M>): Promise<void> {
-  if (s.start.cache) ctx.set("x-svc-cache", s.start.cache);
+  if (s.start.cache) setOwnHeader(ctx, "x-svc-cache", s.start.cache);
   if (!a.stream) {
     const events = s.start.events;
-    const result = isSyncEvents(events) ? collectSyncOrAbort(ctx, s, events) : await collectOrAbort(ctx, s);
+    let result: ChatResult | null;
+    if (isSyncEvents(events)) {
+      // the settlement waits until the listener has sent the answer (engines/gateway/pipeline-settle.ts)
+      if (ctx instanceof LeanContext && events.hold) ctx.after = events.hold();
+      result = collectSyncOrAbort(ctx, s, events);
+    } else result = await collectOrAbort(ctx, s);
     if (!result) return;
-    setHeaders(ctx, rateHeaders(s.start.rate));
+    setRateHeaders(ctx, s.start.rate);
     const body = a.whole(result, a.meta);
     // an upstream body passed through is JSON text already
-    if (result.upstream !== undefined && typeof body === "string") ctx.set("content-type", "application/json; charset=utf-8");
+    if (result.upstream !== undefined && typeof body === "string") setOwnHeader(ctx, "content-type", "application/json; charset=utf-8");
     ctx.body = body;
     return;
   }

@@ -3,6 +3,7 @@
 // does LeanContext (api/inference-listener.ts), which serves the inference hot routes without
 // Koa's per-request object graph, middleware composition and router scan.
 import { validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AfterAnswer } from "../engines/chat/collect";
 
 export interface HttpContext {
   readonly req: IncomingMessage;
@@ -34,6 +35,8 @@ export class LeanContext implements HttpContext {
   readonly state: Record<string, any> = {};
   /** headers set and not yet on the response (lower-case name, value, …); null once handed over */
   pending: string[] | null = [];
+  /** work held until the answer is sent (a non-streaming chat's settlement); the listener runs it */
+  after: AfterAnswer | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -83,6 +86,23 @@ export class LeanContext implements HttpContext {
     p.push(name, value);
   }
 
+  /** set() for a header svc built itself (lower-case name; a checked request id, a number, a
+   * fixed word): no regex check here, since writeHead checks the gathered array once anyway. */
+  setOwn(name: string, value: string): void {
+    const p = this.pending;
+    if (p === null) {
+      this.raw.setHeader(name, value);
+      return;
+    }
+    for (let i = 0; i < p.length; i += 2) {
+      if (p[i] === name) {
+        p[i + 1] = value;
+        return;
+      }
+    }
+    p.push(name, value);
+  }
+
   get headerSent(): boolean {
     return this.raw.headersSent;
   }
@@ -92,6 +112,12 @@ export class LeanContext implements HttpContext {
     const socket = this.raw.socket;
     return !socket || socket.writable;
   }
+}
+
+/** A header svc built itself (see LeanContext.setOwn); lower-case name. */
+export function setOwnHeader(ctx: HttpContext, name: string, value: string): void {
+  if (ctx instanceof LeanContext) ctx.setOwn(name, value);
+  else ctx.set(name, value);
 }
 
 /** The response of a context, to listen on (close): a LeanContext keeps its gathered headers. */

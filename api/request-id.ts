@@ -7,7 +7,7 @@
 import type { ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import { uniqueId } from "../engines/ids";
-import { responseOf, type HttpContext } from "./http-context";
+import { responseOf, setOwnHeader, type HttpContext } from "./http-context";
 import type { Svc } from "../engines/svc";
 import { redactString, svcLoggerOf, type SvcLogger } from "./log";
 import { tracing } from "../engines/telemetry";
@@ -30,7 +30,7 @@ export function beginRequest(ctx: HttpContext, svc: Svc): void {
   const id = requestIdFor(ctx.req.headers["x-request-id"]);
   ctx.state.requestId = id;
   ctx.state.bodyLimit = svc.server.limits?.maxBodyBytes;
-  ctx.set("x-request-id", id);
+  setOwnHeader(ctx, "x-request-id", id); // checked by SANE or made here
   if (tracing.spans !== undefined) traceRequest(ctx, tracing.spans);
   const log = svcLoggerOf(svc.log);
   if (log !== undefined && log.enabled("info")) {

@@ -8,7 +8,9 @@
 // TRACED=1 adds "traced": the same svc with traces on (100% sampled, OTLP http/protobuf to a
 // loopback sink in this process, on the other core), so tracing's cost per request is paired.
 // TRACED_B="K=V K2=V2" adds "traced-b", traced with those variables too (an OTEL_BSP_* setting, say).
-//   [RATE=n] [TRACED=1] [TRACED_B=…] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
+// CONN=1 runs one connection instead of 50 and adds each path's p50: the one-connection added
+// latency over bare (the issue's second must-show), paired round by round.
+//   [RATE=n] [CONN=n] [TRACED=1] [TRACED_B=…] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -22,6 +24,7 @@ const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 5);
 const rate = process.env.RATE ? Number(process.env.RATE) : undefined;
+const connections = process.env.CONN ? Number(process.env.CONN) : 50;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-cpu-"));
 const procs = [];
 try {
@@ -44,16 +47,21 @@ try {
   targets.bare = { url: `http://127.0.0.1:${Number(await firstLine(bare))}/v1/chat/completions`, headers: {}, pid: bare.pid! };
   for (const t of Object.values(targets)) await loadRun({ ...t, body: BODY, connections: 8, seconds: 2 });
   const per: Record<string, number[]> = {};
+  const p50s: Record<string, number[]> = {};
   for (let i = 0; i < rounds; i++) {
     for (const [name, t] of Object.entries(targets)) {
       const c0 = cpu(t.pid);
-      const r = await loadRun({ ...t, body: BODY, connections: 50, seconds, ...(rate ? { rate } : {}) });
+      const r = await loadRun({ ...t, body: BODY, connections, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
       (per[name] ??= []).push(us);
-      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
+      (p50s[name] ??= []).push(r.p50);
+      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request, p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
     }
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  // added p50 over bare, paired within each round (both ran back to back)
+  const added = (name: string) => med(p50s[name].map((p, i) => p - p50s.bare[i])).toFixed(3);
+  console.log(`p50 at ${connections} connection(s), median of rounds: ` + Object.entries(p50s).map(([n, xs]) => `${n} ${med(xs).toFixed(3)} ms`).join("; ") + `; added over bare (paired): svc ${added("svc")} ms` + (p50s.baseline ? `, baseline ${added("baseline")} ms` : ""));
   console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
 } finally {
   for (const p of procs) p.kill("SIGTERM");

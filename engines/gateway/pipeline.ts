@@ -31,10 +31,11 @@ import { promptTokensOf, promptTokensBound, inputTokens } from "../providers/pro
 import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isWritten } from "./limits/wal";
-import { isSyncEvents, type SyncEvents } from "../chat/collect";
+import { isSyncEvents } from "../chat/collect";
 import type { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
 import type { Probe, ResponseCache } from "../cache";
+import { TrackedSync, type SettleRun } from "./pipeline-settle";
 import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
 import { attemptSpan, callSpan, chatSpan, outputTally, recordOutput } from "./trace-spans";
 
@@ -67,6 +68,8 @@ interface RunCtx extends Verdict {
 export class GatewayPipeline implements InferencePipeline {
   private readonly now: () => number;
   private readonly started = Math.floor(Date.now() / 1000);
+  /** finish, bound once: a tracked answer settles through it without a closure a request */
+  private readonly settleRun: SettleRun<RunCtx> = (run, tally, failure) => this.finish(run, tally, failure);
 
   constructor(
     private readonly o: PipelineOptions,
@@ -226,8 +229,8 @@ export class GatewayPipeline implements InferencePipeline {
    * up front (a non-streaming answer) keep their synchronous view, tracked the same way. */
   private track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncIterable<ChatEvent> {
     if (!isSyncEvents(events)) return this.trackAsync(events, run);
-    const tracked: SyncEvents = { sync: this.trackSync(events.sync, run), upstream: events.upstream, [Symbol.asyncIterator]: () => this.trackAsync(events, run) };
-    return tracked;
+    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
+    return new TrackedSync(events.sync, events.upstream, run, tally, this.settleRun);
   }
 
   private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
@@ -235,23 +238,6 @@ export class GatewayPipeline implements InferencePipeline {
     let failure: unknown;
     try {
       for await (const ev of events) {
-        count(tally, ev);
-        yield ev;
-      }
-    } catch (e) {
-      failure = e;
-      throw e;
-    } finally {
-      this.finish(run, tally, failure);
-    }
-  }
-
-  /** trackAsync for a synchronous view (same settle/audit on completion, error or early exit). */
-  private *trackSync(events: Iterable<ChatEvent>, run: RunCtx): Generator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
-    let failure: unknown;
-    try {
-      for (const ev of events) {
         count(tally, ev);
         yield ev;
       }
