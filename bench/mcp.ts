@@ -11,7 +11,7 @@ import { Pool } from "undici";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { cpuMicros, pinSelf, root, sleep, startSvcProcess, unpinSelf } from "./processes";
+import { cpuMicros, firstLine, pinSelf, root, sleep, start, startSvcProcess, unpinSelf } from "./processes";
 import { table, ms, percentile, type Section } from "./report";
 
 const everything = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -31,6 +31,10 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
   const pool = new Pool(url, { connections: 1, pipelining: 1 });
   const direct = new Client({ name: "bench", version: "1" });
   const viaMcp = new Client({ name: "bench", version: "1" });
+  // the limit for /mcp: the same SDK client to a bare node:http bridge (bench/bare-mcp-bridge.ts)
+  // on svc's core, which hands tools/call to the SDK's stdio client with no checks
+  const bridgeProc = start(1, process.execPath, ["--import", "tsx", path.join(root, "bench/bare-mcp-bridge.ts"), everything, "stdio"]);
+  const viaBridge = new Client({ name: "bench", version: "1" });
   try {
     const body = JSON.stringify({ name: "everything_echo", arguments: { message: "bench" } });
     // the lean client for /mcp/call: one keep-alive connection, the body read as text
@@ -50,6 +54,7 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
     await direct.connect(new StdioClientTransport({ command: process.execPath, args: [everything, "stdio"], stderr: "ignore" }));
     const viaMcpTransport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`));
     await viaMcp.connect(viaMcpTransport);
+    await viaBridge.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${Number(await firstLine(bridgeProc))}/mcp`)));
     // the same session's tools/call from the lean client: svc's own cost on /mcp, without the SDK
     // client's fetch-based transport in this process
     let rawId = 0;
@@ -67,6 +72,7 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       },
       "svc /mcp (SDK Client, Streamable HTTP)": () => viaMcp.callTool({ name: "everything_echo", arguments: { message: "bench" } }),
       "svc /mcp, same session (undici Pool)": rawCall,
+      "bare bridge /mcp (SDK Client, Streamable HTTP)": () => viaBridge.callTool({ name: "echo", arguments: { message: "bench" } }),
     };
     const lat: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
     // Warm up to the steady state of a running server: svc runs with --no-concurrent-recompilation
@@ -92,12 +98,16 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
     }
     const base = percentile(lat["direct SDK Client (stdio)"], 50);
     const baseP99 = percentile(lat["direct SDK Client (stdio)"], 99);
+    const bridgeP50 = percentile(lat["bare bridge /mcp (SDK Client, Streamable HTTP)"], 50);
     const rows = Object.entries(lat).map(([k, xs]) => {
       const p50 = percentile(xs, 50);
       const p99 = percentile(xs, 99);
       return [k, xs.length, ms(p50), ms(p99), `${(p50 / base).toFixed(2)}x`, `${(p99 / baseP99).toFixed(2)}x`, ms(p50 - base), (cpu[k] / xs.length).toFixed(0)];
     });
-    const data = Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), addedP50: percentile(xs, 50) - base, svcCpuMicrosPerCall: cpu[k] / xs.length }]));
+    const data = {
+      ...Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), addedP50: percentile(xs, 50) - base, svcCpuMicrosPerCall: cpu[k] / xs.length }])),
+      sdkOverBareBridgeP50: percentile(lat["svc /mcp (SDK Client, Streamable HTTP)"], 50) - bridgeP50,
+    };
     return {
       title: "MCP tool calls",
       body:
@@ -107,12 +117,15 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
         (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
         "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport), and the same session's `tools/call` is also sent from the undici Pool, which separates svc's own cost on `/mcp` from the SDK client's fetch-based transport in the bench process; the direct baseline is the SDK's stdio client. " +
         "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +
+        `The bare bridge (\`bench/bare-mcp-bridge.ts\`, on svc's core) is the limit for \`/mcp\` as the bare gateway is for the gateway: node:http handing \`tools/call\` to the SDK's stdio client, no checks, answered as JSON; the same SDK client calls it. svc's \`/mcp\` through the SDK client minus the bare bridge's: **${ms(percentile(lat["svc /mcp (SDK Client, Streamable HTTP)"], 50) - bridgeP50)}** at p50 (the "svc CPU" column of the bridge row is svc's idle CPU). ` +
         "`POST /mcp/call` and a session's `POST /mcp` are served by the lean listener (no Koa); a plain `tools/call` on `/mcp` (no progress token, as here) is answered as `application/json` without the SDK's server transport, which still serves calls with a progress token (over SSE), lists and sessions.",
       data,
     };
   } finally {
     await direct.close().catch(() => undefined);
     await viaMcp.close().catch(() => undefined);
+    await viaBridge.close().catch(() => undefined);
+    bridgeProc.kill("SIGTERM");
     await pool.close().catch(() => undefined);
     svcProc.proc.kill("SIGTERM");
     await new Promise((r) => (svcProc.proc.exitCode !== null ? r(undefined) : svcProc.proc.once("exit", r)));
