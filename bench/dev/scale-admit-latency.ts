@@ -2,6 +2,11 @@
 // own Redis connection (engines/cluster/redis.ts, auto-pipelining on), written at the end of the
 // event-loop turn (svcAdmit, auto-pipelined: setImmediate) against at once (svcAdmitNow), in
 // alternating rounds of one run, so a loaded machine disturbs both alike; medians of the rounds.
+// Measured 2026-11-28 (load average 4): 405.6 µs auto-pipelined against 323.6 µs at once, yet
+// a replica that wrote an admission alone at once served FEWER requests/s at one connection in
+// 5 of 5 alternating pairs of bench/dev/scale-profile.ts runs (e.g. 185 against 356), so svc
+// keeps auto-pipelining every admission: the round trip alone is not the one-connection gap.
+// The svcAdmitNow command is defined here only (limits.lua, not auto-pipelined).
 // node --import tsx bench/dev/scale-admit-latency.ts [rounds] [calls a round]
 import { readFileSync } from "node:fs";
 import path from "node:path";

@@ -27,15 +27,13 @@ const SETTLE_BATCH = 500;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
-const SCRIPTS = { svcAdmit: "limits.lua", svcAdmitNow: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
+const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
 const APPLY_BATCH = 500;
 /** how long a copy to the database may take before another may start */
 const COPY_TURN_MS = 30_000;
 
 type WithScripts = Redis & {
   svcAdmit(arg: string): Promise<unknown[]>;
-  /** the same script, written at once rather than at the end of the event-loop turn */
-  svcAdmitNow(arg: string): Promise<unknown[]>;
   svcSettle(arg: string): Promise<unknown[]>;
   svcSeed(arg: string): Promise<number>;
   svcApply(arg: string): Promise<unknown[]>;
@@ -67,8 +65,6 @@ export class RedisLimits implements SharedLimitStore {
   private checked?: Promise<void>;
   /** that check is done: a settle can be written at once, before the request's answer */
   private passed = false;
-  /** admissions waiting for Redis's answer */
-  private admitting = 0;
 
   constructor(
     redis: Redis,
@@ -126,16 +122,7 @@ export class RedisLimits implements SharedLimitStore {
     const arg = JSON.stringify({ ...req, checks, p: this.p, id, ttl: this.opts.reservationTtlMs });
     for (let tries = 0; ; tries++) {
       await this.check();
-      // alone (nothing to batch with): written at once, since auto-pipelining waits for the end of
-      // the event-loop turn (setImmediate, ~55 µs a round trip on this machine); under load the
-      // others join the turn's one write
-      const now = this.admitting++ === 0;
-      let v: unknown[];
-      try {
-        v = await (now ? this.r.svcAdmitNow(arg) : this.r.svcAdmit(arg));
-      } finally {
-        this.admitting--;
-      }
+      const v = await this.r.svcAdmit(arg);
       if (v[0] === "unseeded" || v[0] === "wait") {
         if (tries > 200) throw new Error("the shared limits store lost its counters again while they were being rebuilt");
         if (v[0] === "unseeded") await this.sync();
