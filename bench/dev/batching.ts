@@ -19,9 +19,11 @@ C._create = async function (...a: any[]) {
   let seqs = new Set<number>();
   const add = ctx.addToBatch.bind(ctx);
   const dec = ctx.decodeBatch.bind(ctx);
+  const counted = () => { batches.push(seqs.size); if (process.env.TRACE) trace.push([...seqs].join("")); seqs = new Set(); return dec(); };
   c._ctx = new Proxy(ctx, { get(t, k) {
     if (k === "addToBatch") return (id: number, ...r: any[]) => { seqs.add(id); return add(id, ...r); };
-    if (k === "decodeBatch") return () => { batches.push(seqs.size); if (process.env.TRACE) trace.push([...seqs].join("")); seqs = new Set(); return dec(); };
+    // svc's own wrapper (engines/inference/stale-trim.ts) lands on the target and calls `counted`
+    if (k === "decodeBatch") return Object.getOwnPropertyDescriptor(t, k)?.value ?? counted;
     const v = t[k]; return typeof v === "function" ? v.bind(t) : v;
   } });
   return c;

@@ -6,6 +6,7 @@ import {
 } from "node-llama-cpp";
 import { inferenceError } from "./errors";
 import { SlotQueue } from "./slots";
+import { StaleTrim } from "./stale-trim";
 import { StepBatching } from "./step-batching";
 import { templateTokenizer } from "./template-tokens";
 
@@ -52,6 +53,8 @@ export class LoadedModel {
   disposed = false;
 
   /** leases held or awaited, plus running embeddings: the model is idle at zero */
+  /** cuts another prompt's cached tokens off a leased sequence without the context lock (./stale-trim.ts) */
+  readonly staleTrim: StaleTrim;
   private holds = 0;
   private embedsRunning = 0;
   generations = 0;
@@ -62,6 +65,7 @@ export class LoadedModel {
   private constructor(readonly model: LlamaModel, readonly context: LlamaContext, readonly settings: LoadSettings) {
     this.chatWrapper = resolveChatWrapper(model);
     this.promptTokenizer = templateTokenizer(model);
+    this.staleTrim = new StaleTrim(context);
     this.stepBatching = new StepBatching(context, () => this.slots.length - this.queue.freeCount);
     this.slots = Array.from({ length: context.totalSequences }, (_, index) => {
       const sequence = context.getSequence();
@@ -104,6 +108,13 @@ export class LoadedModel {
     try {
       slot = await this.queue.acquire(tokens, signal);
     } catch (err) {
+      this.leaseEnded();
+      throw err;
+    }
+    try {
+      if (tokens?.length) await this.staleTrim.trim(slot.sequence, tokens);
+    } catch (err) {
+      this.queue.release(slot);
       this.leaseEnded();
       throw err;
     }
