@@ -6,14 +6,15 @@
 // busy for any path to saturate its core, CPU per request at the same rate still compares the
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
 // TRACED=1 adds "traced": the same svc with traces on (100% sampled, OTLP http/protobuf to a
-// loopback sink in this process, on the other core), so tracing's cost per request is paired.
+// loopback collector in its own process on core 0, bench/otlp-collector.ts), so tracing's cost per
+// request is paired. Every other round runs the paths in reverse order.
 // TRACED_B="K=V K2=V2" adds "traced-b", traced with those variables too (an OTEL_BSP_* setting, say).
 //   [RATE=n] [TRACED=1] [TRACED_B=…] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandinGateway, startSvcProcess } from "../processes";
-import { otlpSink } from "../tracing";
+import { startCollector } from "../otlp-collector";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
@@ -36,7 +37,9 @@ try {
   };
   await svcAt("svc");
   if (process.env.BENCH_BASELINE) await svcAt("baseline", path.resolve(process.env.BENCH_BASELINE));
-  const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink(), OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
+  const collector = process.env.TRACED === "1" || process.env.TRACED_B ? await startCollector() : undefined;
+  if (collector) procs.push(collector.proc);
+  const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector?.url ?? "", OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
   if (process.env.TRACED === "1") await svcAt("traced", undefined, tracedEnv);
   if (process.env.TRACED_B) await svcAt("traced-b", undefined, { ...tracedEnv, ...Object.fromEntries(process.env.TRACED_B.trim().split(/\s+/).map((kv) => kv.split("=") as [string, string])) });
   const bare = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", up.url]);
@@ -45,7 +48,7 @@ try {
   for (const t of Object.values(targets)) await loadRun({ ...t, body: BODY, connections: 8, seconds: 2 });
   const per: Record<string, number[]> = {};
   for (let i = 0; i < rounds; i++) {
-    for (const [name, t] of Object.entries(targets)) {
+    for (const [name, t] of i % 2 ? Object.entries(targets).reverse() : Object.entries(targets)) {
       const c0 = cpu(t.pid);
       const r = await loadRun({ ...t, body: BODY, connections: 50, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
@@ -53,6 +56,7 @@ try {
       console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
     }
   }
+  if (collector) { const n = await collector.counts(); console.log(`collector: ${n.posts} export requests, ${Math.round(n.bytes / Math.max(1, n.posts))} bytes each`); }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
 } finally {
