@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, sleep, start, startStandin, startSvcProcess, waitHttp, writeGatewayConfig } from "./processes";
+import { startCollector } from "./otlp-collector";
 import { table, type Section } from "./report";
 
 /** milliseconds, to the microsecond below 10 ms */
@@ -46,7 +47,7 @@ export async function gatewayBench(): Promise<Section> {
   const procs: ChildProcess[] = [];
   const seconds = Number(process.env.BENCH_SECONDS ?? 8);
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-  let collector: Awaited<ReturnType<typeof otlpSink>> | undefined;
+  let collector: Awaited<ReturnType<typeof startCollector>> | undefined;
   try {
     const up = await startStandin();
     procs.push(up.proc);
@@ -74,8 +75,10 @@ export async function gatewayBench(): Promise<Section> {
     const baselineDir = process.env.BENCH_BASELINE?.trim();
     const baseline = baselineDir ? await startSvc(path.join(tmp, "baseline"), path.resolve(baselineDir)) : undefined;
     // BENCH_TRACING=1: the same svc with OpenTelemetry traces on (every request sampled, OTLP
-    // http/protobuf to a loopback collector in this process) joins the rounds as "traced"
-    collector = process.env.BENCH_TRACING === "1" ? await otlpSink() : undefined;
+    // http/protobuf to a loopback collector in its own process on core 0, bench/otlp-collector.ts)
+    // joins the rounds as "traced"
+    collector = process.env.BENCH_TRACING === "1" ? await startCollector() : undefined;
+    if (collector) procs.push(collector.proc);
     const traced = collector ? await (async () => {
       const t = await startSvcProcess({ home: path.join(tmp, "traced"), config: cfg, core: 1, env: { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } });
       procs.push(t.proc);
@@ -97,10 +100,11 @@ export async function gatewayBench(): Promise<Section> {
     const targets: Record<string, { url: string; headers: Record<string, string>; body?: string; pid?: number }> = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
       svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, pid: svc.pid },
+      // traced next to svc: its rounds run seconds apart from svc's, which it is paired with
+      ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` }, pid: traced.pid } } : {}),
       "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY, pid: svc.pid },
       bare: { url: `${bareUrl}/v1/chat/completions`, headers: {}, pid: bareProc.pid },
       ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid } } : {}),
-      ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` }, pid: traced.pid } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-upstream-bench", "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
@@ -114,7 +118,11 @@ export async function gatewayBench(): Promise<Section> {
     // alike; each path's figure is its median round (by steady requests/s).
     const names = Object.keys(targets);
     const runs: Record<string, Record<number, Load[]>> = Object.fromEntries(names.map((n) => [n, { 1: [], 50: [] }]));
-    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) for (const [name, t] of Object.entries(targets)) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.pid, t.body));
+    // every other round runs the paths in reverse order, so no path always follows the same one
+    for (const c of [1, 50]) for (let i = 0; i < rounds; i++) {
+      const order = i % 2 ? Object.entries(targets).reverse() : Object.entries(targets);
+      for (const [name, t] of order) runs[name][c].push(await load(t.url, t.headers, c, seconds, t.pid, t.body));
+    }
     const median = (xs: Load[]) => [...xs].sort((a, b) => a.steady - b.steady)[Math.floor(xs.length / 2)];
     const results: Record<string, Record<number, Load>> = Object.fromEntries(names.map((n) => [n, {}]));
     for (const name of Object.keys(runs)) for (const c of [1, 50]) results[name][c] = median(runs[name][c]);
@@ -149,6 +157,7 @@ export async function gatewayBench(): Promise<Section> {
     }
     const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
     const s1 = results.svc[1], s50 = results.svc[50];
+    const exported = collector ? await collector.counts() : { posts: 0, bytes: 0 };
     const body = [
       `Load: autocannon, ${seconds} s per cell, ${rounds} rounds with the paths taking turns (each figure is the path's median round), non-streaming chat completions. Each process is pinned with taskset: the gateway under test (svc, bare or Portkey) alone on core 1; autocannon and the stand-in upstream on core 0. "direct" is autocannon straight to the upstream; "bare" is bench/bare-gateway.ts (node:http, JSON.parse of the body, forward with an undici Pool, answer; no checks), the limit Node itself sets for a gateway on this machine.`,
       "",
@@ -171,7 +180,7 @@ export async function gatewayBench(): Promise<Section> {
       `Gateway CPU per request (user + system time of the gateway's process over the round, from /proc, divided by its requests; median round): ${cpuLine}. bare / svc CPU per request, the share of Node's own cost in svc's: ${cpuRatio(1)} at 1 connection, ${cpuRatio(50)} at 50 (the bound on svc / bare requests/s when the gateway's core is saturated; it holds on a loaded machine where requests/s do not).`,
       ...(results.traced
         ? [`traced / svc paired (tracing on, 100% sampled, OTLP http/protobuf to a loopback collector, over tracing off; median over rounds, lowest to highest in brackets): ` +
-            [1, 50].map((c) => { const p = paired("svc", c, "traced"); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + `; ${collector!.spans()} export requests received.`]
+            [1, 50].map((c) => { const p = paired("svc", c, "traced"); return `${p.median.toFixed(2)} at ${c} connection${c > 1 ? "s" : ""} (${p.min.toFixed(2)} to ${p.max.toFixed(2)})`; }).join(", ") + `; ${exported.posts} export requests (${(exported.bytes / 1e6).toFixed(1)} MB) received.`]
         : []),
       `svc / Portkey requests/s (steady): ${ratio(s1.steady, results.portkey[1].steady)} at 1 connection, ${ratio(s50.steady, results.portkey[50].steady)} at 50 (aim ≥ 5 at 50); whole run: ${ratio(s50.rps, results.portkey[50].rps)} at 50.`,
       `svc cache hits / svc misses (the same path forwarded upstream) requests/s (steady): ${ratio(results["svc-cache-hit"][1].steady, s1.steady)} at 1 connection, ${ratio(results["svc-cache-hit"][50].steady, s50.steady)} at 50 (aim ≥ 1.5 at 50); ` +
@@ -184,26 +193,8 @@ export async function gatewayBench(): Promise<Section> {
     ].join("\n");
     return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])), cpuPerRequestUs: Object.fromEntries(names.map((n) => [n, { 1: cpu(n, 1), 50: cpu(n, 50) }])), ...(results.traced ? { tracedOverSvc: { 1: paired("svc", 1, "traced"), 50: paired("svc", 50, "traced") } } : {}) } };
   } finally {
-    await collector?.close();
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);
     rmSync(tmp, { recursive: true, force: true });
   }
-}
-
-/** A loopback OTLP/HTTP collector that accepts and drops trace exports (counts them). */
-async function otlpSink(): Promise<{ url: string; spans(): number; close(): Promise<void> }> {
-  const { createServer } = await import("node:http");
-  let posts = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      posts++;
-      res.setHeader("content-type", "application/x-protobuf");
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as import("node:net").AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}`, spans: () => posts, close: () => new Promise((r) => server.close(() => r())) };
 }

@@ -6,7 +6,8 @@
 // busy for any path to saturate its core, CPU per request at the same rate still compares the
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
 // TRACED=1 adds "traced": the same svc with traces on (100% sampled, OTLP http/protobuf to a
-// loopback sink in this process, on the other core), so tracing's cost per request is paired.
+// loopback collector in its own process on core 0, bench/otlp-collector.ts), so tracing's cost per
+// request is paired. Every other round runs the paths in reverse order.
 // TRACED_B="K=V K2=V2" adds "traced-b", traced with those variables too (an OTEL_BSP_* setting, say).
 // CONN=1 runs one connection instead of 50 and adds each path's p50: the one-connection added
 // latency over bare (the issue's second must-show), paired round by round.
@@ -15,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandinGateway, startSvcProcess } from "../processes";
-import { otlpSink } from "../tracing";
+import { startCollector } from "../otlp-collector";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
@@ -39,7 +40,9 @@ try {
   };
   await svcAt("svc");
   if (process.env.BENCH_BASELINE) await svcAt("baseline", path.resolve(process.env.BENCH_BASELINE));
-  const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink(), OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
+  const collector = process.env.TRACED === "1" || process.env.TRACED_B ? await startCollector() : undefined;
+  if (collector) procs.push(collector.proc);
+  const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector?.url ?? "", OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
   if (process.env.TRACED === "1") await svcAt("traced", undefined, tracedEnv);
   if (process.env.TRACED_B) await svcAt("traced-b", undefined, { ...tracedEnv, ...Object.fromEntries(process.env.TRACED_B.trim().split(/\s+/).map((kv) => kv.split("=") as [string, string])) });
   const bare = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", up.url]);
@@ -49,7 +52,7 @@ try {
   const per: Record<string, number[]> = {};
   const p50s: Record<string, number[]> = {};
   for (let i = 0; i < rounds; i++) {
-    for (const [name, t] of Object.entries(targets)) {
+    for (const [name, t] of i % 2 ? Object.entries(targets).reverse() : Object.entries(targets)) {
       const c0 = cpu(t.pid);
       const r = await loadRun({ ...t, body: BODY, connections, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
@@ -58,6 +61,7 @@ try {
       console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request, p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
     }
   }
+  if (collector) { const n = await collector.counts(); console.log(`collector: ${n.posts} export requests, ${Math.round(n.bytes / Math.max(1, n.posts))} bytes each`); }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   // added p50 over bare, paired within each round (both ran back to back)
   const added = (name: string) => med(p50s[name].map((p, i) => p - p50s.bare[i])).toFixed(3);

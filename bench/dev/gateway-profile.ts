@@ -2,14 +2,14 @@
 // gateway bench's key and manifests) under autocannon at 50 connections, with node's --cpu-prof;
 // prints CPU per request and the top functions by self and inclusive time over the measured run
 // only (start-up and warm-up left out), and leaves the .cpuprofile in the temp dir.
-// TRACED=1: svc with traces on (100% sampled, OTLP http/protobuf to a loopback sink in this
-// process, on the other core), so tracing's in-situ cost shows in the profile.
+// TRACED=1: svc with traces on (100% sampled, OTLP http/protobuf to a loopback collector in its
+// own process on core 0, bench/otlp-collector.ts), so tracing's in-situ cost shows in the profile.
 //   [TRACED=1] node --import tsx bench/dev/gateway-profile.ts [seconds]
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, gatewayEnv, gatewayKey, loadRun, startStandinGateway, startSvcProcess } from "../processes";
-import { otlpSink } from "../tracing";
+import { startCollector } from "../otlp-collector";
 
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
@@ -21,7 +21,8 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-prof-"));
 const up = await startStandinGateway(tmp);
 const cfg = up.cfg;
 const profDir = path.join(tmp, "prof");
-const sink = process.env.TRACED === "1" ? await otlpSink() : undefined;
+const collector = process.env.TRACED === "1" ? await startCollector() : undefined;
+const sink = collector?.url;
 const env = sink ? { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } : gatewayEnv;
 const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, env, nodeArgs: process.env.PROFILE === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
 try {
@@ -37,6 +38,7 @@ try {
 } finally {
   svc.proc.kill("SIGTERM");
   up.proc.kill("SIGTERM");
+  collector?.proc.kill("SIGTERM");
   await new Promise((res) => svc.proc.on("exit", res));
 }
 if (process.env.PROFILE !== "0") {
