@@ -22,9 +22,10 @@ function toInt(n: number | undefined): number {
 }
 
 export function auditRow(e: AuditRecord, id: string, ts: Date): Row {
-  let metadata: string;
+  let metadata = "{}";
   try {
-    metadata = JSON.stringify(e.metadata ?? {}) ?? "{}";
+    // most rows carry none: no stringify call for the empty default
+    if (e.metadata != null) metadata = JSON.stringify(e.metadata) ?? "{}";
   } catch {
     metadata = '{"_unserializable":true}';
   }
