@@ -80,7 +80,7 @@ export async function gatewayBench(): Promise<Section> {
     collector = process.env.BENCH_TRACING === "1" ? await startCollector() : undefined;
     if (collector) procs.push(collector.proc);
     const traced = collector ? await (async () => {
-      const t = await startSvcProcess({ home: path.join(tmp, "traced"), config: cfg, core: 1, env: { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } });
+      const t = await startSvcProcess({ home: path.join(tmp, "traced"), config: cfgCache, core: 1, env: { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } });
       procs.push(t.proc);
       return { url: t.url, key: await gatewayKey(t.url), pid: t.proc.pid };
     })() : undefined;
