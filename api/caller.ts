@@ -1,7 +1,7 @@
 // Who is calling, as the HTTP layer sees it: the token (Authorization: Bearer / Token / Basic, or
 // x-api-key, so OpenAI, Anthropic and plain HTTP clients all work), the socket address (never X-Forwarded-For), the
 // user agent, the request id and the route, for the gateway pipeline and its audit log.
-import { LeanContext, setOwnHeader, type HttpContext } from "./http-context";
+import { setOwnHeader, type HttpContext } from "./http-context";
 import type { Caller, ChatStart, InferencePipeline } from "../engines/gateway/pipeline-types";
 import type { ChatRequest } from "../engines/chat/types";
 import { collectChat, collectSync, isSyncEvents, type ChatResult, type SyncEvents } from "../engines/chat/collect";
@@ -230,12 +230,7 @@ export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAns
   if (s.start.cache) setOwnHeader(ctx, "x-svc-cache", s.start.cache);
   if (!a.stream) {
     const events = s.start.events;
-    let result: ChatResult | null;
-    if (isSyncEvents(events)) {
-      // the settlement waits until the listener has sent the answer (engines/gateway/pipeline-settle.ts)
-      if (ctx instanceof LeanContext && events.hold) ctx.after = events.hold();
-      result = collectSyncOrAbort(ctx, s, events);
-    } else result = await collectOrAbort(ctx, s);
+    const result = isSyncEvents(events) ? collectSyncOrAbort(ctx, s, events) : await collectOrAbort(ctx, s);
     if (!result) return;
     setRateHeaders(ctx, s.start.rate);
     const body = a.whole(result, a.meta);

@@ -3,7 +3,6 @@
 // does LeanContext (api/inference-listener.ts), which serves the inference hot routes without
 // Koa's per-request object graph, middleware composition and router scan.
 import { validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AfterAnswer } from "../engines/chat/collect";
 
 export interface HttpContext {
   readonly req: IncomingMessage;
@@ -35,8 +34,6 @@ export class LeanContext implements HttpContext {
   readonly state: Record<string, any> = {};
   /** headers set and not yet on the response (lower-case name, value, …); null once handed over */
   pending: string[] | null = [];
-  /** work held until the answer is sent (a non-streaming chat's settlement); the listener runs it */
-  after: AfterAnswer | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,

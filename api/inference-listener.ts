@@ -49,13 +49,4 @@ async function serve(svc: Svc, route: InferenceRoute, protocol: string, ctx: Lea
     sendBody(ctx);
   }
   svc.engines.metrics?.http.count(route.path, ctx.status, protocol);
-  const after = ctx.after;
-  if (after !== undefined) {
-    ctx.after = undefined;
-    try {
-      after.afterAnswer(); // the settlement the route held until the answer left
-    } catch (e) {
-      svc.log.error("settling an answered request failed", { err: String((e as Error)?.stack ?? e) });
-    }
-  }
 }

@@ -32,14 +32,6 @@ export interface SyncEvents extends AsyncIterable<ChatEvent> {
   /** the body the events were read from, when it may be passed through; a layer that changes
    * the events makes a new object without it */
   readonly upstream?: UpstreamAnswer;
-  /** defer what the events' end triggers (the gateway's settlement) to the returned
-   * afterAnswer(), which the route runs once the answer is sent */
-  hold?(): AfterAnswer;
-}
-
-/** Work a route runs right after sending its answer (api/inference-listener.ts). */
-export interface AfterAnswer {
-  afterAnswer(): void;
 }
 
 export function syncEvents(events: Iterable<ChatEvent>, upstream?: UpstreamAnswer): SyncEvents {

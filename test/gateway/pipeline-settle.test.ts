@@ -1,5 +1,5 @@
-// A non-streaming answer's settlement can wait until the answer is sent (engines/gateway/
-// pipeline-settle.ts): held, it runs once in afterAnswer(); not held, as the events end, as before.
+// A non-streaming answer's events as the pipeline tracks them (engines/gateway/pipeline-settle.ts):
+// settled exactly once, as the events end, with what went through, before the route answers.
 import { describe, it, expect } from "vitest";
 import { TrackedSync } from "../../engines/gateway/pipeline-settle";
 import { collectSync } from "../../engines/chat/collect";
@@ -19,41 +19,25 @@ function tracked(events: Iterable<ChatEvent> = EVENTS) {
 }
 
 describe("TrackedSync", () => {
-  it("settles as the events end when nothing holds it", () => {
+  it("settles once, as the events end, with what went through", () => {
     const { t, settled } = tracked();
     expect(collectSync(t).text).toBe("hello");
     expect(settled).toEqual([{ tally: { usage: { promptTokens: 3, completionTokens: 1 }, chars: 5, finish: "stop" }, failure: undefined }]);
-    t.afterAnswer(); // nothing held: no second settlement
-    expect(settled).toHaveLength(1);
   });
 
-  it("held, settles once in afterAnswer with what went through", () => {
-    const { t, settled } = tracked();
-    const after = t.hold();
-    expect(collectSync(t).text).toBe("hello");
-    expect(settled).toHaveLength(0);
-    after.afterAnswer();
-    after.afterAnswer();
-    expect(settled).toHaveLength(1);
-    expect(settled[0].tally.chars).toBe(5);
-  });
-
-  it("held, a failure mid-way is settled with the failure", () => {
+  it("a failure mid-way is settled with the failure", () => {
     const boom = new Error("upstream broke");
     function* failing(): Generator<ChatEvent> {
       yield { type: "text", text: "par" };
       throw boom;
     }
     const { t, settled } = tracked(failing());
-    const after = t.hold();
     expect(() => collectSync(t)).toThrow(boom);
-    after.afterAnswer();
     expect(settled).toEqual([{ tally: { usage: undefined, chars: 3, finish: undefined }, failure: boom }]);
   });
 
-  it("held but never read, afterAnswer settles nothing", () => {
-    const { t, settled } = tracked();
-    t.hold().afterAnswer();
+  it("never read, settles nothing", () => {
+    const { settled } = tracked();
     expect(settled).toHaveLength(0);
   });
 });
