@@ -1,40 +1,19 @@
 // Continuous batching: concurrent generations on one context are decoded together, every
 // generating sequence in each step (engines/inference/step-batching.ts), not n-1 of them.
-import { getLlama, type Llama } from "node-llama-cpp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import path from "node:path";
+import { describe, expect, it } from "vitest";
 import { generate, prepare } from "../../engines/inference/chat-run";
 import { GrammarCache } from "../../engines/inference/json-schema";
-import { LoadedModel } from "../../engines/inference/loaded-model";
 import { resolveSampling } from "../../engines/inference/sampling";
-import { chatReq, tinyModelsDir } from "./fixture";
+import { chatReq } from "./fixture";
+import { countDecodes, useTinyParallel } from "./tiny-parallel";
 
-let llama: Llama;
-let lm: LoadedModel;
-
-beforeAll(async () => {
-  const dir = await tinyModelsDir();
-  llama = await getLlama({ gpu: false });
-  lm = await LoadedModel.load(llama, { name: "tiny", file: path.join(dir, "svc-tiny.gguf"), contextSize: 1024, threads: 1, parallel: 4, idleUnloadSeconds: 0, maxQueue: 4, onIdle: () => {} });
-}, 30_000);
-
-afterAll(async () => {
-  await lm?.dispose();
-  await llama?.dispose();
-});
+const tiny = useTinyParallel();
 
 describe("step batching", { timeout: 30_000 }, () => {
   it("decodes four concurrent generations four to a step", async () => {
-    // count the context's decodes (node-llama-cpp's addon context)
-    const context = lm.context as unknown as { _ctx: Record<string | symbol, unknown> };
-    let decodes = 0;
-    context._ctx = new Proxy(context._ctx, {
-      get(target, key) {
-        const v = target[key];
-        if (typeof v !== "function") return v;
-        return key === "decodeBatch" ? () => { decodes++; return v.call(target); } : v.bind(target);
-      },
-    });
+    const lm = tiny.lm();
+    const llama = tiny.llama();
+    const decodes = countDecodes(lm); // the context's decodes from here on
     const maxTokens = 40;
     const grammars = new GrammarCache(llama);
     const run = async (prompt: string) => {
@@ -53,6 +32,6 @@ describe("step batching", { timeout: 30_000 }, () => {
     expect(counts).toEqual([maxTokens, maxTokens, maxTokens, maxTokens]);
     expect(lm.stepBatching.heldSteps).toBeGreaterThan(0);
     // 160 tokens: about 40 decodes four at a time (plus the prompts); n-1 at a time is about 54
-    expect(decodes).toBeLessThan(4 * maxTokens * 0.3);
+    expect(decodes.n).toBeLessThan(4 * maxTokens * 0.3);
   });
 });
