@@ -15,7 +15,6 @@ import { clientCancellation, isAbortError, streamEvents, type StreamOptions } fr
 import type { ChatEvent } from "../engines/chat/types";
 import type { Cancellation } from "../engines/chat/cancel";
 import { traceField, type Span } from "../engines/telemetry";
-import type { RateState } from "../engines/errors";
 
 /** How a key may be sent (named in every 401 about a credential that cannot be used). */
 export const ACCEPTED_KEY_FORMS =
@@ -180,13 +179,6 @@ export function setHeaders(ctx: HttpContext, headers: Record<string, string> | u
   for (const k in headers) setOwnHeader(ctx, k, headers[k]);
 }
 
-/** The key's rate window as headers, straight onto the context (no record between). */
-function setRateHeaders(ctx: HttpContext, r: RateState | undefined): void {
-  if (!r) return;
-  setOwnHeader(ctx, "x-ratelimit-limit-requests", String(r.limit));
-  setOwnHeader(ctx, "x-ratelimit-remaining-requests", String(r.remaining));
-  setOwnHeader(ctx, "x-ratelimit-reset-requests", `${r.resetSeconds}s`);
-}
 
 /** Fold the whole generation for a non-streaming response. Returns null when the client went
  * away meanwhile (generation was cancelled; nothing is left to answer). */
@@ -232,7 +224,7 @@ export async function answerChat<M>(ctx: HttpContext, s: StartedChat, a: ChatAns
     const events = s.start.events;
     const result = isSyncEvents(events) ? collectSyncOrAbort(ctx, s, events) : await collectOrAbort(ctx, s);
     if (!result) return;
-    setRateHeaders(ctx, s.start.rate);
+    setHeaders(ctx, rateHeaders(s.start.rate));
     const body = a.whole(result, a.meta);
     // an upstream body passed through is JSON text already
     if (result.upstream !== undefined && typeof body === "string") setOwnHeader(ctx, "content-type", "application/json; charset=utf-8");

@@ -65,22 +65,14 @@ export class LeanContext implements HttpContext {
   }
 
   set(field: string, value: string): void {
-    const p = this.pending;
-    if (p === null) {
+    if (this.pending === null) {
       this.raw.setHeader(field, value);
       return;
     }
     // checked here, as setHeader would, so a bad value fails in the route and not in sendBody
     validateHeaderName(field);
     validateHeaderValue(field, value);
-    const name = field.toLowerCase();
-    for (let i = 0; i < p.length; i += 2) {
-      if (p[i] === name) {
-        p[i + 1] = value;
-        return;
-      }
-    }
-    p.push(name, value);
+    this.setOwn(field.toLowerCase(), value);
   }
 
   /** set() for a header svc built itself (lower-case name; a checked request id, a number, a
