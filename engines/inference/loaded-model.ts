@@ -52,9 +52,9 @@ export class LoadedModel {
   private retired = false;
   disposed = false;
 
-  /** leases held or awaited, plus running embeddings: the model is idle at zero */
   /** cuts another prompt's cached tokens off a leased sequence without the context lock (./stale-trim.ts) */
   readonly staleTrim: StaleTrim;
+  /** leases held or awaited, plus running embeddings: the model is idle at zero */
   private holds = 0;
   private embedsRunning = 0;
   generations = 0;
@@ -104,17 +104,12 @@ export class LoadedModel {
   async lease(tokens: readonly Token[] | undefined, signal?: AbortSignal): Promise<Lease> {
     if (this.disposed) throw inferenceError("model_unavailable", `model ${this.name} was unloaded`);
     this.leaseStarted();
-    let slot: Slot;
+    let slot: Slot | undefined;
     try {
       slot = await this.queue.acquire(tokens, signal);
-    } catch (err) {
-      this.leaseEnded();
-      throw err;
-    }
-    try {
       if (tokens?.length) await this.staleTrim.trim(slot.sequence, tokens);
     } catch (err) {
-      this.queue.release(slot);
+      if (slot) this.queue.release(slot);
       this.leaseEnded();
       throw err;
     }

@@ -57,8 +57,10 @@ export class StaleTrim {
     if (!this.native || !Array.isArray(s._contextTokens) || typeof s._nextTokenIndex !== "number" || typeof s._sequenceId !== "number") return;
     if (s._loadedTokenPredictions?.length) return;
     const start = () => Math.min(sequence.compareContextTokens(tokens as Token[]).firstDifferentIndex, tokens.length - 1);
-    if (start() >= s._nextTokenIndex) return;
-    if (!this.decoding) return this.trimNow(s, start());
+    const now = start();
+    if (now >= s._nextTokenIndex) return;
+    if (!this.decoding) return this.trimNow(s, now);
+    // recomputed when the running decode settles: the sequence may have moved on meanwhile
     await new Promise<void>((resolve) => this.pending.push(() => { this.trimNow(s, start()); resolve(); }));
   }
 
