@@ -65,6 +65,11 @@ interface RunCtx extends Verdict {
   hit?: Probe;
 }
 
+/** A fresh tally for a run's answer (the text kept only while its span records content). */
+function newTally(run: RunCtx): Tally {
+  return { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
+}
+
 export class GatewayPipeline implements InferencePipeline {
   private readonly now: () => number;
   private readonly started = Math.floor(Date.now() / 1000);
@@ -229,12 +234,11 @@ export class GatewayPipeline implements InferencePipeline {
    * up front (a non-streaming answer) keep their synchronous view, tracked the same way. */
   private track(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncIterable<ChatEvent> {
     if (!isSyncEvents(events)) return this.trackAsync(events, run);
-    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
-    return new TrackedSync(events.sync, events.upstream, run, tally, this.settleRun);
+    return new TrackedSync(events.sync, events.upstream, run, newTally(run), this.settleRun);
   }
 
   private async *trackAsync(events: AsyncIterable<ChatEvent>, run: RunCtx): AsyncGenerator<ChatEvent> {
-    const tally: Tally = { usage: undefined, chars: 0, finish: undefined, text: outputTally(run.span) };
+    const tally = newTally(run);
     let failure: unknown;
     try {
       for await (const ev of events) {
