@@ -99,11 +99,12 @@ export async function gatewayBench(): Promise<Section> {
 
     const targets: Record<string, { url: string; headers: Record<string, string>; body?: string; pid?: number }> = {
       direct: { url: `${upstream}/chat/completions`, headers: { authorization: "Bearer sk-upstream-bench" } },
+      // bare right before svc (and traced right after), so the two sides of each paired figure run back to back
+      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {}, pid: bareProc.pid },
       svc: { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, pid: svc.pid },
       // traced next to svc: its rounds run seconds apart from svc's, which it is paired with
       ...(traced ? { traced: { url: `${traced.url}/v1/chat/completions`, headers: { authorization: `Bearer ${traced.key}` }, pid: traced.pid } } : {}),
       "svc-cache-hit": { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body: CACHED_BODY, pid: svc.pid },
-      bare: { url: `${bareUrl}/v1/chat/completions`, headers: {}, pid: bareProc.pid },
       ...(baseline ? { baseline: { url: `${baseline.url}/v1/chat/completions`, headers: { authorization: `Bearer ${baseline.key}` }, pid: baseline.pid } } : {}),
       portkey: {
         url: `${pkUrl}/v1/chat/completions`,
@@ -131,6 +132,12 @@ export async function gatewayBench(): Promise<Section> {
     const paired = (other: string, c: number, of = "svc") => {
       const r = runs[of][c].map((x, i) => x.steady / runs[other][c][i].steady).sort((a, b) => a - b);
       return { median: r[Math.floor(r.length / 2)], min: r[0], max: r[r.length - 1] };
+    };
+    // svc's p50 minus bare's in the same round (they run back to back), median over rounds: the
+    // one-connection added latency without comparing two median rounds picked apart by throughput
+    const pairedAdded = (c: number) => {
+      const d = runs.svc[c].map((x, i) => x.p50 - runs.bare[c][i].p50).sort((a, b) => a - b);
+      return { median: d[Math.floor(d.length / 2)], min: d[0], max: d[d.length - 1] };
     };
     const pairedLine = (other: string) =>
       `svc / ${other} paired (the median over rounds of svc's round over ${other}'s next to it; lowest to highest round in brackets): ` +
@@ -175,7 +182,8 @@ export async function gatewayBench(): Promise<Section> {
           ]
         : []),
       `svc / bare requests/s (steady): ${ratio(s1.steady, results.bare[1].steady)} at 1 connection, ${ratio(s50.steady, results.bare[50].steady)} at 50 (aim ≥ 0.7 at 50); bare / direct: ${ratio(results.bare[1].steady, results.direct[1].steady)} at 1, ${ratio(results.bare[50].steady, results.direct[50].steady)} at 50.`,
-      `svc added p50 over bare's at 1 connection: ${lat(s1.p50 - results.bare[1].p50)} (aim ≤ 0.1 ms); at 50: ${lat(s50.p50 - results.bare[50].p50)}.`,
+      `svc added p50 over bare's at 1 connection: ${lat(s1.p50 - results.bare[1].p50)} (aim ≤ 0.1 ms); at 50: ${lat(s50.p50 - results.bare[50].p50)}. ` +
+        `Paired (svc's p50 minus bare's in the same round, median over rounds, lowest to highest in brackets): ${[1, 50].map((c) => { const p = pairedAdded(c); return `${lat(p.median)} at ${c} (${lat(p.min)} to ${lat(p.max)})`; }).join(", ")}.`,
       ...others.map(pairedLine),
       `Gateway CPU per request (user + system time of the gateway's process over the round, from /proc, divided by its requests; median round): ${cpuLine}. bare / svc CPU per request, the share of Node's own cost in svc's: ${cpuRatio(1)} at 1 connection, ${cpuRatio(50)} at 50 (the bound on svc / bare requests/s when the gateway's core is saturated; it holds on a loaded machine where requests/s do not).`,
       ...(results.traced
@@ -191,7 +199,7 @@ export async function gatewayBench(): Promise<Section> {
       "",
       "svc path checks on every request: key hash lookup, IP allowlist (CIDR), policy with Allow and Deny statements, rate limits (token bucket + sliding hour), token and budget reservation/settlement, audit entry (batched).",
     ].join("\n");
-    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])), cpuPerRequestUs: Object.fromEntries(names.map((n) => [n, { 1: cpu(n, 1), 50: cpu(n, 50) }])), ...(results.traced ? { tracedOverSvc: { 1: paired("svc", 1, "traced"), 50: paired("svc", 50, "traced") } } : {}) } };
+    return { title: "Gateway: svc vs direct vs Portkey", body, data: { median: results, rounds: runs, paired: Object.fromEntries(others.map((o) => [o, { 1: paired(o, 1), 50: paired(o, 50) }])), pairedAddedP50OverBare: { 1: pairedAdded(1), 50: pairedAdded(50) }, cpuPerRequestUs: Object.fromEntries(names.map((n) => [n, { 1: cpu(n, 1), 50: cpu(n, 50) }])), ...(results.traced ? { tracedOverSvc: { 1: paired("svc", 1, "traced"), 50: paired("svc", 50, "traced") } } : {}) } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(500);
