@@ -83,17 +83,19 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
     // CPU time of svc's process per call (not the stdio servers): it holds better than latency
     // on a loaded machine
     const cpu: Record<string, number> = {};
-    const svcPid = svcProc.proc.pid;
+    // the bridge row counts the bridge's own process: the server's CPU a call beside svc's
+    const pidOf = (k: string) => (k.startsWith("bare bridge") ? bridgeProc.pid : svcProc.proc.pid);
     const batch = 50;
     for (let done = 0; done < calls; done += batch) {
       for (const [k, f] of Object.entries(paths)) {
-        const c0 = cpuMicros(svcPid) ?? 0;
+        const pid = pidOf(k);
+        const c0 = cpuMicros(pid) ?? 0;
         for (let i = 0; i < batch; i++) {
           const t = performance.now();
           await f();
           lat[k].push(performance.now() - t);
         }
-        cpu[k] = (cpu[k] ?? 0) + (cpuMicros(svcPid) ?? 0) - c0;
+        cpu[k] = (cpu[k] ?? 0) + (cpuMicros(pid) ?? 0) - c0;
       }
     }
     const base = percentile(lat["direct SDK Client (stdio)"], 50);
@@ -105,19 +107,19 @@ export async function mcpBench(opts: { calls?: number } = {}): Promise<Section> 
       return [k, xs.length, ms(p50), ms(p99), `${(p50 / base).toFixed(2)}x`, `${(p99 / baseP99).toFixed(2)}x`, ms(p50 - base), (cpu[k] / xs.length).toFixed(0)];
     });
     const data = {
-      ...Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), addedP50: percentile(xs, 50) - base, svcCpuMicrosPerCall: cpu[k] / xs.length }])),
+      ...Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), addedP50: percentile(xs, 50) - base, serverCpuMicrosPerCall: cpu[k] / xs.length }])),
       sdkOverBareBridgeP50: percentile(lat["svc /mcp (SDK Client, Streamable HTTP)"], 50) - bridgeP50,
     };
     return {
       title: "MCP tool calls",
       body:
-        table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "svc CPU µs per call"], rows) +
+        table(["path", "calls", "p50", "p99", "p50 ratio", "p99 ratio", "added at p50", "server CPU µs per call"], rows) +
         `\n\nOne call in flight at a time, after ${warmup} warm-up calls of each path (the steady state of a running server: V8 has optimized the hot code), the paths taking turns in batches of 50; ` +
         "`echo` of server-everything over stdio; ratios against the direct SDK call to the same server program. " +
         (pinned ? "svc runs as its own process (`svc serve`) pinned to core 1; the bench process (the clients, and the direct baseline's stdio server) is pinned to core 0. " : "Pinning unavailable (no taskset or one core): svc and the clients share cores. ") +
         "The `/mcp/call` client is an undici Pool with one keep-alive connection (autocannon-style, no fetch/WHATWG layer); `/mcp` keeps the official SDK client (StreamableHTTPClientTransport), and the same session's `tools/call` is also sent from the undici Pool, which separates svc's own cost on `/mcp` from the SDK client's fetch-based transport in the bench process; the direct baseline is the SDK's stdio client. " +
         "svc adds an HTTP round trip, authentication, exposure check and argument validation before its own stdio call. " +
-        `The bare bridge (\`bench/bare-mcp-bridge.ts\`, on svc's core) is the limit for \`/mcp\` as the bare gateway is for the gateway: node:http handing \`tools/call\` to the SDK's stdio client, no checks, answered as JSON; the same SDK client calls it. svc's \`/mcp\` through the SDK client minus the bare bridge's: **${ms(percentile(lat["svc /mcp (SDK Client, Streamable HTTP)"], 50) - bridgeP50)}** at p50 (the "svc CPU" column of the bridge row is svc's idle CPU). ` +
+        `The bare bridge (\`bench/bare-mcp-bridge.ts\`, on svc's core) is the limit for \`/mcp\` as the bare gateway is for the gateway: node:http handing \`tools/call\` to the SDK's stdio client, no checks, answered as JSON; the same SDK client calls it. svc's \`/mcp\` through the SDK client minus the bare bridge's: **${ms(percentile(lat["svc /mcp (SDK Client, Streamable HTTP)"], 50) - bridgeP50)}** at p50. The "server CPU" column is the CPU time of the process that serves the path, per call: svc's, and the bridge's own on its row (neither counts the stdio server's). ` +
         "`POST /mcp/call` and a session's `POST /mcp` are served by the lean listener (no Koa); a plain `tools/call` on `/mcp` (no progress token, as here) is answered as `application/json` without the SDK's server transport, which still serves calls with a progress token (over SSE), lists and sessions.",
       data,
     };
