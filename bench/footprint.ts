@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { root, sleep, start, svcNodeFlags, startStandinGateway, startSvcProcess, gatewayEnv, waitHttp } from "./processes";
+import { root, sleep, start, svcEnv, svcNodeFlags, startStandinGateway, startSvcProcess, gatewayEnv, waitHttp } from "./processes";
 import { gcProbe, heapAfterGc, mb, residentOf } from "./footprint-probe";
 import { table, type Section } from "./report";
 
@@ -17,7 +17,7 @@ const IDLE_MS = Number(process.env.FOOTPRINT_IDLE_MS ?? 5000);
 
 /** `svc serve --port 0` with the quickstart (the svc-tiny model) on a fresh home. */
 async function startQuickstart(home: string, probe: { nodeArgs: string[]; env: Record<string, string> }): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = start(1, process.execPath, [...svcNodeFlags(), ...probe.nodeArgs, "bin/svc.mjs", "serve", "--port", "0"], { SVC_HOME: home, ...probe.env });
+  const proc = start(1, process.execPath, [...svcNodeFlags(), ...probe.nodeArgs, "bin/svc.mjs", "serve", "--port", "0"], { ...svcEnv(), SVC_HOME: home, ...probe.env });
   proc.stdout?.resume();
   proc.stderr?.resume();
   const f = path.join(home, "server.json");

@@ -29,18 +29,27 @@ export function start(core: number | undefined, cmd: string, args: string[], env
   return spawn(c, a, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
 }
 
-/** node's flags from the first line of `checkout`'s bin/svc.mjs (`#!/usr/bin/env -S node …`): a
- * bench runs svc with the flags the `svc` command and `npm start` run it with. */
-export function svcNodeFlags(checkout = root): string[] {
+/** The first line of `checkout`'s bin/svc.mjs (`#!/usr/bin/env -S [NAME=value …] node …`): the
+ * environment and node flags the `svc` command and `npm start` run svc with, so a bench runs it so. */
+function svcLaunch(checkout = root): { env: Record<string, string>; flags: string[] } {
   const first = readFileSync(path.join(checkout, "bin/svc.mjs"), "utf8").split("\n", 1)[0]!;
-  return /^#!\S*env(?: -S)? node\b(.*)$/.exec(first)?.[1]!.trim().split(/\s+/).filter(Boolean) ?? [];
+  const m = /^#!\S*env(?: -S)?((?: \w+=\S*)*) node\b(.*)$/.exec(first);
+  const words = (x: string | undefined) => x?.trim().split(/\s+/).filter(Boolean) ?? [];
+  return { env: Object.fromEntries(words(m?.[1]).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])), flags: words(m?.[2]) };
 }
+
+/** node's flags from `checkout`'s bin/svc.mjs first line. */
+export const svcNodeFlags = (checkout = root): string[] => svcLaunch(checkout).flags;
+
+/** The environment on `checkout`'s bin/svc.mjs first line (glibc's malloc settings). */
+export const svcEnv = (checkout = root): Record<string, string> => svcLaunch(checkout).env;
 
 /** `svc serve --port 0 --config <dir> --no-quickstart` on `home` (from `checkout`, another
  * working copy of svc, when given; `nodeArgs` go to node, e.g. --trace-gc-nvp, whose lines
  * `stdout` then receives); resolves with the process and its URL. */
 export async function startSvcProcess(opts: { home: string; config: string; core?: number; env?: Record<string, string>; checkout?: string; nodeArgs?: string[]; stdout?: (chunk: Buffer) => void }): Promise<{ proc: ChildProcess; url: string }> {
   const proc = start(opts.core, process.execPath, [...svcNodeFlags(opts.checkout), ...(opts.nodeArgs ?? []), "bin/svc.mjs", "serve", "--port", "0", "--config", opts.config, "--no-quickstart"], {
+    ...svcEnv(opts.checkout),
     SVC_HOME: opts.home,
     ...opts.env,
   }, opts.checkout);

@@ -45,6 +45,8 @@ try {
   const tracedEnv = { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: collector?.url ?? "", OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" };
   if (process.env.TRACED === "1") await svcAt("traced", undefined, tracedEnv);
   if (process.env.TRACED_B) await svcAt("traced-b", undefined, { ...tracedEnv, ...Object.fromEntries(process.env.TRACED_B.trim().split(/\s+/).map((kv) => kv.split("=") as [string, string])) });
+  // ENV_B="K=V ...": the same svc with extra environment (e.g. glibc malloc settings) as "svc-b"
+  if (process.env.ENV_B) await svcAt("svc-b", undefined, { ...gatewayEnv, ...Object.fromEntries(process.env.ENV_B.trim().split(/\s+/).map((kv) => kv.split("=") as [string, string])) });
   const bare = start(1, process.execPath, ["--import", "tsx", "bench/bare-gateway.ts", up.url]);
   procs.push(bare);
   targets.bare = { url: `http://127.0.0.1:${Number(await firstLine(bare))}/v1/chat/completions`, headers: {}, pid: bare.pid! };
@@ -66,7 +68,7 @@ try {
   // added p50 over bare, paired within each round (both ran back to back)
   const added = (name: string) => med(p50s[name].map((p, i) => p - p50s.bare[i])).toFixed(3);
   console.log(`p50 at ${connections} connection(s), median of rounds: ` + Object.entries(p50s).map(([n, xs]) => `${n} ${med(xs).toFixed(3)} ms`).join("; ") + `; added over bare (paired): svc ${added("svc")} ms` + (p50s.baseline ? `, baseline ${added("baseline")} ms` : ""));
-  console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
+  console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per["svc-b"] ? `; svc-b / svc ${(med(per["svc-b"]) / med(per.svc)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
 } finally {
   for (const p of procs) p.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 300));
