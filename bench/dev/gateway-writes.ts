@@ -26,6 +26,7 @@ const N = Number(process.argv[2] ?? 5000);
 const CONC = Number(process.argv[3] ?? 50);
 const FLUSH = Number(process.argv[4] ?? 5000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const AUDIT_BATCH = Number(process.env.AUDIT_BATCH ?? 64); // AuditLog DIRECT_CHUNK
 
 // Count statement runs and top-level transactions on every handle (better-sqlite3's prototypes).
 const counts = { stmts: 0, tx: 0 };
@@ -152,7 +153,7 @@ async function round(): Promise<{ walBytes: number; journalBytes: number; tx: nu
       timed("journal settle", () => wal.settle(r.id));
       const e: AuditRecord = { timestamp: new Date(), apiKeyId: r.keyId, apiKeyName: r.keyName ?? undefined, organizationId: "org_a", requestId: r.requestId, action: "chat.completions", model: "gpt-x", provider: "up", status: "success", latencyMs: 3, promptTokens: 12, completionTokens: 48, costMicros: 20n, metadata: undefined as unknown as Record<string, unknown>, ipAddress: "127.0.0.1", userAgent: "OpenAI/JS 5.0.0" };
       timed("audit row", () => void audit.push(auditRow(e, auditId(e.timestamp.getTime(), ++seq, "0a1b2c3d"), e.timestamp)));
-      if (audit.length >= 64) auditWrite();
+      if (audit.length >= AUDIT_BATCH) auditWrite();
       timed("access line", () => log.access({ requestId: r.requestId, keyId: r.keyId, method: "POST", route: "/v1/chat/completions", status: 200, latencyMs: 3 }));
       timed("metrics", () => {
         hm.count("/v1/chat/completions", 200, "openai");
