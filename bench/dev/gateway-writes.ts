@@ -103,8 +103,9 @@ async function round(): Promise<{ walBytes: number; journalBytes: number; tx: nu
   let seq = 0;
   // AuditLog: a full batch of 64 rows (DIRECT_CHUNK) is written at once, as SqliteAudit.insert
   // does: the rows and their roll-up in one transaction of their own
-  const auditWrite = () => {
-    while (audit.length) auditChunk(audit.splice(0, AUDIT_BATCH));
+  const auditWrite = (all = false) => {
+    // a full batch writes whole batches (the rest waits); the limits flush drains everything
+    while (audit.length >= (all ? 1 : AUDIT_BATCH)) auditChunk(audit.splice(0, AUDIT_BATCH));
   };
   const auditChunk = (rows: AuditRow[]) => {
     const t0 = process.cpuUsage();
@@ -136,7 +137,7 @@ async function round(): Promise<{ walBytes: number; journalBytes: number; tx: nu
         if (c.length) h.prepare(sql).run(c.flatMap((x) => [...x, now]));
       });
       timed("flush: journal fold", () => wal.fold());
-      auditWrite();
+      auditWrite(true);
     })();
     wal.folded();
     const d = process.cpuUsage(t0);

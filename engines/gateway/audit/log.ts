@@ -101,7 +101,10 @@ export class AuditLog {
       this.flushScheduled = true;
       setImmediate(() => {
         this.flushScheduled = false;
-        this.flushQuietly();
+        // whole batches only: the rest waits for the next batch or the timer, so a batch is
+        // one transaction rather than a full one and a small remainder
+        const run = this.chain.then(() => this.writeQueued(true));
+        this.chain = run.catch(() => undefined);
       });
     }
   }
@@ -208,10 +211,11 @@ export class AuditLog {
     return this.queue.length;
   }
 
-  private async writeQueued(): Promise<void> {
-    if (this.queue.length === 0) return;
-    const batch = this.queue;
-    this.queue = [];
+  private async writeQueued(wholeBatches = false): Promise<void> {
+    const n = wholeBatches ? this.queue.length - (this.queue.length % this.maxBatch) : this.queue.length;
+    if (n === 0) return;
+    const batch = n === this.queue.length ? this.queue : this.queue.slice(0, n);
+    this.queue = n === this.queue.length ? [] : this.queue.slice(n);
     this.inFlight = batch.length;
     try {
       await this.writeBatch(batch);
