@@ -23,7 +23,7 @@ import { KeyAdmin } from "./key-admin";
 import { ProviderRouter } from "../providers/router";
 import { closePools } from "../providers/http";
 import { resolveSecretRef } from "../providers/credentials";
-import { AuditLog } from "./audit/log";
+import { AuditLog, SERVER_BATCH } from "./audit/log";
 import { WebhookOutbox } from "./outbox/webhooks";
 import { EmailOutbox } from "./outbox/email";
 import { Alerts } from "./alerts/alerts";
@@ -113,7 +113,7 @@ export async function createGateway(svc: GatewayHost, opts: GatewayOptions = {})
   };
   setAlertSettings("", undefined);
 
-  const audit = new AuditLog(prisma, repos.audit, { flushMs: opts.auditFlushMs, log: logMsg, writesPaused: () => svc.db.writesPaused?.() });
+  const audit = new AuditLog(prisma, repos.audit, { flushMs: opts.auditFlushMs, maxBatch: SERVER_BATCH, log: logMsg, writesPaused: () => svc.db.writesPaused?.() });
   const outbox = new WebhookOutbox(prisma, { resolveSecret: (ref) => resolveSecretRef(ref, env), log: logMsg, pollMs: opts.webhookPollMs });
   outbox.start();
   const email = new EmailOutbox(prisma, {
