@@ -161,12 +161,13 @@ export class GateLedger {
     const model = o.model ?? v.call.model;
     const provider = o.provider ?? v.call.provider;
     // a model call: its price in USD goes to the metrics and the audit log (cost may be in the key's budget currency)
-    if (o.usdMicros !== undefined) this.o.metrics?.completed(v.caller.route, provider!, model!, prompt, completion, o.usdMicros, performance.now() - v.t0);
+    const end = performance.now(); // one read for the metrics' latency and the audit row's
+    if (o.usdMicros !== undefined) this.o.metrics?.completed(v.caller.route, provider!, model!, prompt, completion, o.usdMicros, end - v.t0);
     if (!v.key) return;
     const meta = o.metadata ?? v.call.metadata ?? {};
     // a model call's row names its outcome in the status alone (the usage it had is its record)
     const errorCode = ok || o.usdMicros !== undefined ? undefined : o.status;
-    this.o.audit?.record(auditRow(v.caller, v.key, v.ts, v.call.audit, model, provider, o.status, v.t0, prompt, completion, o.usdMicros ?? (v.adm ? cost : 0), meta, errorCode));
+    this.o.audit?.record(auditRow(v.caller, v.key, v.ts, v.call.audit, model, provider, o.status, v.t0, prompt, completion, o.usdMicros ?? (v.adm ? cost : 0), meta, errorCode, end));
   }
 
   /** A call that failed after the gate admitted it: released, audited with its code. */

@@ -91,8 +91,8 @@ export class Gate extends GateLedger {
   }
 
   /** authenticate + use, before a body is read; a refused use is audited under `audit`. */
-  admit(caller: Caller, scope: Scope | null, audit: string, action?: string): KeyEntry | null {
-    const key = caller.key !== undefined ? caller.key : this.authenticate(caller, audit);
+  admit(caller: Caller, scope: Scope | null, audit: string, action?: string, now = this.now()): KeyEntry | null {
+    const key = caller.key !== undefined ? caller.key : this.authenticate(caller, audit, now);
     if (key) {
       try {
         this.use(key, caller, scope, action);

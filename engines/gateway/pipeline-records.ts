@@ -22,6 +22,7 @@ export function auditRow(
   costMicros: number,
   metadata: Record<string, unknown>,
   errorCode?: string,
+  end = performance.now(),
 ): AuditRecord {
   return {
     timestamp,
@@ -34,7 +35,7 @@ export function auditRow(
     provider,
     status,
     errorCode, // undefined on success: one object shape for every row
-    latencyMs: Math.round(performance.now() - t0),
+    latencyMs: Math.round(end - t0),
     promptTokens,
     completionTokens,
     costMicros: BigInt(costMicros),

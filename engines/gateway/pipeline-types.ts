@@ -23,6 +23,8 @@ export interface Caller {
   /** set once the caller was admitted (InferencePipeline.admit): its key, or null for anonymous
    * loopback; undefined until then (the pipeline then authenticates itself) */
   key?: KeyEntry | null;
+  /** the wall clock (ms) read when the caller was admitted, taken once by the chat that follows */
+  at?: number;
   /** set by an agent run or dispatch (engines/agents): the agent's model calls need this grant,
    * not the `inference` scope */
   grant?: "agents:run" | "agents:dispatch";

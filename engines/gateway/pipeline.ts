@@ -94,7 +94,9 @@ export class GatewayPipeline implements InferencePipeline {
   /** authenticate + key use, before the body is read (InferencePipeline.admit); a refused key
    * use is audited as chat() would have. */
   admit(caller: Caller): KeyEntry | null {
-    return this.gate.admit(caller, "inference", caller.modelCall ?? "chat.completions");
+    // the request's one wall-clock read: chat() takes it for the rate windows and the audit time
+    const now = (caller.at = this.now());
+    return this.gate.admit(caller, "inference", caller.modelCall ?? "chat.completions", undefined, now);
   }
 
   /** The scope a model call needs: inference, or the agent grant it is made under (an agent's
@@ -120,7 +122,8 @@ export class GatewayPipeline implements InferencePipeline {
 
   async chat(caller: Caller, req: ChatRequest, cancel: Cancellation): Promise<ChatStart> {
     const t0 = performance.now();
-    const now = this.now();
+    const now = caller.at ?? this.now();
+    caller.at = undefined; // one request's clock: a caller object used again reads its own
     const action: PolicyAction = req.stream ? "chat:stream" : "chat:completions";
     const run: RunCtx = {
       caller,
@@ -277,7 +280,8 @@ export class GatewayPipeline implements InferencePipeline {
   // embeddings and model listing
 
   async embed(caller: Caller, req: EmbeddingRequest): Promise<EmbeddingResult & { provider: string; model: string; rate?: RateState; cache?: Probe["state"] }> {
-    const now = this.now();
+    const now = caller.at ?? this.now();
+    caller.at = undefined;
     const admitted = caller.key !== undefined;
     const key = admitted ? (caller.key ?? null) : this.authenticate(caller, now);
     const v: Verdict = { caller, key, call: { action: "embeddings", scope: "inference", audit: "embeddings", model: req.model, metadata: {} }, adm: undefined, rate: undefined, t0: performance.now(), ts: new Date(now) };

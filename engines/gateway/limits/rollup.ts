@@ -74,14 +74,15 @@ export class UsageRollup {
 
   /** Team and organization keys whose budgets cover this key's usage (the roll-up), active ones:
    * their budget-threshold alerts follow the spend of every member key. */
-  budgetKeysAbove(k: KeyEntry, now = this.now()): KeyEntry[] {
+  budgetKeysAbove(k: KeyEntry, now?: number): KeyEntry[] {
     const s = k.spec;
     const out: KeyEntry[] = [];
+    // the clock is read only for a key with a team or organization above it (most keys have none)
     if (s.key_type === "user" && s.team_id) {
-      for (const t of this.keys.teamKeysOfMember(k)) if (this.limitsOf(t).budgeted && keyState(t, now) === "active") out.push(t);
+      for (const t of this.keys.teamKeysOfMember(k)) if (this.limitsOf(t).budgeted && keyState(t, (now ??= this.now())) === "active") out.push(t);
     }
     if (s.organization_id && s.key_type !== "organization") {
-      for (const o of this.keys.orgKeysOf(s.organization_id)) if (this.limitsOf(o).budgeted && keyState(o, now) === "active") out.push(o);
+      for (const o of this.keys.orgKeysOf(s.organization_id)) if (this.limitsOf(o).budgeted && keyState(o, (now ??= this.now())) === "active") out.push(o);
     }
     return out;
   }
