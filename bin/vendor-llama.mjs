@@ -7,6 +7,15 @@
 // `import.meta.url`, so each is replaced by the URL of the file it came from, resolved at run time
 // from wherever the package is installed. Its platform builds (@node-llama-cpp/*), native addons
 // and optional native helpers stay external and load as they did.
+//
+// Two more cuts, ~4 MB resident with a model loaded (measured with bench footprint's model row):
+// - No `keepNames`: its `__name(fn, "x")` call per function and class gave each an own `name`
+//   property (a map and a property array each). Nothing bundled reads a function's or class's
+//   name (chat wrappers carry `wrapperName`); `assertNoNameReads` fails the build if that changes.
+// - node-llama-cpp's live terminal displays (ora spinners, stdout-update progress bars, slice-ansi)
+//   are left out: its `useCiLogs` switch is set, so its progress is plain status lines, as under
+//   CI, and the left-out packages' stand-ins throw if anything still calls them. A server writes
+//   log lines, not spinners; the displays served its CLI's source builds and downloads.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -45,7 +54,7 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
   const req = createRequire(path.join(root, "package.json"));
   const index = req.resolve(LLAMA); // …/node-llama-cpp/dist/index.js
   const pkgDist = path.dirname(index);
-  await esbuild.build({
+  const result = await esbuild.build({
     stdin: { contents: `export { ${names.join(", ")} } from "${LLAMA}";`, resolveDir: root, loader: "js" },
     outfile: outFile,
     bundle: true,
@@ -55,7 +64,7 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
     // half the source text V8 keeps for lazy compilation (~1 MB); names kept for stack traces
     // and for code that reads a class's or function's name
     minify: true,
-    keepNames: true,
+    metafile: true,
     logLevel: "warning",
     external: ["@node-llama-cpp/*", "@reflink/*", "*.node"],
     banner: {
@@ -68,16 +77,50 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
     },
     plugins: [
       {
+        name: "svc-llama-displays-left-out",
+        setup(build) {
+          build.onResolve({ filter: LEFT_OUT }, (args) => ({ path: args.path, namespace: "svc-left-out" }));
+          build.onLoad({ filter: /.*/, namespace: "svc-left-out" }, (args) => ({ contents: leftOut(args.path), loader: "js" }));
+        },
+      },
+      {
         name: "svc-llama-urls",
         setup(build) {
           build.onLoad({ filter: /[\\/]node-llama-cpp[\\/]dist[\\/].*\.js$/ }, async (args) => {
             let text = await readFile(args.path, "utf8");
             const rel = path.relative(pkgDist, args.path).split(path.sep).join("/");
             if (text.includes("import.meta.url")) text = text.replaceAll("import.meta.url", `new URL(${JSON.stringify(rel)}, ${PKG_URL}).href`);
+            if (rel === "config.js") text = ciLogs(text);
             return { contents: text, loader: "js" };
           });
         },
       },
     ],
   });
+  assertNoNameReads(result.metafile);
+}
+
+/** The terminal-display packages left out of the bundle (see the top of this file). */
+const LEFT_OUT = /^(ora|stdout-update|slice-ansi)$/;
+
+/** A left-out package's stand-in: any call of it, or construction, is an error that names it. */
+function leftOut(name) {
+  const message = `${name} (a terminal display) is left out of svc's bundle of node-llama-cpp, whose progress is written as plain lines`;
+  return `module.exports = function leftOut() { throw new Error(${JSON.stringify(message)}); };`;
+}
+
+/** node-llama-cpp's config.js with `useCiLogs` on: its withOra/withProgressLog print status lines
+ * and never reach the left-out displays. A package update that renames it fails the build. */
+function ciLogs(text) {
+  const re = /export const useCiLogs = [^;\n]+;/;
+  if (!re.test(text)) throw new Error("bin/vendor-llama.mjs: node-llama-cpp's config.js no longer declares `export const useCiLogs = …;`: check how its terminal displays are chosen");
+  return text.replace(re, "export const useCiLogs = true;");
+}
+
+/** Fails the build when a bundled module reads a function's or class's name, which minifying
+ * without keepNames would change. */
+function assertNoNameReads(metafile) {
+  const reads = /\bconstructor\.name\b|\bnew\.target\.name\b/;
+  const found = Object.keys(metafile.inputs).filter((f) => !f.startsWith("<") && !f.includes(":") && reads.test(readFileSync(f, "utf8")));
+  if (found.length) throw new Error(`bin/vendor-llama.mjs: ${found.join(", ")} read a function's name; the bundle is minified without keepNames`);
 }

@@ -31,4 +31,13 @@ describe("node-llama-cpp in dist/", () => {
     expect(text.split("import.meta.url").length - 1).toBe(1);
     expect(text).toMatch(/new URL\("bindings\/[\w/]+\.js", ?__svcLlamaIndexUrl\)/);
   });
+
+  it("leaves out node-llama-cpp's terminal displays and keepNames' per-function calls (memory with a model loaded)", () => {
+    const text = readFileSync(path.join(dist, "vendor/node-llama-cpp.js"), "utf8");
+    // the stand-ins of ora, stdout-update and slice-ansi, and none of their code (stdout-update's UpdateManager)
+    expect(text.match(/is left out of svc's bundle of node-llama-cpp/g)).toHaveLength(3);
+    expect(text).not.toContain("UpdateManager");
+    // keepNames' helper, `(fn, name) => defineProperty(fn, "name", { value: name, configurable: true })`
+    expect(text).not.toMatch(/\([\w$]+,[\w$]+\)=>[\w$]+\([\w$]+,"name",\{value:[\w$]+,configurable:!0\}\)/);
+  });
 });
