@@ -80,6 +80,9 @@ async function buildVendor(esbuild) {
     banner: { js: 'import { createRequire as __svcCreateRequire } from "node:module"; const require = __svcCreateRequire(import.meta.url);' },
     platform: "node",
     target: "node20",
+    // comments and indentation out (names kept): V8 holds each module's source for as long as it
+    // runs, and a comment with a character past U+00FF (js-yaml's) doubles it (issue 43)
+    minifyWhitespace: true,
     logLevel: "warning",
     plugins: [
       {

@@ -35,7 +35,9 @@ export async function writeKindValidators(root, builtDir) {
     ajv.addSchema(schema, `svc-kind:${kind}`);
     names[kind] = `svc-kind:${kind}`;
   }
-  const code = standaloneCode(ajv, names);
+  // ASCII only: one character past U+00FF (an ellipsis in a message) made V8 hold the whole
+  // ~0.6 MB source as a two-byte string, twice the memory, in every server (issue 43)
+  const code = standaloneCode(ajv, names).replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
   const out = path.join(root, "manifests", "generated");
   mkdirSync(out, { recursive: true });
   const text = [

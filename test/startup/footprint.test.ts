@@ -1,6 +1,6 @@
 // Memory at rest (issue 43): a gateway-only server keeps out what it does not use. Beside what
 // lazy-loading.test.ts checks (node-llama-cpp, the MCP SDK), a single SQLite server loads neither
-// PostgreSQL's client nor Redis's, and starts no store thread until there is a write: not at
+// PostgreSQL's client nor Redis's (nor, without a bedrock Provider, the AWS signer), and starts no store thread until there is a write: not at
 // start, not at the first audit-retention run (5 s in) when nothing is past the cutoff. The
 // first write (an admin key created, audited) starts the checkpoint thread. A loader hook
 // (record-loads.mjs) writes the URL of every ES module the process loads, worker files included.
@@ -37,6 +37,8 @@ describe("a gateway-only server at rest", () => {
       await new Promise((r) => setTimeout(r, 5500));
       expect(loads().some((u) => u.endsWith("/dist/boot/engines.js")), "the hook sees the server's modules").toBe(true);
       for (const [name, re] of Object.entries(SHARED_ONLY)) expect(loads().filter((u) => re.test(u)), name).toEqual([]);
+      // no bedrock Provider here: the AWS signer and event-stream codec are not loaded
+      expect(loads().filter((u) => /\/node_modules\/@(smithy|aws-crypto)\//.test(u))).toEqual([]);
       expect(loads().filter((u) => STORE_THREADS.test(u))).toEqual([]);
       // the query compiler's base64 module is required and dropped (prisma/query-compiler-wasm.ts),
       // not imported as an ES module, which would keep its 2.5 MB string for good

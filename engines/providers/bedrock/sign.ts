@@ -2,8 +2,8 @@
 // @aws-crypto/sha256-js, as the AWS SDK signs. Credentials come by reference as JSON
 // ({"accessKeyId", "secretAccessKey", "sessionToken"?}, the shape of `aws configure export-
 // credentials`) or as ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN].
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
+// The signer's packages load with the first signed request: a server without a bedrock Provider
+// keeps none of them (~2 MB of heap, issue 43).
 import { SvcError } from "../../errors";
 import { rememberSecret } from "../redact";
 
@@ -51,6 +51,7 @@ function parseText(text: string): any {
 
 /** The headers that sign a POST of `body` to `url` (path as sent, already escaped once). */
 export async function signedHeaders(creds: AwsCredentials, region: string, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+  const [{ SignatureV4 }, { Sha256 }] = await signerModules();
   const signer = new SignatureV4({ credentials: creds, region, service: "bedrock", sha256: Sha256 });
   const query: Record<string, string> = {};
   url.searchParams.forEach((v, k) => (query[k] = v));
@@ -68,3 +69,6 @@ export async function signedHeaders(creds: AwsCredentials, region: string, url: 
   for (const [k, v] of Object.entries(signed.headers)) if (k.toLowerCase() !== "host") out[k] = String(v);
   return out;
 }
+
+let modules: Promise<[typeof import("@smithy/signature-v4"), typeof import("@aws-crypto/sha256-js")]> | undefined;
+const signerModules = () => (modules ??= Promise.all([import("@smithy/signature-v4"), import("@aws-crypto/sha256-js")]));

@@ -1,9 +1,8 @@
 // Bedrock ConverseStream: the body is application/vnd.amazon.eventstream, binary frames decoded
 // with @smithy/eventstream-codec. Each event message names its type in the `:event-type` header
 // (messageStart, contentBlockStart, contentBlockDelta, contentBlockStop, messageStop, metadata)
-// and carries JSON; an `:message-type: exception` frame is a failure mid-stream.
-import { EventStreamCodec } from "@smithy/eventstream-codec";
-import { fromUtf8, toUtf8 } from "@smithy/util-utf8";
+// and carries JSON; an `:message-type: exception` frame is a failure mid-stream. The codec's
+// packages load with the first stream (a server without a bedrock Provider keeps none of them).
 import type { Dispatcher } from "undici";
 import type { Cancellation } from "../../chat/cancel";
 import type { ChatEvent, ChatRequest } from "../../chat/types";
@@ -13,8 +12,12 @@ import type { RouteTarget } from "../types";
 import { SvcError } from "../../errors";
 import { finishOf } from "./response";
 
+let modules: Promise<[typeof import("@smithy/eventstream-codec"), typeof import("@smithy/util-utf8")]> | undefined;
+const codecModules = () => (modules ??= Promise.all([import("@smithy/eventstream-codec"), import("@smithy/util-utf8")]));
+
 /** The decoded event messages of an event-stream body. */
 async function* frames(t: RouteTarget, res: Dispatcher.ResponseData, cancel?: Cancellation): AsyncGenerator<{ type: string; messageType: string; body: any }> {
+  const [{ EventStreamCodec }, { fromUtf8, toUtf8 }] = await codecModules();
   const codec = new EventStreamCodec(toUtf8, fromUtf8);
   let buf: Buffer = Buffer.alloc(0);
   try {
