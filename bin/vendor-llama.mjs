@@ -77,6 +77,16 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
     },
     plugins: [
       {
+        // fs-extra (CommonJS, ~200 exports) is imported by ~40 of the package's modules; esbuild
+        // gives each importing module its own ES-module copy of it, a getter closure per export
+        // (~5,000 closures kept for good). One ES-module wrapper, imported by all, makes one copy.
+        name: "svc-cjs-once",
+        setup(build) {
+          build.onResolve({ filter: CJS_ONCE }, (args) => (args.namespace === "svc-cjs-once" ? undefined : { path: args.path, namespace: "svc-cjs-once", pluginData: args.resolveDir }));
+          build.onLoad({ filter: /.*/, namespace: "svc-cjs-once" }, (args) => ({ contents: `import m from ${JSON.stringify(args.path)}; export default m;`, resolveDir: args.pluginData, loader: "js" }));
+        },
+      },
+      {
         name: "svc-llama-displays-left-out",
         setup(build) {
           build.onResolve({ filter: LEFT_OUT }, (args) => ({ path: args.path, namespace: "svc-left-out" }));
@@ -99,6 +109,9 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
   });
   assertNoNameReads(result.metafile);
 }
+
+/** CommonJS packages imported (default import) by many of the package's modules. */
+const CJS_ONCE = /^fs-extra$/;
 
 /** The terminal-display packages left out of the bundle (see the top of this file). */
 const LEFT_OUT = /^(ora|stdout-update|slice-ansi)$/;
