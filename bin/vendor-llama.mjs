@@ -8,7 +8,7 @@
 // from wherever the package is installed. Its platform builds (@node-llama-cpp/*), native addons
 // and optional native helpers stay external and load as they did.
 //
-// Two more cuts, ~4 MB resident with a model loaded (measured with bench footprint's model row):
+// Three more cuts, ~4 MB resident and ~2 MB of heap with a model loaded (bench footprint's model row):
 // - No `keepNames`: its `__name(fn, "x")` call per function and class gave each an own `name`
 //   property (a map and a property array each). Nothing bundled reads a function's or class's
 //   name (chat wrappers carry `wrapperName`); `assertNoNameReads` fails the build if that changes.
@@ -16,6 +16,7 @@
 //   are left out: its `useCiLogs` switch is set, so its progress is plain status lines, as under
 //   CI, and the left-out packages' stand-ins throw if anything still calls them. A server writes
 //   log lines, not spinners; the displays served its CLI's source builds and downloads.
+// - fs-extra wrapped once as an ES module (the `svc-cjs-once` plugin below).
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -61,8 +62,7 @@ export async function buildLlamaVendor(esbuild, root, files, outFile) {
     format: "esm",
     platform: "node",
     target: "node20",
-    // half the source text V8 keeps for lazy compilation (~1 MB); names kept for stack traces
-    // and for code that reads a class's or function's name
+    // half the source text V8 keeps for lazy compilation (~1 MB); without keepNames (see the top)
     minify: true,
     metafile: true,
     logLevel: "warning",
