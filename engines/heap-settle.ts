@@ -6,8 +6,8 @@
 // V8 when they are idle; Node does not, so svc asks once itself, through the inspector's
 // HeapProfiler.collectGarbage (in process, no port): V8's low-memory collection. It waits for a
 // second in which the event loop was idle (under 2% busy: a request, a stream or a load in
-// progress keeps it waiting), runs at most once per request to settle, and pauses the loop for
-// ~20-60 ms.
+// progress keeps it waiting), runs once however often it was asked meanwhile, and pauses the
+// loop for ~20-60 ms.
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 
 const CHECK_MS = 1000;
