@@ -1,8 +1,9 @@
 // Memory at rest (issue 43): a gateway-only server keeps out what it does not use. Beside what
 // lazy-loading.test.ts checks (node-llama-cpp, the MCP SDK), a single SQLite server loads neither
-// PostgreSQL's client nor Redis's (nor, without a bedrock Provider, the AWS signer), and starts no store thread until there is a write: not at
-// start, not at the first audit-retention run (5 s in) when nothing is past the cutoff. The
-// first write (an admin key created, audited) starts the checkpoint thread. A loader hook
+// PostgreSQL's client nor Redis's (nor, without a bedrock Provider, the AWS signer), and starts
+// no store thread until there is a write: not at start, not at the first audit-retention run
+// (5 s in) when nothing is past the cutoff. The first write (an admin key created, audited)
+// starts the checkpoint thread. A loader hook
 // (record-loads.mjs) writes the URL of every ES module the process loads, worker files included.
 // Prisma's query compiler comes from the module that lets its base64 text go after one decode.
 import { spawn } from "node:child_process";
