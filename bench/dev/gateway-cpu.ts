@@ -12,7 +12,7 @@
 // CONN=1 runs one connection instead of 50 and adds each path's p50: the one-connection added
 // latency over bare (the issue's second must-show), paired round by round.
 //   [RATE=n] [CONN=n] [TRACED=1] [TRACED_B=…] node --import tsx bench/dev/gateway-cpu.ts [rounds] [seconds]
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, firstLine, gatewayEnv, gatewayKey, loadRun, start, startStandinGateway, startSvcProcess } from "../processes";
@@ -21,6 +21,8 @@ import { startCollector } from "../otlp-collector";
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
 const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
+/** system CPU alone (µs), for SPLIT=1's user/system breakdown */
+const sys = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[12]) * 1e4;
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 5);
@@ -56,11 +58,13 @@ try {
   for (let i = 0; i < rounds; i++) {
     for (const [name, t] of i % 2 ? Object.entries(targets).reverse() : Object.entries(targets)) {
       const c0 = cpu(t.pid);
+      const s0 = sys(t.pid);
       const r = await loadRun({ ...t, body: BODY, connections, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
+      const sysUs = (sys(t.pid) - s0) / (r.rps * seconds);
       (per[name] ??= []).push(us);
       (p50s[name] ??= []).push(r.p50);
-      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request, p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
+      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request (${Math.round(sysUs)} system), p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
     }
   }
   if (collector) { const n = await collector.counts(); console.log(`collector: ${n.posts} export requests, ${Math.round(n.bytes / Math.max(1, n.posts))} bytes each`); }

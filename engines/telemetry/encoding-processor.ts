@@ -11,6 +11,11 @@ import { TraceFlags, context, diag } from "@opentelemetry/api";
 import { ExportResultCode, getNumberFromEnv, globalErrorHandler, suppressTracing, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { addSpan, encodeBatch, type Batch } from "./otlp-proto";
+import { addLight } from "./otlp-light";
+import type { LightSpan } from "./light-span";
+
+type Resource = ReadableSpan["resource"];
+type Scope = ReadableSpan["instrumentationScope"];
 import { Writer } from "./otlp-writer";
 
 /** One request's bytes and how many spans they hold (the exporter's metrics count spans). */
@@ -71,16 +76,36 @@ export class EncodingSpanProcessor implements SpanProcessor {
   onStart(_span: Span): void {}
 
   onEnd(span: ReadableSpan): void {
-    if (this.stopping || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (!this.admit(span.spanContext().traceFlags)) return;
+    addSpan(this.batch, span, this.writer);
+    this.added();
+  }
+
+  /** The entry for light spans (light-tracer.ts) of one resource and scope. */
+  lightSink(resource: Resource, scope: Scope): (span: LightSpan) => void {
+    return (span) => {
+      if (!this.admit(span.spanContext().traceFlags)) return;
+      addLight(this.batch, resource, scope, span, this.writer);
+      this.added();
+    };
+  }
+
+  /** whether an ended span is queued: sampled, the processor running and its queue not full */
+  private admit(flags: number): boolean {
+    if (this.stopping || (flags & TraceFlags.SAMPLED) === 0) return false;
     if (this.count + this.waiting >= this.maxQueue) {
       if (this.dropped++ === 0) diag.debug("maxQueueSize reached, dropping spans");
-      return;
+      return false;
     }
     if (this.dropped > 0) {
       diag.warn(`Dropped ${this.dropped} spans because maxQueueSize reached`);
       this.dropped = 0;
     }
-    addSpan(this.batch, span, this.writer);
+    return true;
+  }
+
+  /** a span was encoded into the batch being filled: a full batch is sealed and sent */
+  private added(): void {
     if (++this.count >= this.maxBatch) {
       this.seal();
       this.next();

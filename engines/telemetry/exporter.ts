@@ -1,23 +1,26 @@
 // The OTLP/HTTP trace exporters. http/json: the official one (@opentelemetry/exporter-trace-otlp-http)
-// behind the SDK's BatchSpanProcessor. http/protobuf: the official one's parts (otlp-exporter-base's
+// behind the SDK's BatchSpanProcessor, fed by the SDK's spans. http/protobuf (light spans,
+// light-tracer.ts): the official one's parts (otlp-exporter-base's
 // HTTP export delegate: OTEL_EXPORTER_OTLP_* settings, headers, compression, timeout, retries and
 // the concurrency limit; otlp-transformer's metrics helper and response parser) sending the bytes
 // svc's span processor encoded as the spans ended (encoding-processor.ts), which keeps no span
 // object alive until its batch is sent.
 import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base";
-import type { BatchExporter, EncodedBatch } from "./encoding-processor";
+import type { BatchExporter, EncodedBatch, EncodingSpanProcessor } from "./encoding-processor";
 
 export interface ExporterOptions {
   url?: string;
   headers?: Record<string, string>;
 }
 
-/** The span processor and exporter for a protocol. */
-export async function otlpProcessor(protocol: "http/protobuf" | "http/json", opts: ExporterOptions): Promise<SpanProcessor> {
-  if (protocol === "http/json") {
-    const [{ BatchSpanProcessor }, exporter] = await Promise.all([import("@opentelemetry/sdk-trace-base"), otlpJsonExporter(opts)]);
-    return new BatchSpanProcessor(exporter);
-  }
+/** http/json: the SDK's BatchSpanProcessor and the official exporter. */
+export async function otlpJsonProcessor(opts: ExporterOptions): Promise<SpanProcessor> {
+  const [{ BatchSpanProcessor }, exporter] = await Promise.all([import("@opentelemetry/sdk-trace-base"), otlpJsonExporter(opts)]);
+  return new BatchSpanProcessor(exporter);
+}
+
+/** http/protobuf: svc's encoding span processor and the official exporter's transport. */
+export async function otlpProtobufProcessor(opts: ExporterOptions): Promise<EncodingSpanProcessor> {
   const [{ EncodingSpanProcessor, batchOptionsFromEnv }, exporter] = await Promise.all([import("./encoding-processor"), otlpProtobufExporter(opts)]);
   return new EncodingSpanProcessor(exporter, batchOptionsFromEnv());
 }

@@ -62,7 +62,7 @@ function anyValue(w: Writer, v: Value): void {
 }
 
 /** one KeyValue message (its tag written by the caller) */
-function keyValue(w: Writer, k: string, v: Value): void {
+export function keyValue(w: Writer, k: string, v: Value): void {
   const kv = w.open();
   w.tag(1, 2);
   w.str(k);
@@ -84,10 +84,10 @@ function attributes(w: Writer, attrs: Record<string, Value>, field: number): voi
 }
 
 /** OTLP's span flags: the W3C trace flags, and whether the parent is remote (known) */
-const flagsOf = (traceFlags: number, remote: boolean | undefined) => (traceFlags & 0xff) | 0x100 | (remote ? 0x200 : 0);
+export const flagsOf = (traceFlags: number, remote: boolean | undefined) => (traceFlags & 0xff) | 0x100 | (remote ? 0x200 : 0);
 
 /** fields 1 to 3 of a Span and of a Link alike: trace id, span id and, when set, trace state */
-function ids(w: Writer, c: SpanContext): void {
+export function ids(w: Writer, c: SpanContext): void {
   w.tag(1, 2);
   w.hex(c.traceId);
   w.tag(2, 2);
@@ -99,7 +99,7 @@ function ids(w: Writer, c: SpanContext): void {
   }
 }
 
-function event(w: Writer, e: TimedEvent): void {
+export function event(w: Writer, e: TimedEvent): void {
   const at = w.open();
   w.tag(1, 1);
   w.time(e.time);
@@ -111,7 +111,7 @@ function event(w: Writer, e: TimedEvent): void {
   w.close(at);
 }
 
-function link(w: Writer, l: Link): void {
+export function link(w: Writer, l: Link): void {
   const at = w.open();
   const c: SpanContext = l.context;
   ids(w, c);
@@ -179,8 +179,8 @@ function encodeSpan(w: Writer, s: ReadableSpan): void {
   span(w, s);
 }
 
-type Resource = ReadableSpan["resource"];
-type Scope = ReadableSpan["instrumentationScope"] & { attributes?: Attributes; droppedAttributesCount?: number };
+export type Resource = ReadableSpan["resource"];
+export type Scope = ReadableSpan["instrumentationScope"] & { attributes?: Attributes; droppedAttributesCount?: number };
 
 /** One resource's scopes, each with its spans already encoded (encodeSpan), in first-seen order. */
 export type Batch = Map<Resource, Map<Scope, Writer>>;
@@ -242,11 +242,16 @@ export function encodeBatch(batch: Batch): Uint8Array {
 /** Encodes `span` into `batch` under its resource and scope, in first-seen order as the official
  * serializer groups them; `writer` gives the buffer for a scope seen for the first time. */
 export function addSpan(batch: Batch, span: ReadableSpan, writer: () => Writer): void {
-  let scopes = batch.get(span.resource);
-  if (!scopes) batch.set(span.resource, (scopes = new Map()));
-  let w = scopes.get(span.instrumentationScope);
-  if (!w) scopes.set(span.instrumentationScope, (w = writer()));
-  encodeSpan(w, span);
+  encodeSpan(scopeWriter(batch, span.resource, span.instrumentationScope, writer), span);
+}
+
+/** The buffer of a resource's scope in a batch, made when first seen. */
+export function scopeWriter(batch: Batch, resource: Resource, scope: Scope, writer: () => Writer): Writer {
+  let scopes = batch.get(resource);
+  if (!scopes) batch.set(resource, (scopes = new Map()));
+  let w = scopes.get(scope);
+  if (!w) scopes.set(scope, (w = writer()));
+  return w;
 }
 
 /** ExportTraceServiceRequest for these spans at once (the tests' comparison with the official

@@ -85,41 +85,94 @@ export class Writer {
     this.pos += this.buf.write(s, this.pos, len, "utf8");
   }
 
-  /** 16 or 8 bytes from a trace or span id's hex */
+  /** 16 or 8 bytes from a trace or span id's hex. The ids met last are remembered with their
+   * bytes: a request's spans share its trace id, and a span's id is met again as its child's parent. */
   hex(h: string): void {
     const n = h.length >> 1;
     this.room(n + 1);
     const b = this.buf;
     let p = this.pos;
     b[p++] = n;
-    for (let i = 0; i < h.length; i += 2) b[p++] = HEX[((h.charCodeAt(i) & 0x7f) << 7) | (h.charCodeAt(i + 1) & 0x7f)];
+    const m = seen.indexOf(h);
+    if (m >= 0) {
+      const from = m * 16;
+      for (let i = 0; i < n; i++) b[p++] = seenBytes[from + i];
+    } else {
+      const from = (seenNext = (seenNext + 1) & 7) * 16;
+      seen[seenNext] = h;
+      for (let i = 0, j = from; i < h.length; i += 2) b[p++] = seenBytes[j++] = HEX[((h.charCodeAt(i) & 0x7f) << 7) | (h.charCodeAt(i + 1) & 0x7f)];
+    }
     this.pos = p;
   }
 
   fixed32(v: number): void {
     this.room(4);
-    this.buf.writeUInt32LE(v >>> 0, this.pos);
-    this.pos += 4;
+    this.le32(v >>> 0);
+  }
+
+  /** four bytes little-endian, room already made (Buffer's writeUInt32LE checks each call) */
+  private le32(v: number): void {
+    const b = this.buf;
+    let p = this.pos;
+    b[p++] = v & 0xff;
+    b[p++] = (v >>> 8) & 0xff;
+    b[p++] = (v >>> 16) & 0xff;
+    b[p++] = v >>> 24;
+    this.pos = p;
   }
 
   /** an HrTime as nanoseconds since the epoch (fixed64), with the official writer's arithmetic */
   time(t: HrTime): void {
-    const sLow = t[0] & 0xffff;
-    const sHigh = (t[0] / 0x10000) >>> 0;
+    this.nanos(t[0], t[1]);
+  }
+
+  private nanos(s: number, ns: number): void {
+    const sLow = s & 0xffff;
+    const sHigh = (s / 0x10000) >>> 0;
     const fromLow = sLow * 1e9;
     const fromHigh = sHigh * 1e9;
-    const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 0x10000) >>> 0) + t[1];
+    const low = (fromLow >>> 0) + (((fromHigh & 0xffff) * 0x10000) >>> 0) + ns;
     const high = (Math.floor(fromLow / 0x100000000) + ((fromHigh / 0x10000) >>> 0) + Math.floor(low / 0x100000000)) >>> 0;
     this.room(8);
-    this.buf.writeUInt32LE(low >>> 0, this.pos);
-    this.buf.writeUInt32LE(high, this.pos + 4);
-    this.pos += 8;
+    this.le32(low >>> 0);
+    this.le32(high);
+  }
+
+  /** epoch milliseconds plus a duration in ms (a light span's times) as nanoseconds (fixed64) */
+  msTime(ms: number, plusMs = 0): void {
+    const sec = Math.floor(ms / 1000);
+    let ns = Math.round((ms - sec * 1000) * 1e6) + Math.round(plusMs * 1e6);
+    const more = Math.floor(ns / 1e9);
+    this.nanos(sec + more, ns - more * 1e9);
   }
 
   /** open a length-delimited field: one byte kept for the length (most messages are short) */
   open(): number {
     this.room(1);
     return this.pos++;
+  }
+
+  /** open a field that mostly takes 128 bytes to 16 KB (a span): two bytes kept for its length */
+  open2(): number {
+    this.room(2);
+    const at = this.pos;
+    this.pos += 2;
+    return at;
+  }
+
+  /** close a field opened by open2: its body moved only when its length needs other than two bytes */
+  close2(at: number): void {
+    const len = this.pos - at - 2;
+    const size = len < 0x80 ? 1 : len < 0x4000 ? 2 : len < 0x200000 ? 3 : len < 0x10000000 ? 4 : 5;
+    if (size !== 2) {
+      this.room(size);
+      this.buf.copyWithin(at + size, at + 2, this.pos);
+      this.pos += size - 2;
+    }
+    const end = this.pos;
+    this.pos = at;
+    this.u32(len);
+    this.pos = end;
   }
 
   /** close it: the length written, the body moved on when it needs more than the one byte */
@@ -139,6 +192,11 @@ export class Writer {
     this.pos = end;
   }
 }
+
+/** the last eight ids hex() met, and their bytes (16 each) */
+const seen: string[] = new Array(8).fill("");
+const seenBytes = new Uint8Array(8 * 16);
+let seenNext = 0;
 
 const nibble = (c: number) => (c <= 57 ? c - 48 : c <= 70 ? c - 55 : c - 87);
 /** a byte from two hex digits' char codes, (high << 7) | low */

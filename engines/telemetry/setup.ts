@@ -6,7 +6,11 @@
 // tracing loads none of it. The exporters read the other OTEL_EXPORTER_OTLP_* variables (headers,
 // timeout, compression) themselves; the SDK reads OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*.
 // Several servers in one process (a test's replicas) share one pipeline, stopped by the last.
+import type { Tracer } from "@opentelemetry/api";
+import type { Resource } from "@opentelemetry/resources";
+import type { Sampler } from "@opentelemetry/sdk-trace-base";
 import { tracing } from "./index";
+import type { ExporterOptions } from "./exporter";
 
 /** The Server manifest's `tracing` (schemas/kinds/server-tracing.ts), header values resolved. */
 export interface TracingSettings {
@@ -20,10 +24,38 @@ export interface TracingSettings {
   recordContent?: boolean;
 }
 
-interface Running {
-  key: string;
+interface Pipeline {
+  tracer: Tracer;
   shutdown(): Promise<void>;
   flush(): Promise<void>;
+}
+
+interface Running extends Omit<Pipeline, "tracer"> {
+  key: string;
+}
+
+/** http/json: the SDK's tracer, spans and BatchSpanProcessor, the official exporter. */
+async function sdkPipeline(resource: Resource, version: string, sampler: Sampler | undefined, opts: ExporterOptions): Promise<Pipeline> {
+  const [{ BasicTracerProvider }, { otlpJsonProcessor }] = await Promise.all([import("@opentelemetry/sdk-trace-base"), import("./exporter")]);
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [await otlpJsonProcessor(opts)], ...(sampler ? { sampler } : {}) });
+  return { tracer: provider.getTracer("svc", version), shutdown: () => provider.shutdown(), flush: () => provider.forceFlush() };
+}
+
+/** http/protobuf: light spans (light-tracer.ts) encoded as they end by svc's span processor, with
+ * the sampler and span limits the SDK's provider would configure from the same OTEL_* variables. */
+async function lightPipeline(resource: Resource, version: string, sampler: Sampler | undefined, opts: ExporterOptions): Promise<Pipeline> {
+  const [{ RandomIdGenerator }, { loadDefaultConfig }, { reconfigureLimits }, { LightTracer }, { otlpProtobufProcessor }] = await Promise.all([
+    import("@opentelemetry/sdk-trace-base"),
+    import("@opentelemetry/sdk-trace-base/build/src/config.js"),
+    import("@opentelemetry/sdk-trace-base/build/src/utility.js"),
+    import("./light-tracer"),
+    import("./exporter"),
+  ]);
+  const processor = await otlpProtobufProcessor(opts);
+  const config = loadDefaultConfig(); // as BasicTracerProvider merges them
+  const limits = { ...config.spanLimits, ...reconfigureLimits({}).spanLimits };
+  const tracer = new LightTracer(sampler ?? config.sampler, new RandomIdGenerator(), limits, processor.lightSink(resource, { name: "svc", version }));
+  return { tracer, shutdown: () => processor.shutdown(), flush: () => processor.forceFlush() };
 }
 
 let running: Running | undefined;
@@ -55,27 +87,20 @@ export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: 
   users++;
   if (running?.key === key) return true;
   if (running) await stopPipeline();
-  const [{ BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
+  const [{ ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
     import("@opentelemetry/sdk-trace-base"),
     import("@opentelemetry/resources"),
     import("./spans"),
   ]);
   const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
   const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
-  const processor = await (await import("./exporter")).otlpProcessor(protocol, exporterOpts);
   const resource = resourceFromAttributes({ "service.name": s?.serviceName ?? env.OTEL_SERVICE_NAME?.trim() ?? "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
   await resource.waitForAsyncAttributes?.(); // settled before spans are encoded as they end
-  const provider = new BasicTracerProvider({
-    resource,
-    spanProcessors: [processor],
-    ...(s?.sampleRatio !== undefined ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.sampleRatio) }) } : {}),
-  });
-  tracing.spans = makeSpans(provider.getTracer("svc", version), s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT));
-  running = {
-    key,
-    shutdown: () => provider.shutdown(),
-    flush: () => provider.forceFlush(),
-  };
+  const sampler = s?.sampleRatio !== undefined ? new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.sampleRatio) }) : undefined;
+  const content = s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT);
+  const pipeline = protocol === "http/protobuf" ? await lightPipeline(resource, version, sampler, exporterOpts) : await sdkPipeline(resource, version, sampler, exporterOpts);
+  tracing.spans = makeSpans(pipeline.tracer, content);
+  running = { key, shutdown: pipeline.shutdown, flush: pipeline.flush };
   return true;
 }
 

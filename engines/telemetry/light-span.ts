@@ -1,0 +1,194 @@
+// svc's span for the OTLP http/protobuf pipeline: the OpenTelemetry API's Span, recording what the
+// SDK's span records (attributes under the span limits, events, links, status, name, start and end
+// time with the SDK's clock: wall-clock start, monotonic duration) with less work per span: the
+// attributes go into two arrays rather than a many-keyed object, the times stay numbers until they
+// are encoded, and the ended span goes straight to the encoding span processor
+// (encoding-processor.ts), which writes its protobuf at once (otlp-proto.ts's addLight). The SDK's
+// span did all this at about three times the CPU, which at 100% sampling was most of what tracing
+// cost a busy gateway (docs/observability.md). light-tracer.ts starts these spans.
+import { SpanStatusCode, diag, type Attributes, type AttributeValue, type Exception, type Link, type Span, type SpanContext, type SpanStatus, type TimeInput } from "@opentelemetry/api";
+import { isAttributeValue } from "@opentelemetry/core";
+
+/** What a span needs of its tracer: where it goes when it ends, and the limits it keeps. */
+export interface LightOwner {
+  readonly countLimit: number;
+  readonly lengthLimit: number;
+  readonly eventLimit: number;
+  readonly linkLimit: number;
+  ended(span: LightSpan): void;
+}
+
+/** An event as the encoder writes it (the SDK's TimedEvent, its time as epoch milliseconds). */
+export interface LightEvent {
+  name: string;
+  ms: number;
+  attributes: Attributes;
+}
+
+/** Epoch milliseconds of a TimeInput (a performance.now() timestamp, epoch ms, Date or HrTime). */
+export function epochMs(t: TimeInput): number {
+  if (typeof t === "number") return t <= performance.now() ? t + performance.timeOrigin : t;
+  if (t instanceof Date) return t.getTime();
+  return t[0] * 1000 + t[1] / 1e6;
+}
+
+export class LightSpan implements Span {
+  /** attribute keys and values, in the order first set (the SDK's object's key order) */
+  readonly keys: string[] = [];
+  readonly values: AttributeValue[] = [];
+  droppedAttributes = 0;
+  events: LightEvent[] | undefined;
+  droppedEvents = 0;
+  links: Link[] | undefined;
+  droppedLinks = 0;
+  statusCode: SpanStatusCode = SpanStatusCode.UNSET;
+  statusMessage: string | undefined;
+  /** wall-clock start (epoch ms) and the monotonic clock then, as the SDK's span keeps them */
+  readonly startMs: number;
+  private readonly perf0: number;
+  /** duration in ms, once ended */
+  durationMs = -1;
+
+  constructor(
+    private readonly owner: LightOwner,
+    private readonly ctx: SpanContext,
+    public name: string,
+    /** the API's SpanKind */
+    readonly kind: number,
+    /** the parent's span id and whether it came from another process; undefined for a root */
+    readonly parentId: string | undefined,
+    readonly parentRemote: boolean,
+    startTime?: TimeInput,
+  ) {
+    this.perf0 = performance.now();
+    this.startMs = startTime === undefined ? Date.now() : epochMs(startTime);
+  }
+
+  spanContext(): SpanContext {
+    return this.ctx;
+  }
+
+  setAttribute(key: string, value: AttributeValue): this {
+    if (value == null || this.durationMs >= 0) return this;
+    if (key.length === 0) {
+      diag.warn(`Invalid attribute key: ${key}`);
+      return this;
+    }
+    const t = typeof value;
+    if (t !== "string" && t !== "number" && t !== "boolean" && !isAttributeValue(value)) {
+      diag.warn(`Invalid attribute value set for key: ${key}`);
+      return this;
+    }
+    const keys = this.keys;
+    let i = keys.length - 1;
+    while (i >= 0 && keys[i] !== key) i--;
+    if (i < 0 && keys.length >= this.owner.countLimit) {
+      this.droppedAttributes++;
+      return this;
+    }
+    // an array is copied (as the SDK's span does): the caller may change its own afterwards
+    const v = t === "object" ? truncate((value as unknown[]).slice() as AttributeValue, this.owner.lengthLimit) : this.owner.lengthLimit === Infinity ? value : truncate(value, this.owner.lengthLimit);
+    if (i < 0) {
+      keys.push(key);
+      this.values.push(v);
+    } else this.values[i] = v;
+    return this;
+  }
+
+  setAttributes(attributes: Attributes): this {
+    for (const key in attributes) if (Object.prototype.hasOwnProperty.call(attributes, key)) this.setAttribute(key, attributes[key]!);
+    return this;
+  }
+
+  addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
+    if (this.durationMs >= 0) return this;
+    const isTime = attributesOrTime instanceof Date || typeof attributesOrTime === "number" || Array.isArray(attributesOrTime);
+    const at = isTime ? (time ?? (attributesOrTime as TimeInput)) : time;
+    const attributes = !isTime && attributesOrTime ? clean(attributesOrTime as Attributes, this.owner.lengthLimit) : {};
+    if (this.owner.eventLimit === 0) {
+      this.droppedEvents++;
+      return this;
+    }
+    const events = (this.events ??= []);
+    if (events.length >= this.owner.eventLimit) {
+      events.shift();
+      this.droppedEvents++;
+    }
+    events.push({ name, ms: at === undefined ? this.startMs + (performance.now() - this.perf0) : epochMs(at), attributes });
+    return this;
+  }
+
+  addLink(link: Link): this {
+    if (this.durationMs >= 0) return this;
+    if (this.owner.linkLimit === 0) {
+      this.droppedLinks++;
+      return this;
+    }
+    const links = (this.links ??= []);
+    if (links.length >= this.owner.linkLimit) {
+      links.shift();
+      this.droppedLinks++;
+    }
+    links.push(link.attributes ? { context: link.context, attributes: clean(link.attributes, this.owner.lengthLimit) } : { context: link.context });
+    return this;
+  }
+
+  addLinks(links: Link[]): this {
+    for (const l of links) this.addLink(l);
+    return this;
+  }
+
+  setStatus(status: SpanStatus): this {
+    if (this.durationMs >= 0 || status.code === SpanStatusCode.UNSET || this.statusCode === SpanStatusCode.OK) return this;
+    this.statusCode = status.code;
+    this.statusMessage = status.code === SpanStatusCode.ERROR && typeof status.message === "string" ? status.message : undefined;
+    return this;
+  }
+
+  updateName(name: string): this {
+    if (this.durationMs < 0) this.name = name;
+    return this;
+  }
+
+  end(endTime?: TimeInput): void {
+    if (this.durationMs >= 0) {
+      diag.error(`${this.name} ${this.ctx.traceId}-${this.ctx.spanId} - You can only call end() on a span once.`);
+      return;
+    }
+    const d = endTime === undefined ? performance.now() - this.perf0 : epochMs(endTime) - this.startMs;
+    this.durationMs = d > 0 ? d : 0;
+    this.owner.ended(this);
+  }
+
+  isRecording(): boolean {
+    return this.durationMs < 0;
+  }
+
+  recordException(exception: Exception, time?: TimeInput): void {
+    const attributes: Attributes = {};
+    if (typeof exception === "string") attributes["exception.message"] = exception;
+    else if (exception) {
+      const type = exception.code ?? exception.name;
+      if (type) attributes["exception.type"] = String(type);
+      if (exception.message) attributes["exception.message"] = exception.message;
+      if (exception.stack) attributes["exception.stacktrace"] = exception.stack;
+    }
+    if (attributes["exception.type"] || attributes["exception.message"]) this.addEvent("exception", attributes, time);
+    else diag.warn(`Failed to record an exception ${exception}`);
+  }
+}
+
+/** an event's or link's attributes as the SDK keeps them: valid keys and values, under the length limit */
+function clean(attributes: Attributes, limit: number): Attributes {
+  const out: Attributes = {};
+  for (const [k, v] of Object.entries(attributes)) if (k && v != null && isAttributeValue(v)) out[k] = truncate(Array.isArray(v) ? (v.slice() as AttributeValue) : v, limit);
+  return out;
+}
+
+/** a value under the span limits' length limit (strings, and the strings of an array) */
+function truncate(v: AttributeValue, limit: number): AttributeValue {
+  if (limit === Infinity) return v;
+  if (typeof v === "string") return v.length > limit ? v.slice(0, limit) : v;
+  if (Array.isArray(v)) return (v as unknown[]).map((x) => (typeof x === "string" && x.length > limit ? x.slice(0, limit) : x)) as AttributeValue;
+  return v;
+}

@@ -1,0 +1,135 @@
+// OTLP http/protobuf of light spans (light-span.ts): the Span message otlp-proto.ts writes for the
+// SDK's span, the same fields in the same order, from the light span's arrays and times. Most of a
+// gateway span's attributes repeat request after request (method, route, model, key id, provider,
+// status), so each span name keeps a template: the attributes it had last time and their encoded
+// bytes. An attribute equal to the template's is copied with its neighbours in one run; one that
+// differs is encoded. A value that changes span after span (a request id, token counts) stays
+// encoded each time; one that changed once (another model) is taken into the template.
+import { event, flagsOf, ids, keyValue, link, scopeWriter, type Batch, type Resource, type Scope } from "./otlp-proto";
+import type { Writer } from "./otlp-writer";
+import type { LightSpan } from "./light-span";
+
+interface Template {
+  keys: string[];
+  values: unknown[];
+  /** the attributes' fields as encoded (tag, length, KeyValue), and where each begins; at[n] is the end */
+  bytes: Buffer;
+  at: number[];
+  /** per attribute: it differed from the template in the span before, so it is not taken in again */
+  volatile: boolean[];
+}
+
+/** Templates by span name; svc's code names its spans, so the map stays small (cleared if not). */
+const templates = new Map<string, Template>();
+/** where each attribute of the span being encoded begins (reused) */
+const at: number[] = [];
+
+/** shallow equality of attribute values (a one-element array of finish reasons repeats too) */
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return typeof a !== "object";
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** the span's attributes (field 9 each), copied from its name's template where they repeat */
+function attributes(w: Writer, s: LightSpan): void {
+  const { keys, values } = s;
+  const n = keys.length;
+  const t = templates.get(s.name);
+  const from = w.pos;
+  let rebuild = t === undefined || t.keys.length !== n;
+  let run = -1; // first attribute of a run copied from the template
+  at.length = 0;
+  for (let i = 0; i < n; i++) {
+    if (t !== undefined && i < t.keys.length && t.keys[i] === keys[i] && same(t.values[i], values[i])) {
+      if (run < 0) run = i;
+      at.push(w.pos - from + t.at[i] - t.at[run]);
+      continue;
+    }
+    if (run >= 0) copyRun(w, t!, run, i);
+    run = -1;
+    at.push(w.pos - from);
+    if (t === undefined || i >= t.keys.length || t.keys[i] !== keys[i] || !t.volatile[i]) rebuild = true;
+    w.tag(9, 2);
+    keyValue(w, keys[i], values[i]);
+  }
+  if (run >= 0) copyRun(w, t!, run, n);
+  at.push(w.pos - from);
+  if (!rebuild) {
+    // attributes that differed were volatile already: they stay so, the template unchanged
+    return;
+  }
+  if (templates.size >= 256 && t === undefined) templates.clear();
+  const volatile: boolean[] = new Array(n);
+  for (let i = 0; i < n; i++) volatile[i] = t !== undefined && i < t.keys.length && t.keys[i] === keys[i] && !same(t.values[i], values[i]);
+  templates.set(s.name, { keys: keys.slice(), values: values.slice(), bytes: Buffer.from(w.buf.subarray(from, w.pos)), at: at.slice(), volatile }); // a copy: the writer is reused
+}
+
+/** the template's attributes [i, j) in one copy */
+function copyRun(w: Writer, t: Template, i: number, j: number): void {
+  const a = t.at[i];
+  const len = t.at[j] - a;
+  w.room(len);
+  const src = t.bytes;
+  const dst = w.buf;
+  let p = w.pos;
+  if (len < 48) for (let k = a; k < a + len; k++) dst[p++] = src[k];
+  else p += src.copy(dst, p, a, a + len);
+  w.pos = p;
+}
+
+/** a light span as field 2 of a ScopeSpans */
+function encodeLight(w: Writer, s: LightSpan): void {
+  w.tag(2, 2);
+  const start = w.open2();
+  const ctx = s.spanContext();
+  ids(w, ctx);
+  if (s.parentId) {
+    w.tag(4, 2);
+    w.hex(s.parentId);
+  }
+  w.tag(5, 2);
+  w.str(s.name);
+  w.tag(6, 0);
+  w.varint(s.kind + 1); // OTLP's SpanKind is the API's plus one
+  w.tag(7, 1);
+  w.msTime(s.startMs);
+  w.tag(8, 1);
+  w.msTime(s.startMs, s.durationMs);
+  attributes(w, s);
+  w.tag(10, 0);
+  w.varint(s.droppedAttributes);
+  if (s.events)
+    for (const e of s.events) {
+      w.tag(11, 2);
+      const sec = Math.floor(e.ms / 1000);
+      event(w, { name: e.name, attributes: e.attributes, time: [sec, Math.round((e.ms - sec * 1000) * 1e6)], droppedAttributesCount: 0 });
+    }
+  w.tag(12, 0);
+  w.varint(s.droppedEvents);
+  if (s.links)
+    for (const l of s.links) {
+      w.tag(13, 2);
+      link(w, l);
+    }
+  w.tag(14, 0);
+  w.varint(s.droppedLinks);
+  w.tag(15, 2);
+  const st = w.open();
+  if (s.statusMessage) {
+    w.tag(2, 2);
+    w.str(s.statusMessage);
+  }
+  w.tag(3, 0);
+  w.varint(s.statusCode);
+  w.close(st);
+  w.tag(16, 5);
+  w.fixed32(flagsOf(ctx.traceFlags, s.parentRemote));
+  w.close2(start);
+}
+
+/** Encodes a light span into `batch` under its tracer's resource and scope (setup.ts). */
+export function addLight(batch: Batch, resource: Resource, scope: Scope, span: LightSpan, writer: () => Writer): void {
+  encodeLight(scopeWriter(batch, resource, scope, writer), span);
+}
