@@ -13,10 +13,10 @@ import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace
 import { addSpan, encodeBatch, type Batch } from "./otlp-proto";
 import { addLight } from "./otlp-light";
 import type { LightSpan } from "./light-span";
+import { Writer } from "./otlp-writer";
 
 type Resource = ReadableSpan["resource"];
 type Scope = ReadableSpan["instrumentationScope"];
-import { Writer } from "./otlp-writer";
 
 /** One request's bytes and how many spans they hold (the exporter's metrics count spans). */
 export interface EncodedBatch {
