@@ -10,8 +10,8 @@
 import { TraceFlags, context, diag } from "@opentelemetry/api";
 import { ExportResultCode, getNumberFromEnv, globalErrorHandler, suppressTracing, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { addSpan, encodeBatch, type Batch } from "./otlp-proto";
-import { addLight } from "./otlp-light";
+import { addSpan, encodeBatch, scopeWriter, type Batch } from "./otlp-proto";
+import { encodeLight } from "./otlp-light";
 import type { LightSpan } from "./light-span";
 import { Writer } from "./otlp-writer";
 
@@ -83,9 +83,13 @@ export class EncodingSpanProcessor implements SpanProcessor {
 
   /** The entry for light spans (light-tracer.ts) of one resource and scope. */
   lightSink(resource: Resource, scope: Scope): (span: LightSpan) => void {
+    // the scope's buffer in the batch being filled, found once per batch
+    let batch: Batch | undefined;
+    let w: Writer | undefined;
     return (span) => {
       if (!this.admit(span.spanContext().traceFlags)) return;
-      addLight(this.batch, resource, scope, span, this.writer);
+      if (batch !== this.batch) w = scopeWriter((batch = this.batch), resource, scope, this.writer);
+      encodeLight(w!, span);
       this.added();
     };
   }

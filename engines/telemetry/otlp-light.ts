@@ -5,7 +5,7 @@
 // bytes. An attribute equal to the template's is copied with its neighbours in one run; one that
 // differs is encoded. A value that changes span after span (a request id, token counts) stays
 // encoded each time; one that changed once (another model) is taken into the template.
-import { event, flagsOf, ids, keyValue, link, scopeWriter, type Batch, type Resource, type Scope } from "./otlp-proto";
+import { event, flagsOf, ids, keyValue, link } from "./otlp-proto";
 import type { Writer } from "./otlp-writer";
 import type { LightSpan } from "./light-span";
 
@@ -21,8 +21,6 @@ interface Template {
 
 /** Templates by span name; svc's code names its spans, so the map stays small (cleared if not). */
 const templates = new Map<string, Template>();
-/** where each attribute of the span being encoded begins (reused) */
-const at: number[] = [];
 
 /** shallow equality of attribute values (a one-element array of finish reasons repeats too) */
 function same(a: unknown, b: unknown): boolean {
@@ -40,30 +38,44 @@ function attributes(w: Writer, s: LightSpan): void {
   const from = w.pos;
   let rebuild = t === undefined || t.keys.length !== n;
   let run = -1; // first attribute of a run copied from the template
-  at.length = 0;
   for (let i = 0; i < n; i++) {
     if (t !== undefined && i < t.keys.length && t.keys[i] === keys[i] && same(t.values[i], values[i])) {
       if (run < 0) run = i;
-      at.push(w.pos - from + t.at[i] - t.at[run]);
       continue;
     }
     if (run >= 0) copyRun(w, t!, run, i);
     run = -1;
-    at.push(w.pos - from);
     if (t === undefined || i >= t.keys.length || t.keys[i] !== keys[i] || !t.volatile[i]) rebuild = true;
     w.tag(9, 2);
     keyValue(w, keys[i], values[i]);
   }
   if (run >= 0) copyRun(w, t!, run, n);
-  at.push(w.pos - from);
-  if (!rebuild) {
-    // attributes that differed were volatile already: they stay so, the template unchanged
-    return;
-  }
+  // attributes that differed were volatile already: they stay so, the template unchanged
+  if (!rebuild) return;
   if (templates.size >= 256 && t === undefined) templates.clear();
   const volatile: boolean[] = new Array(n);
   for (let i = 0; i < n; i++) volatile[i] = t !== undefined && i < t.keys.length && t.keys[i] === keys[i] && !same(t.values[i], values[i]);
-  templates.set(s.name, { keys: keys.slice(), values: values.slice(), bytes: Buffer.from(w.buf.subarray(from, w.pos)), at: at.slice(), volatile }); // a copy: the writer is reused
+  const bytes = Buffer.from(w.buf.subarray(from, w.pos)); // a copy: the writer is reused
+  templates.set(s.name, { keys: keys.slice(), values: values.slice(), bytes, at: offsets(bytes, n), volatile });
+}
+
+/** where each of the n attribute fields in `bytes` begins (each a one-byte tag, then its length as a
+ * varint, then the KeyValue), and at[n] its end: read back only when a template is made */
+function offsets(bytes: Uint8Array, n: number): number[] {
+  const at: number[] = new Array(n + 1);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    at[i] = p++;
+    let len = 0;
+    for (let shift = 0; ; shift += 7) {
+      const b = bytes[p++];
+      len += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) break;
+    }
+    p += len;
+  }
+  at[n] = p;
+  return at;
 }
 
 /** the template's attributes [i, j) in one copy */
@@ -79,8 +91,9 @@ function copyRun(w: Writer, t: Template, i: number, j: number): void {
   w.pos = p;
 }
 
-/** a light span as field 2 of a ScopeSpans */
-function encodeLight(w: Writer, s: LightSpan): void {
+/** A light span as field 2 of a ScopeSpans, into its resource's and scope's buffer (the span
+ * processor's lightSink keeps that buffer for the batch being filled). */
+export function encodeLight(w: Writer, s: LightSpan): void {
   w.tag(2, 2);
   const start = w.open2();
   const ctx = s.spanContext();
@@ -127,9 +140,4 @@ function encodeLight(w: Writer, s: LightSpan): void {
   w.tag(16, 5);
   w.fixed32(flagsOf(ctx.traceFlags, s.parentRemote));
   w.close2(start);
-}
-
-/** Encodes a light span into `batch` under its tracer's resource and scope (setup.ts). */
-export function addLight(batch: Batch, resource: Resource, scope: Scope, span: LightSpan, writer: () => Writer): void {
-  encodeLight(scopeWriter(batch, resource, scope, writer), span);
 }
