@@ -10,13 +10,10 @@
 import { TraceFlags, context, diag } from "@opentelemetry/api";
 import { ExportResultCode, getNumberFromEnv, globalErrorHandler, suppressTracing, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { addSpan, encodeBatch, scopeWriter, type Batch } from "./otlp-proto";
+import { addSpan, encodeBatch, scopeWriter, type Batch, type Resource, type Scope } from "./otlp-proto";
 import { encodeLight } from "./otlp-light";
 import type { LightSpan } from "./light-span";
 import { Writer } from "./otlp-writer";
-
-type Resource = ReadableSpan["resource"];
-type Scope = ReadableSpan["instrumentationScope"];
 
 /** One request's bytes and how many spans they hold (the exporter's metrics count spans). */
 export interface EncodedBatch {

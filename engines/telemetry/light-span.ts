@@ -7,7 +7,8 @@
 // request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs
 // (`npm run bench -- tracing`, docs/observability.md). light-tracer.ts starts these spans.
 import { SpanStatusCode, diag, type Attributes, type AttributeValue, type Exception, type Link, type Span, type SpanContext, type SpanStatus, type TimeInput } from "@opentelemetry/api";
-import { isAttributeValue } from "@opentelemetry/core";
+import { addHrTimes, hrTimeToMilliseconds, isAttributeValue, isTimeInput, millisToHrTime, sanitizeAttributes, timeInputToHrTime } from "@opentelemetry/core";
+import type { TimedEvent } from "@opentelemetry/sdk-trace-base";
 
 /** What a span needs of its tracer: where it goes when it ends, and the limits it keeps. */
 export interface LightOwner {
@@ -18,31 +19,19 @@ export interface LightOwner {
   ended(span: LightSpan): void;
 }
 
-/** An event as the encoder writes it (the SDK's TimedEvent, its time as epoch milliseconds). */
-export interface LightEvent {
-  name: string;
-  ms: number;
-  attributes: Attributes;
-}
-
-/** Epoch milliseconds of a TimeInput (a performance.now() timestamp, epoch ms, Date or HrTime). */
-export function epochMs(t: TimeInput): number {
-  if (typeof t === "number") return t <= performance.now() ? t + performance.timeOrigin : t;
-  if (t instanceof Date) return t.getTime();
-  return t[0] * 1000 + t[1] / 1e6;
-}
+const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
+const ms = (t: TimeInput) => hrTimeToMilliseconds(timeInputToHrTime(t));
 
 export class LightSpan implements Span {
   /** attribute keys and values, in the order first set (the SDK's object's key order) */
   readonly keys: string[] = [];
   readonly values: AttributeValue[] = [];
   droppedAttributes = 0;
-  events: LightEvent[] | undefined;
+  events: TimedEvent[] | undefined;
   droppedEvents = 0;
   links: Link[] | undefined;
   droppedLinks = 0;
-  statusCode: SpanStatusCode = SpanStatusCode.UNSET;
-  statusMessage: string | undefined;
+  status: SpanStatus = UNSET;
   /** wall-clock start (epoch ms) and the monotonic clock then, as the SDK's span keeps them */
   readonly startMs: number;
   private readonly perf0: number;
@@ -61,7 +50,7 @@ export class LightSpan implements Span {
     startTime?: TimeInput,
   ) {
     this.perf0 = performance.now();
-    this.startMs = startTime === undefined ? Date.now() : epochMs(startTime);
+    this.startMs = startTime === undefined ? Date.now() : ms(startTime);
   }
 
   spanContext(): SpanContext {
@@ -102,34 +91,18 @@ export class LightSpan implements Span {
 
   addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
     if (this.durationMs >= 0) return this;
-    const isTime = attributesOrTime instanceof Date || typeof attributesOrTime === "number" || Array.isArray(attributesOrTime);
-    const at = isTime ? (time ?? (attributesOrTime as TimeInput)) : time;
-    const attributes = !isTime && attributesOrTime ? clean(attributesOrTime as Attributes, this.owner.lengthLimit) : {};
-    if (this.owner.eventLimit === 0) {
-      this.droppedEvents++;
-      return this;
-    }
-    const events = (this.events ??= []);
-    if (events.length >= this.owner.eventLimit) {
-      events.shift();
-      this.droppedEvents++;
-    }
-    events.push({ name, ms: at === undefined ? this.startMs + (performance.now() - this.perf0) : epochMs(at), attributes });
+    const isTime = isTimeInput(attributesOrTime);
+    const at = isTime ? (isTimeInput(time) ? time : (attributesOrTime as TimeInput)) : time;
+    const attributes = isTime ? {} : clean(attributesOrTime as Attributes | undefined, this.owner.lengthLimit);
+    const when = at === undefined ? addHrTimes(millisToHrTime(this.startMs), millisToHrTime(performance.now() - this.perf0)) : timeInputToHrTime(at);
+    this.droppedEvents += pushBounded((this.events ??= []), { name, attributes, time: when, droppedAttributesCount: 0 }, this.owner.eventLimit);
     return this;
   }
 
   addLink(link: Link): this {
     if (this.durationMs >= 0) return this;
-    if (this.owner.linkLimit === 0) {
-      this.droppedLinks++;
-      return this;
-    }
-    const links = (this.links ??= []);
-    if (links.length >= this.owner.linkLimit) {
-      links.shift();
-      this.droppedLinks++;
-    }
-    links.push(link.attributes ? { context: link.context, attributes: clean(link.attributes, this.owner.lengthLimit) } : { context: link.context });
+    const kept = link.attributes ? { context: link.context, attributes: clean(link.attributes, this.owner.lengthLimit) } : { context: link.context };
+    this.droppedLinks += pushBounded((this.links ??= []), kept, this.owner.linkLimit);
     return this;
   }
 
@@ -139,9 +112,8 @@ export class LightSpan implements Span {
   }
 
   setStatus(status: SpanStatus): this {
-    if (this.durationMs >= 0 || status.code === SpanStatusCode.UNSET || this.statusCode === SpanStatusCode.OK) return this;
-    this.statusCode = status.code;
-    this.statusMessage = status.code === SpanStatusCode.ERROR && typeof status.message === "string" ? status.message : undefined;
+    if (this.durationMs >= 0 || status.code === SpanStatusCode.UNSET || this.status.code === SpanStatusCode.OK) return this;
+    this.status = status.code === SpanStatusCode.ERROR && typeof status.message === "string" ? { code: status.code, message: status.message } : { code: status.code };
     return this;
   }
 
@@ -155,7 +127,7 @@ export class LightSpan implements Span {
       diag.error(`${this.name} ${this.ctx.traceId}-${this.ctx.spanId} - You can only call end() on a span once.`);
       return;
     }
-    const d = endTime === undefined ? performance.now() - this.perf0 : epochMs(endTime) - this.startMs;
+    const d = endTime === undefined ? performance.now() - this.perf0 : ms(endTime) - this.startMs;
     this.durationMs = d > 0 ? d : 0;
     this.owner.ended(this);
   }
@@ -178,11 +150,24 @@ export class LightSpan implements Span {
   }
 }
 
-/** an event's or link's attributes as the SDK keeps them: valid keys and values, under the length limit */
-function clean(attributes: Attributes, limit: number): Attributes {
-  const out: Attributes = {};
-  for (const [k, v] of Object.entries(attributes)) if (k && v != null && isAttributeValue(v)) out[k] = truncate(Array.isArray(v) ? (v.slice() as AttributeValue) : v, limit);
+/** an event's or link's attributes as the SDK keeps them: sanitised, under the length limit */
+function clean(attributes: Attributes | undefined, limit: number): Attributes {
+  const out = sanitizeAttributes(attributes);
+  if (limit !== Infinity) for (const k in out) out[k] = truncate(out[k]!, limit);
   return out;
+}
+
+/** `item` added to a list kept under `limit` as the SDK keeps events and links: none kept at a
+ * limit of 0, the oldest dropped when full; how many were dropped (0 or 1) */
+function pushBounded<T>(list: T[], item: T, limit: number): number {
+  if (limit === 0) return 1;
+  let dropped = 0;
+  if (list.length >= limit) {
+    list.shift();
+    dropped = 1;
+  }
+  list.push(item);
+  return dropped;
 }
 
 /** a value under the span limits' length limit (strings, and the strings of an array) */

@@ -5,7 +5,7 @@
 // bytes. An attribute equal to the template's is copied with its neighbours in one run; one that
 // differs is encoded. A value that changes span after span (a request id, token counts) stays
 // encoded each time; one that changed once (another model) is taken into the template.
-import { event, flagsOf, ids, keyValue, link } from "./otlp-proto";
+import { flagsOf, ids, keyValue, spanTail } from "./otlp-proto";
 import type { Writer } from "./otlp-writer";
 import type { LightSpan } from "./light-span";
 
@@ -18,6 +18,8 @@ interface Template {
   /** per attribute: it differed from the template in the span before, so it is not taken in again */
   volatile: boolean[];
 }
+
+const NONE: [] = [];
 
 /** Templates by span name; svc's code names its spans, so the map stays small (cleared if not). */
 const templates = new Map<string, Template>();
@@ -111,33 +113,6 @@ export function encodeLight(w: Writer, s: LightSpan): void {
   w.tag(8, 1);
   w.msTime(s.startMs, s.durationMs);
   attributes(w, s);
-  w.tag(10, 0);
-  w.varint(s.droppedAttributes);
-  if (s.events)
-    for (const e of s.events) {
-      w.tag(11, 2);
-      const sec = Math.floor(e.ms / 1000);
-      event(w, { name: e.name, attributes: e.attributes, time: [sec, Math.round((e.ms - sec * 1000) * 1e6)], droppedAttributesCount: 0 });
-    }
-  w.tag(12, 0);
-  w.varint(s.droppedEvents);
-  if (s.links)
-    for (const l of s.links) {
-      w.tag(13, 2);
-      link(w, l);
-    }
-  w.tag(14, 0);
-  w.varint(s.droppedLinks);
-  w.tag(15, 2);
-  const st = w.open();
-  if (s.statusMessage) {
-    w.tag(2, 2);
-    w.str(s.statusMessage);
-  }
-  w.tag(3, 0);
-  w.varint(s.statusCode);
-  w.close(st);
-  w.tag(16, 5);
-  w.fixed32(flagsOf(ctx.traceFlags, s.parentRemote));
+  spanTail(w, s.droppedAttributes, s.events ?? NONE, s.droppedEvents, s.links ?? NONE, s.droppedLinks, s.status, flagsOf(ctx.traceFlags, s.parentRemote));
   w.close2(start);
 }

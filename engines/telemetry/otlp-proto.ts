@@ -4,7 +4,7 @@
 // buffers. Spans are encoded one at a time as they end (addSpan, by the span processor,
 // encoding-processor.ts) and wrapped in their resource and scope when a batch is sent
 // (encodeBatch); test/telemetry/serializer compares the bytes with the official serializer's.
-import type { Link, SpanContext } from "@opentelemetry/api";
+import type { Link, SpanContext, SpanStatus } from "@opentelemetry/api";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
 import { Writer } from "./otlp-writer";
 
@@ -99,7 +99,7 @@ export function ids(w: Writer, c: SpanContext): void {
   }
 }
 
-export function event(w: Writer, e: TimedEvent): void {
+function event(w: Writer, e: TimedEvent): void {
   const at = w.open();
   w.tag(1, 1);
   w.time(e.time);
@@ -111,7 +111,7 @@ export function event(w: Writer, e: TimedEvent): void {
   w.close(at);
 }
 
-export function link(w: Writer, l: Link): void {
+function link(w: Writer, l: Link): void {
   const at = w.open();
   const c: SpanContext = l.context;
   ids(w, c);
@@ -145,32 +145,38 @@ function span(w: Writer, s: ReadableSpan): void {
   w.tag(8, 1);
   w.time(s.endTime);
   if (s.attributes) attributes(w, s.attributes, 9);
+  spanTail(w, s.droppedAttributesCount, s.events, s.droppedEventsCount, s.links, s.droppedLinksCount, s.status, flagsOf(ctx.traceFlags, parent?.isRemote));
+  w.close(at);
+}
+
+/** fields 10 to 16 of a Span, after its attributes: the same for the SDK's spans and svc's own
+ * (otlp-light.ts) */
+export function spanTail(w: Writer, droppedAttributes: number, events: readonly TimedEvent[], droppedEvents: number, links: readonly Link[], droppedLinks: number, status: SpanStatus, flags: number): void {
   w.tag(10, 0);
-  w.varint(s.droppedAttributesCount);
-  for (const e of s.events) {
+  w.varint(droppedAttributes);
+  for (const e of events) {
     w.tag(11, 2);
     event(w, e);
   }
   w.tag(12, 0);
-  w.varint(s.droppedEventsCount);
-  for (const l of s.links) {
+  w.varint(droppedEvents);
+  for (const l of links) {
     w.tag(13, 2);
     link(w, l);
   }
   w.tag(14, 0);
-  w.varint(s.droppedLinksCount);
+  w.varint(droppedLinks);
   w.tag(15, 2);
   const st = w.open();
-  if (s.status.message) {
+  if (status.message) {
     w.tag(2, 2);
-    w.str(s.status.message);
+    w.str(status.message);
   }
   w.tag(3, 0);
-  w.varint(s.status.code);
+  w.varint(status.code);
   w.close(st);
   w.tag(16, 5);
-  w.fixed32(flagsOf(ctx.traceFlags, parent?.isRemote));
-  w.close(at);
+  w.fixed32(flags);
 }
 
 /** one Span as field 2 of a ScopeSpans: what the span processor appends when a span ends */

@@ -160,19 +160,9 @@ export class Writer {
     return at;
   }
 
-  /** close a field opened by open2: its body moved only when its length needs other than two bytes */
+  /** close a field opened by open2 */
   close2(at: number): void {
-    const len = this.pos - at - 2;
-    const size = len < 0x80 ? 1 : len < 0x4000 ? 2 : len < 0x200000 ? 3 : len < 0x10000000 ? 4 : 5;
-    if (size !== 2) {
-      this.room(size);
-      this.buf.copyWithin(at + size, at + 2, this.pos);
-      this.pos += size - 2;
-    }
-    const end = this.pos;
-    this.pos = at;
-    this.u32(len);
-    this.pos = end;
+    this.length(at, 2, this.pos - at - 2);
   }
 
   /** close it: the length written, the body moved on when it needs more than the one byte */
@@ -182,10 +172,18 @@ export class Writer {
       this.buf[at] = len;
       return;
     }
-    const size = len < 0x4000 ? 2 : len < 0x200000 ? 3 : len < 0x10000000 ? 4 : 5;
-    this.room(size - 1);
-    this.buf.copyWithin(at + size, at + 1, this.pos);
-    this.pos += size - 1;
+    this.length(at, 1, len);
+  }
+
+  /** a field's length written where `kept` bytes were kept for it, the body moved only when the
+   * length takes another number of bytes */
+  private length(at: number, kept: number, len: number): void {
+    const size = len < 0x80 ? 1 : len < 0x4000 ? 2 : len < 0x200000 ? 3 : len < 0x10000000 ? 4 : 5;
+    if (size !== kept) {
+      this.room(size - kept);
+      this.buf.copyWithin(at + size, at + kept, this.pos);
+      this.pos += size - kept;
+    }
     const end = this.pos;
     this.pos = at;
     this.u32(len);
