@@ -1,7 +1,8 @@
 // Dev tool (not a test): CPU per request of svc beside the bare Node gateway (and, with
 // BENCH_BASELINE=<another svc checkout, built>, that checkout's svc), in alternating rounds at 50
 // connections: the gateway bench's load-robust measure alone, for checking a hot-path change on a
-// busy machine.
+// busy machine. Each round's line splits the CPU into system time and the main thread's against the
+// helper threads' (V8's and libuv's).
 // RATE=<requests/s> holds every path to that rate (autocannon's overallRate): on a machine too
 // busy for any path to saturate its core, CPU per request at the same rate still compares the
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
@@ -21,8 +22,11 @@ import { startCollector } from "../otlp-collector";
 const BODY = JSON.stringify({ model: "bench-model", messages: [{ role: "user", content: "Say hello." }], max_tokens: 16 });
 /** user + system CPU of a process, µs (/proc; 100 ticks a second) */
 const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
-/** system CPU alone (µs), for SPLIT=1's user/system breakdown */
-const sys = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[12]) * 1e4;
+/** system CPU (µs) of the process, and user + system CPU of its main thread (whose id is the
+ * process's; the rest is V8's and libuv's helper threads) */
+const statOf = (file: string) => readFileSync(file, "utf8").split(") ")[1].split(" ");
+const sys = (pid: number) => Number(statOf(`/proc/${pid}/stat`)[12]) * 1e4;
+const mainCpu = (pid: number) => { const f = statOf(`/proc/${pid}/task/${pid}/stat`); return (Number(f[11]) + Number(f[12])) * 1e4; };
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 5);
@@ -59,12 +63,14 @@ try {
     for (const [name, t] of i % 2 ? Object.entries(targets).reverse() : Object.entries(targets)) {
       const c0 = cpu(t.pid);
       const s0 = sys(t.pid);
+      const m0 = mainCpu(t.pid);
       const r = await loadRun({ ...t, body: BODY, connections, seconds, ...(rate ? { rate } : {}) });
       const us = (cpu(t.pid) - c0) / (r.rps * seconds);
       const sysUs = (sys(t.pid) - s0) / (r.rps * seconds);
+      const mainUs = (mainCpu(t.pid) - m0) / (r.rps * seconds);
       (per[name] ??= []).push(us);
       (p50s[name] ??= []).push(r.p50);
-      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request (${Math.round(sysUs)} system), p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
+      console.log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, ${Math.round(us)} µs CPU/request (${Math.round(sysUs)} system; ${Math.round(mainUs)} main thread, ${Math.round(us - mainUs)} helper threads), p50 ${r.p50.toFixed(3)} ms${r.non2xx + r.errors ? `, ${r.non2xx + r.errors} failed` : ""}`);
     }
   }
   if (collector) { const n = await collector.counts(); console.log(`collector: ${n.posts} export requests, ${Math.round(n.bytes / Math.max(1, n.posts))} bytes each`); }
