@@ -15,8 +15,8 @@ export function connectRedis(url: string, opts: { name: string; onError?: (e: Er
     lazyConnect: false,
     // commands issued in the same tick (a turn's admissions and settles) leave in one write
     enableAutoPipelining: !opts.subscriber,
-    // a settle goes out at once, before the request's answer (engines/cluster/shared-limits.ts)
-    autoPipeliningIgnoredCommands: ["svcSettle"],
+    // a turn's admissions and settles are one call already (engines/cluster/shared-limits.ts)
+    autoPipeliningIgnoredCommands: ["svcTurn"],
   });
   // ioredis emits "error" for every failed reconnect: report the first of a run only
   let down = false;

@@ -1,13 +1,14 @@
-// The shared limit store on Redis (engines/gateway/limits/shared.ts is the engine side): one
-// Lua script per request checks revocation, the rate bucket and windows, max_requests, budgets
-// and token limits of the key, its team and its organization, and reserves, atomically
-// (limits.lua), in the same write as the other admissions of the event-loop turn (the connection
-// auto-pipelines). settle.lua releases the reservation and adds the actual usage; a request's
-// settle is written before its answer leaves (not auto-pipelined: a client that sends its next
-// request to another replica the moment it has the answer must find the spend counted, not the
-// larger reservation), and settles Redis missed are sent again in batches. A settle that cannot
-// reach Redis is retried (kept in memory, bounded), so spend is not lost in a short outage; a
-// reservation whose settle never arrives lapses after `reservationTtlMs`.
+// The shared limit store on Redis (engines/gateway/limits/shared.ts is the engine side). The
+// admissions and settles of one event-loop turn go to Redis in one call of limits.lua, atomic:
+// first the settles (release each reservation, add what the request used), then each admission
+// in order (revocation, the rate bucket and windows, max_requests, budgets and token limits of the
+// key, its team and its organization, and the reservation). The script reads each counter once a
+// call and writes the sums, so under load Redis's work per request falls with the turn's size
+// instead of following the number of requests. A settle leaves with the turn in which its answer
+// was written, before any later admission of this replica; until then its reservation (never
+// less than what the request used) stays counted, so the checks are stricter, never looser.
+// A settle that cannot reach Redis is retried (kept in memory, bounded), so spend is not lost in a
+// short outage; a reservation whose settle never arrives lapses after `reservationTtlMs`.
 // Redis is a cache of the counters whose truth is in PostgreSQL: the lease holder copies them
 // there each second with the mark of the instant it read them (snap.lua, copied.lua); a Redis
 // without the `seeded` mark (new, restarted without persistence, FLUSHALL, failover to an empty
@@ -18,23 +19,22 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
-import type { SharedLimitStore, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
+import type { SharedLimitStore, SharedRate, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
 
-/** settles Redis missed, sent again in one settle.lua call at most */
-const SETTLE_BATCH = 500;
+/** admissions or settles in one limits.lua call at most */
+const TURN_BATCH = 256;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
-const SCRIPTS = { svcAdmit: "limits.lua", svcSettle: "settle.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
+const SCRIPTS = { svcTurn: "limits.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
 const APPLY_BATCH = 500;
 /** how long a copy to the database may take before another may start */
 const COPY_TURN_MS = 30_000;
 
 type WithScripts = Redis & {
-  svcAdmit(arg: string): Promise<unknown[]>;
-  svcSettle(arg: string): Promise<unknown[]>;
+  svcTurn(arg: string): Promise<unknown[]>;
   svcSeed(arg: string): Promise<number>;
   svcApply(arg: string): Promise<unknown[]>;
   svcSnap(arg: string): Promise<unknown[]>;
@@ -46,6 +46,19 @@ type WithScripts = Redis & {
 export interface SavedUsage {
   rows: SharedUsage[];
   mark?: string;
+}
+
+/** an admission waiting for its turn's call, and what the call said of it */
+interface Admitted {
+  v: unknown[];
+  /** the incarnation and number of the change it made (limits.lua) */
+  inc: string;
+  seq: number;
+}
+interface Waiting {
+  item: Omit<SharedRequest, "checks"> & { checks: object[]; id: string };
+  resolve(a: Admitted): void;
+  reject(e: unknown): void;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,8 +76,12 @@ export class RedisLimits implements SharedLimitStore {
   private offline = false;
   /** this connection checked Redis is the process it was (run.lua); reset at each reconnect */
   private checked?: Promise<void>;
-  /** that check is done: a settle can be written at once, before the request's answer */
+  /** that check is done: a turn's call can be written at once */
   private passed = false;
+  /** this turn's admissions and settles, sent together (schedule) */
+  private admits: Waiting[] = [];
+  private settles: Entry[] = [];
+  private queued = false;
 
   constructor(
     redis: Redis,
@@ -119,23 +136,69 @@ export class RedisLimits implements SharedLimitStore {
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
     // what limits.lua reads, no more: Redis's CPU a request follows the size of what it decodes
     const checks = req.checks.map(({ whose: _w, cur: _c, ...c }) => c);
-    const arg = JSON.stringify({ ...req, checks, p: this.p, id, ttl: this.opts.reservationTtlMs });
+    const item = { ...req, checks, id };
     for (let tries = 0; ; tries++) {
-      await this.check();
-      const v = await this.r.svcAdmit(arg);
+      const { v, inc, seq } = await new Promise<Admitted>((resolve, reject) => {
+        this.admits.push({ item, resolve, reject });
+        this.schedule();
+      });
       if (v[0] === "unseeded" || v[0] === "wait") {
         if (tries > 200) throw new Error("the shared limits store lost its counters again while they were being rebuilt");
         if (v[0] === "unseeded") await this.sync();
         else await Promise.all([this.sync(), sleep(Math.min(Number(v[1]) || 50, 100))]);
         continue;
       }
-      // a key without limits is admitted at once: no counter changed ({'ok'})
-      if (v[0] !== "ok" || v.length < 3) return v as SharedVerdict;
-      const [, inc, seq, rate] = v as [string, string, number, [number, number, number] | undefined];
-      this.ledger.add({ inc, seq: Number(seq), d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
+      if (v[0] !== "ok") return v as SharedVerdict;
+      // a key without limits is admitted at once: no counter changed ({'ok', 0})
+      if (v[1] !== 1) return ["ok"];
+      this.ledger.add({ inc, seq, d: { ents: req.ents, day: req.day, month: req.month, s: 0, t: 0, r: 1 } });
       if ((req.s > 0 || req.t > 0) && req.checks.length) this.ledger.held.set(id, { ents: reserved(req), s: req.s, t: req.t, inc, until: Date.now() + this.opts.reservationTtlMs });
+      const rate = v[2] as SharedRate | undefined;
       return rate ? ["ok", rate] : ["ok"];
     }
+  }
+
+  /** The turn's admissions and settles go out together once its I/O callbacks have run. */
+  private schedule(): void {
+    if (this.queued) return;
+    this.queued = true;
+    setImmediate(() => {
+      this.queued = false;
+      const admits = this.admits;
+      const settles = this.settles;
+      this.admits = [];
+      this.settles = [];
+      for (let i = 0; i < Math.max(admits.length, settles.length); i += TURN_BATCH) void this.send(admits.slice(i, i + TURN_BATCH), settles.slice(i, i + TURN_BATCH));
+    });
+  }
+
+  /** One limits.lua call; resolves with the incarnation it counted in ("": Redis is being
+   * rebuilt, and the settles are sent again after; undefined: Redis unreachable, the same). */
+  private async send(admits: Waiting[], settles: Entry[]): Promise<string | undefined> {
+    for (const e of settles) e.inc = undefined;
+    const arg = JSON.stringify({ p: this.p, ttl: this.opts.reservationTtlMs, s: settles.map((e) => e.settle), a: admits.map((w) => w.item) });
+    let v: unknown[];
+    try {
+      // written now unless the connection is new (then after its check)
+      v = await (this.passed ? this.r.svcTurn(arg) : this.check().then(() => this.r.svcTurn(arg)));
+    } catch (err) {
+      for (const e of settles) e.inc = "";
+      if (settles.length && !this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
+      if (settles.length) this.offline = true;
+      for (const w of admits) w.reject(err);
+      return undefined;
+    }
+    const inc = String(v[0]);
+    const seq = Number(v[1]);
+    for (const e of settles) {
+      e.inc = inc;
+      if (!inc) continue;
+      e.seq = seq;
+      e.settle = undefined;
+    }
+    if (settles.length && inc) this.offline = false;
+    admits.forEach((w, i) => w.resolve({ v: v[i + 2] as unknown[], inc, seq }));
+    return inc;
   }
 
   /** Rebuild the counters from the database unless Redis has them, and add back this replica's
@@ -167,7 +230,7 @@ export class RedisLimits implements SharedLimitStore {
     if (this.r.status !== "ready") return;
     await this.check();
     const unsent = this.ledger.unsent();
-    for (let i = 0; i < unsent.length; i += SETTLE_BATCH) await this.sendSettles(unsent.slice(i, i + SETTLE_BATCH));
+    for (let i = 0; i < unsent.length; i += TURN_BATCH) await this.sendSettles(unsent.slice(i, i + TURN_BATCH));
     for (let round = 0; round < 20; round++) {
       const [inc, base, durable] = await this.r.mget(`${this.p}seeded`, `${this.p}base`, `${this.p}durable`);
       if (!inc) {
@@ -205,27 +268,7 @@ export class RedisLimits implements SharedLimitStore {
   }
 
   private async sendSettles(es: Entry[]): Promise<void> {
-    for (const e of es) e.inc = undefined;
-    try {
-      const arg = JSON.stringify({ p: this.p, list: es.map((e) => e.settle) });
-      // written now, synchronously, unless the connection is new (then after its check)
-      const v = await (this.passed ? this.r.svcSettle(arg) : this.check().then(() => this.r.svcSettle(arg)));
-      if (v[0] === "unseeded") {
-        for (const e of es) e.inc = "";
-        this.again = true;
-        return;
-      }
-      for (const e of es) {
-        e.inc = String(v[0]);
-        e.seq = Number(v[1]);
-        e.settle = undefined;
-      }
-      this.offline = false;
-    } catch {
-      for (const e of es) e.inc = "";
-      if (!this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
-      this.offline = true;
-    }
+    if ((await this.send([], es)) === "") this.again = true;
   }
 
   /** The counters of `ents` now; with `copy` also every entity changed since the last copy to the
@@ -257,9 +300,11 @@ export class RedisLimits implements SharedLimitStore {
     const s = Math.max(0, spend);
     const t = Math.max(0, tokens);
     const d: Delta = { ents: req.ents, day: req.day, month: req.month, s, t, r: served ? 0 : -1 };
+    // (inc undefined: on its way, neither sent again nor added back meanwhile)
     const e: Entry = { seq: 0, d, settle: { id, ents: req.ents, re: reserved(req), day: req.day, month: req.month, rs: req.s, rt: req.t, s, t, served } };
     this.ledger.add(e);
-    void this.sendSettles([e]);
+    this.settles.push(e);
+    this.schedule();
   }
 
   /** settles still waiting for Redis (tests, shutdown) */
