@@ -1,7 +1,9 @@
 -- One event-loop turn of a replica against the shared limits, atomic (engines/cluster/shared-limits.ts):
 -- first the settles of requests answered since the last call, then the admissions, in order.
--- ARGV[1]: JSON {p, ttl, s: [settle], a: [admission]}. Time is Redis's own clock, so replicas with
--- skewed clocks agree. Counters are read once a call and kept in Lua; what changed is written at
+-- ARGV[1]: JSON {p, ttl, ss: [settle shape], s: [settle], as: [admission shape], a: [admission]}:
+-- what requests of one key share (its entities, limits, day and month) is a shape, sent and turned
+-- into key names once a call; each request is a short array naming its shape. Time is Redis's own
+-- clock, so replicas with skewed clocks agree. Counters are read once a call and kept in Lua; what changed is written at
 -- the end, summed per counter, so n requests of one key cost about the commands of one.
 -- Keys (prefix P): revoked (set of revoked key ids); rb:<key> token bucket {t, l};
 -- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time);
@@ -11,14 +13,16 @@
 -- entities a budget or token check reads (x.checks) hold reservations: no check reads the others'.
 -- seeded: this incarnation's id; seq: the number of its last counters change; touched: entities
 -- changed since the last copy to PostgreSQL, by that number (snap.lua, copied.lua).
--- A settle {id, ents, re, day, month, rs, rt, s, t, served} releases its reservation on `re`
--- (unless it lapsed), adds what the request used and gives the request back when it was not served.
--- An admission checks revocation, the rate bucket and windows, max_requests, then budgets and token
+-- A settle [shape, id, rs, rt, s, t, served 0/1] (shape {ents, re, day, month}) releases its
+-- reservation rs/rt on `re` (unless it lapsed), adds what the request used and gives the request
+-- back when it was not served.
+-- An admission [shape, id, s, t, x, kn] (shape {k, lim, pm, burst, ph, pd, mr, ents, day, month,
+-- checks}) checks revocation, the rate bucket and windows, max_requests, then budgets and token
 -- limits of the key, its team and its organization, and reserves. Every verdict of a key with a
 -- rate limit ends with {limit, remaining, reset ms} of the window the x-ratelimit-* headers
 -- describe (as in embedded mode: the per_minute bucket, else the hour, else the day window), after
--- this request's slot was taken when it was admitted. x.x: refuse (per_request_max, checked by the
--- replica) after the checks that come before it.
+-- this request's slot was taken when it was admitted. x: refuse (per_request_max, checked by the
+-- replica) after the checks that come before it; kn: s is a known price (media units, a quote).
 -- Returns {incarnation, seq, verdict of each admission}: incarnation '' when Redis lost its data
 -- (nothing was counted: the settles are sent again after the rebuild, seed.lua); seq 0 when no
 -- counter changed. A verdict: {'ok', 1, rate} counted, {'ok', 0} a key without limits (nothing
@@ -75,26 +79,38 @@ end
 -- settles (only into counters that are there: see seed.lua)
 local changed = false
 if inc then
+  local shapes = {}
+  for i, q in ipairs(a.ss) do
+    local u, rs, r = {}, {}, {}
+    for _, e in ipairs(q.ents) do
+      for _, per in ipairs({ q.day, q.month, 'total' }) do u[#u + 1] = P .. 'u:' .. e .. ':' .. per end
+    end
+    for j, e in ipairs(q.re) do rs[j] = P .. 'rs:' .. e; r[j] = P .. 'r:' .. e end
+    shapes[i] = { u = u, rs = rs, r = r, ents = q.ents, s = 0, t = 0, unserved = 0 }
+  end
+  -- each reservation is released by itself; what the requests used is summed per shape first
   for _, x in ipairs(a.s) do
-    if x.rs > 0 or x.rt > 0 then
-      for _, e in ipairs(x.re or x.ents) do
-        if redis.call('ZREM', P .. 'rs:' .. e, x.id .. '|' .. x.rs .. '|' .. x.rt) == 1 then
-          add(P .. 'r:' .. e, 's', -x.rs)
-          add(P .. 'r:' .. e, 't', -x.rt)
+    local q, id, xrs, xrt, xs, xt = shapes[x[1] + 1], x[2], x[3], x[4], x[5], x[6]
+    if xrs > 0 or xrt > 0 then
+      local m = id .. '|' .. xrs .. '|' .. xrt
+      for j, z in ipairs(q.rs) do
+        if redis.call('ZREM', z, m) == 1 then
+          add(q.r[j], 's', -xrs)
+          add(q.r[j], 't', -xrt)
         end
       end
     end
-    if x.s > 0 or x.t > 0 or not x.served then
-      for _, e in ipairs(x.ents) do
-        for _, per in ipairs({ x.day, x.month, 'total' }) do
-          local h = P .. 'u:' .. e .. ':' .. per
-          add(h, 's', x.s)
-          add(h, 't', x.t)
-          if not x.served then add(h, 'r', -1) end
-        end
-      end
+    q.s = q.s + xs
+    q.t = q.t + xt
+    if x[7] ~= 1 then q.unserved = q.unserved + 1 end
+  end
+  for _, q in ipairs(shapes) do
+    for _, h in ipairs(q.u) do
+      add(h, 's', q.s)
+      add(h, 't', q.t)
+      add(h, 'r', -q.unserved)
     end
-    touch(x.ents)
+    touch(q.ents)
     changed = true
   end
 end
@@ -111,24 +127,50 @@ local function isRevoked(k)
   return v
 end
 
+-- the admission shapes, with their key names
+local shapes = {}
+for i, q in ipairs(a.as) do
+  q.rb = P .. 'rb:' .. q.k
+  q.rh = P .. 'rh:' .. q.k
+  q.rd = P .. 'rd:' .. q.k
+  q.total = P .. 'u:' .. q.k .. ':total'
+  q.n = 0 -- admitted in this call (counted at the end)
+  q.uday, q.umonth, q.utotal = {}, {}, {}
+  for j, e in ipairs(q.ents) do
+    q.uday[j] = P .. 'u:' .. e .. ':' .. q.day
+    q.umonth[j] = P .. 'u:' .. e .. ':' .. q.month
+    q.utotal[j] = P .. 'u:' .. e .. ':total'
+  end
+  for _, c in ipairs(q.checks) do
+    c.r = P .. 'r:' .. c.e
+    c.rs = P .. 'rs:' .. c.e
+    c.d = P .. 'u:' .. c.e .. ':' .. q.day
+    c.m = P .. 'u:' .. c.e .. ':' .. q.month
+    c.t = P .. 'u:' .. c.e .. ':total'
+  end
+  shapes[i] = q
+end
+
+-- requests admitted in this call by key (max_requests reads its key's count)
+local admitted = {}
+
 -- the token bucket of a key: its tokens now, taken from in Lua, written at the end
 local buckets, bucketOrder = {}, {}
-local function bucket(x)
-  local b = buckets[x.k]
+local function bucket(q)
+  local b = buckets[q.rb]
   if not b then
-    local cap, per = x.burst or x.pm, x.pm / 60000
-    local v = redis.call('HMGET', P .. 'rb:' .. x.k, 't', 'l')
+    local cap, per = q.burst or q.pm, q.pm / 60000
+    local v = redis.call('HMGET', q.rb, 't', 'l')
     local tokens = cap
     if v[1] then tokens = math.min(cap, tonumber(v[1]) + (clock() - tonumber(v[2])) * per) end
-    b = { tokens = tokens, cap = cap, per = per, key = P .. 'rb:' .. x.k }
-    buckets[x.k] = b
+    b = { tokens = tokens, cap = cap, per = per, key = q.rb }
+    buckets[q.rb] = b
   end
   return b
 end
 -- a sliding window of a key: admissions in it (those of this call added at the end)
 local wins, winOrder = {}, {}
-local function window(name, k, span)
-  local z = P .. name .. k
+local function window(z, span)
   local w = wins[z]
   if not w then
     redis.call('ZREMRANGEBYSCORE', z, '-inf', clock() - span)
@@ -145,14 +187,14 @@ local function retryOf(w)
   return math.max(1, tonumber(first[2]) + w.span - now)
 end
 -- the rate state the headers report ({limit, remaining, reset ms}; nil without a rate limit)
-local function rate(x)
-  if x.pm then
-    local b = bucket(x)
-    return { x.pm, math.max(0, math.floor(b.tokens)), math.ceil((b.cap - b.tokens) / b.per) }
+local function rate(q)
+  if q.pm then
+    local b = bucket(q)
+    return { q.pm, math.max(0, math.floor(b.tokens)), math.ceil((b.cap - b.tokens) / b.per) }
   end
   local w, limit
-  if x.ph then w, limit = window('rh:', x.k, 3600000), x.ph
-  elseif x.pd then w, limit = window('rd:', x.k, 86400000), x.pd
+  if q.ph then w, limit = window(q.rh, 3600000), q.ph
+  elseif q.pd then w, limit = window(q.rd, 86400000), q.pd
   else return nil end
   local reset = 0
   if #w.add > 0 then reset = w.span
@@ -162,80 +204,74 @@ end
 
 -- lapsed reservations of dead requests go back; only looked for when a budget or token check
 -- would refuse: until then they only made the checks stricter
-local function reclaim(x)
-  for _, c in ipairs(x.checks) do
-    local rs = P .. 'rs:' .. c.e
-    local old = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
+local function reclaim(q)
+  for _, c in ipairs(q.checks) do
+    local old = redis.call('ZRANGEBYSCORE', c.rs, '-inf', now)
     if #old > 0 then
-      local h = P .. 'r:' .. c.e
       for _, m in ipairs(old) do
         local s, t = string.match(m, '^[^|]*|([^|]+)|([^|]+)$')
         -- (no -0: HINCRBY refuses "-0")
-        if s ~= '0' then redis.call('HINCRBY', h, 's', -tonumber(s)) end
-        if t ~= '0' then redis.call('HINCRBY', h, 't', -tonumber(t)) end
+        if s ~= '0' then redis.call('HINCRBY', c.r, 's', -tonumber(s)) end
+        if t ~= '0' then redis.call('HINCRBY', c.r, 't', -tonumber(t)) end
       end
-      redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
-      base[h] = nil -- read again
+      redis.call('ZREMRANGEBYSCORE', c.rs, '-inf', now)
+      base[c.r] = nil -- read again
     end
   end
 end
 
 -- budgets and tokens: committed (settled + reserved) must be under each limit; a known price
--- (x.kn: media units, a quote) must fit under each budget with it
-local function usage(x, rl)
+-- (kn: media units, a quote) must fit under each budget with it
+local function usage(q, s, kn)
   local function over(committed, budget)
-    if x.kn then return committed + x.s > budget end
+    if kn then return committed + s > budget end
     return committed >= budget
   end
-  for i, c in ipairs(x.checks) do
-    local r = P .. 'r:' .. c.e
-    local rs, rt = get(r, 's'), get(r, 't')
-    local d = P .. 'u:' .. c.e .. ':' .. x.day
-    local m = P .. 'u:' .. c.e .. ':' .. x.month
-    local t = P .. 'u:' .. c.e .. ':total'
-    if c.td and get(d, 't') + rt >= c.td then return { 'usage', i, 'td', tostring(get(d, 't') + rt), rl() } end
-    if c.tm and get(m, 't') + rt >= c.tm then return { 'usage', i, 'tm', tostring(get(m, 't') + rt), rl() } end
-    if c.bd and over(get(d, 's') + rs, c.bd) then return { 'usage', i, 'bd', tostring(get(d, 's')), rl() } end
-    if c.bm and over(get(m, 's') + rs, c.bm) then return { 'usage', i, 'bm', tostring(get(m, 's')), rl() } end
-    if c.bt and over(get(t, 's') + rs, c.bt) then return { 'usage', i, 'bt', tostring(get(t, 's')), rl() } end
+  for i, c in ipairs(q.checks) do
+    local rs, rt = get(c.r, 's'), get(c.r, 't')
+    if c.td and get(c.d, 't') + rt >= c.td then return { 'usage', i, 'td', tostring(get(c.d, 't') + rt), rate(q) } end
+    if c.tm and get(c.m, 't') + rt >= c.tm then return { 'usage', i, 'tm', tostring(get(c.m, 't') + rt), rate(q) } end
+    if c.bd and over(get(c.d, 's') + rs, c.bd) then return { 'usage', i, 'bd', tostring(get(c.d, 's')), rate(q) } end
+    if c.bm and over(get(c.m, 's') + rs, c.bm) then return { 'usage', i, 'bm', tostring(get(c.m, 's')), rate(q) } end
+    if c.bt and over(get(c.t, 's') + rs, c.bt) then return { 'usage', i, 'bt', tostring(get(c.t, 's')), rate(q) } end
   end
   return nil
 end
 
 local function admit(x)
-  if isRevoked(x.k) then return { 'revoked' } end
-  if not x.lim then return { 'ok', 0 } end
+  local q, id, s, t, xx, kn = shapes[x[1] + 1], x[2], x[3], x[4], x[5] == 1, x[6] == 1
+  if isRevoked(q.k) then return { 'revoked' } end
+  if not q.lim then return { 'ok', 0 } end
   -- counters of a Redis that lost its data are rebuilt from PostgreSQL first (seed.lua), and the
   -- replicas then get a moment (P..hold) to add back what they settled since the last copy
   if not inc then return { 'unseeded' } end
   if hold > 0 then return { 'wait', hold } end
   clock()
-  local rl = function() return rate(x) end
   -- rate: check all before taking any
   local b
-  if x.pm then
-    b = bucket(x)
-    if b.tokens < 1 then return { 'rate', 'per_minute', math.ceil((1 - b.tokens) / b.per), rl() } end
+  if q.pm then
+    b = bucket(q)
+    if b.tokens < 1 then return { 'rate', 'per_minute', math.ceil((1 - b.tokens) / b.per), rate(q) } end
   end
   local wh, wd
-  if x.ph then
-    wh = window('rh:', x.k, 3600000)
-    if wh.n >= x.ph then return { 'rate', 'per_hour', retryOf(wh), rl() } end
+  if q.ph then
+    wh = window(q.rh, 3600000)
+    if wh.n >= q.ph then return { 'rate', 'per_hour', retryOf(wh), rate(q) } end
   end
-  if x.pd then
-    wd = window('rd:', x.k, 86400000)
-    if wd.n >= x.pd then return { 'rate', 'per_day', retryOf(wd), rl() } end
+  if q.pd then
+    wd = window(q.rd, 86400000)
+    if wd.n >= q.pd then return { 'rate', 'per_day', retryOf(wd), rate(q) } end
   end
-  if x.mr then
-    local used = get(P .. 'u:' .. x.k .. ':total', 'r')
-    if used >= x.mr then return { 'max', tostring(used), rl() } end
+  if q.mr then
+    local used = get(q.total, 'r') + (admitted[q.k] or 0)
+    if used >= q.mr then return { 'max', tostring(used), rate(q) } end
   end
-  if x.x then return { 'over', rl() } end
-  if #x.checks > 0 then
-    local refused = usage(x, rl)
+  if xx then return { 'over', rate(q) } end
+  if #q.checks > 0 then
+    local refused = usage(q, s, kn)
     if refused then
-      reclaim(x)
-      refused = usage(x, rl)
+      reclaim(q)
+      refused = usage(q, s, kn)
       if refused then return refused end
     end
   end
@@ -249,36 +285,43 @@ local function admit(x)
     if w then
       if #w.add == 0 then winOrder[#winOrder + 1] = w end
       w.add[#w.add + 1] = now
-      w.add[#w.add + 1] = x.id
+      w.add[#w.add + 1] = id
       w.n = w.n + 1
     end
   end
-  for _, e in ipairs(x.ents) do
-    -- a day's or month's counters expire: set once, when a request creates them (the rebuild
-    -- sets it on those it writes, seed.lua and apply.lua)
-    add(P .. 'u:' .. e .. ':' .. x.day, 'r', 1, 3 * 86400000)
-    add(P .. 'u:' .. e .. ':' .. x.month, 'r', 1, 40 * 86400000)
-    add(P .. 'u:' .. e .. ':total', 'r', 1)
-  end
-  if x.s > 0 or x.t > 0 then
-    for _, c in ipairs(x.checks) do
-      add(P .. 'r:' .. c.e, 's', x.s)
-      add(P .. 'r:' .. c.e, 't', x.t)
-      local z = P .. 'rs:' .. c.e
-      local l = rsAdd[z]
-      if not l then l = {}; rsAdd[z] = l; rsOrder[#rsOrder + 1] = z end
+  q.n = q.n + 1
+  admitted[q.k] = (admitted[q.k] or 0) + 1
+  if s > 0 or t > 0 then
+    local m = id .. '|' .. s .. '|' .. t
+    for _, c in ipairs(q.checks) do
+      add(c.r, 's', s)
+      add(c.r, 't', t)
+      local l = rsAdd[c.rs]
+      if not l then l = {}; rsAdd[c.rs] = l; rsOrder[#rsOrder + 1] = c.rs end
       l[#l + 1] = now + a.ttl
-      l[#l + 1] = x.id .. '|' .. x.s .. '|' .. x.t
+      l[#l + 1] = m
     end
   end
-  touch(x.ents)
   changed = true
-  return { 'ok', 1, rate(x) }
+  return { 'ok', 1, rate(q) }
 end
 
 local out = { inc or '', 0 }
 for _, x in ipairs(a.a) do out[#out + 1] = admit(x) end
 if not changed then return out end
+-- the requests admitted, counted per shape
+for _, q in ipairs(shapes) do
+  if q.n > 0 then
+    for j = 1, #q.ents do
+      -- a day's or month's counters expire: set once, when a request creates them (the rebuild
+      -- sets it on those it writes, seed.lua and apply.lua)
+      add(q.uday[j], 'r', q.n, 3 * 86400000)
+      add(q.umonth[j], 'r', q.n, 40 * 86400000)
+      add(q.utotal[j], 'r', q.n)
+    end
+    touch(q.ents)
+  end
+end
 
 -- the sums, whole numbers (HINCRBY; %d: a large number must not reach Redis as 1e+15, and a
 -- zero is skipped: Lua's -0 reaches Redis as "-0", which HINCRBY refuses)

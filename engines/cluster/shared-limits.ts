@@ -22,6 +22,7 @@ import type { Redis } from "ioredis";
 import type { SharedLimitStore, SharedRate, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
+import { turnPayload } from "./turn-payload";
 
 /** admissions or settles in one limits.lua call at most */
 const TURN_BATCH = 256;
@@ -56,7 +57,7 @@ interface Admitted {
   seq: number;
 }
 interface Waiting {
-  item: Omit<SharedRequest, "checks"> & { checks: object[]; id: string };
+  item: { req: SharedRequest; id: string };
   resolve(a: Admitted): void;
   reject(e: unknown): void;
 }
@@ -134,9 +135,7 @@ export class RedisLimits implements SharedLimitStore {
   }
 
   async admit(req: SharedRequest, id: string): Promise<SharedVerdict> {
-    // what limits.lua reads, no more: Redis's CPU a request follows the size of what it decodes
-    const checks = req.checks.map(({ whose: _w, cur: _c, ...c }) => c);
-    const item = { ...req, checks, id };
+    const item = { req, id };
     for (let tries = 0; ; tries++) {
       const { v, inc, seq } = await new Promise<Admitted>((resolve, reject) => {
         this.admits.push({ item, resolve, reject });
@@ -176,7 +175,7 @@ export class RedisLimits implements SharedLimitStore {
    * rebuilt, and the settles are sent again after; undefined: Redis unreachable, the same). */
   private async send(admits: Waiting[], settles: Entry[]): Promise<string | undefined> {
     for (const e of settles) e.inc = undefined;
-    const arg = JSON.stringify({ p: this.p, ttl: this.opts.reservationTtlMs, s: settles.map((e) => e.settle), a: admits.map((w) => w.item) });
+    const arg = turnPayload(this.p, this.opts.reservationTtlMs, settles.map((e) => e.settle!), admits.map((w) => w.item));
     let v: unknown[];
     try {
       // written now unless the connection is new (then after its check)

@@ -108,6 +108,21 @@ describe.each(stores)("$name repositories", (s) => {
     await db.repos.audit.insert([]);
   });
 
+  it.skipIf(s.skip)("audit: a one-statement batch keeps every character (quotes, backslashes, braces, commas, the word NULL) and nulls; a replayed row is skipped", async () => {
+    const tricky = ['a "quoted" \\ back\\slash', "{braces},{more}", "NULL", "", "line\nbreak\ttab", "ünïcode ☃ 'single'"];
+    const rows = tricky.map((t, i) => audit(200_000 + i, { userAgent: t, metadata: JSON.stringify({ t }), apiKeyName: i % 2 ? null : t, errorCode: i % 2 ? t : null }));
+    await db.repos.audit.insert(rows);
+    for (const [i, t] of tricky.entries()) {
+      const e = await db.prisma.auditEntry.findUniqueOrThrow({ where: { id: `aud_${200_000 + i}` } });
+      expect([e.userAgent, e.metadata, e.apiKeyName, e.errorCode, e.costMicros, e.timestamp]).toEqual([t, JSON.stringify({ t }), i % 2 ? null : t, i % 2 ? t : null, 5_000_000_000n + BigInt(200_000 + i), new Date(T0 + (200_000 + i) * 1000)]);
+    }
+    if (s.name !== "PostgreSQL") return;
+    // on a shared store an insert skips rows already there (a write-ahead batch replayed)
+    const before = await db.prisma.auditEntry.count();
+    await db.repos.audit.insert([rows[0], audit(300_000)]);
+    expect(await db.prisma.auditEntry.count()).toBe(before + 1);
+  });
+
   it.skipIf(s.skip)("limits: counters are upserted (the second save replaces the values), rate state saved, deleted and loaded", async () => {
     const day = "day:2026-11-22";
     const month = "month:2026-11";
