@@ -7,7 +7,7 @@ import pg from "pg";
 
 /** Commands svc's Lua scripts run (engines/cluster/*.lua); svc itself sends none of them on the
  * request path, so with scripts present they are counted as the scripts' work, not round trips. */
-const INNER = ["hset", "hget", "hmget", "hgetall", "hkeys", "hdel", "mget", "hincrby", "hincrbyfloat", "zadd", "zrem", "zrangebyscore", "zremrangebyscore", "zcard", "zrange", "incr", "pexpire", "pttl", "time", "sismember", "get"];
+const INNER = ["hset", "hget", "hmget", "hgetall", "hkeys", "hdel", "mget", "hincrby", "hincrbyfloat", "zadd", "zrem", "zmscore", "zrangebyscore", "zremrangebyscore", "zcard", "zrange", "incr", "pexpire", "pttl", "time", "sismember", "get"];
 
 export interface OpsSnapshot {
   redis: Record<string, { calls: number; usec: number }>;

@@ -88,21 +88,46 @@ if inc then
     for j, e in ipairs(q.re) do rs[j] = P .. 'rs:' .. e; r[j] = P .. 'r:' .. e end
     shapes[i] = { u = u, rs = rs, r = r, ents = q.ents, s = 0, t = 0, unserved = 0 }
   end
-  -- each reservation is released by itself; what the requests used is summed per shape first
+  -- reservations are looked up and released per entity in one ZMSCORE and one ZREM (those that
+  -- lapsed and were reclaimed are not released twice); what the requests used is summed per shape
+  local rel, relOrder = {}, {}
   for _, x in ipairs(a.s) do
     local q, id, xrs, xrt, xs, xt = shapes[x[1] + 1], x[2], x[3], x[4], x[5], x[6]
     if xrs > 0 or xrt > 0 then
       local m = id .. '|' .. xrs .. '|' .. xrt
       for j, z in ipairs(q.rs) do
-        if redis.call('ZREM', z, m) == 1 then
-          add(q.r[j], 's', -xrs)
-          add(q.r[j], 't', -xrt)
+        local l = rel[z]
+        if not l then
+          l = { r = q.r[j], m = {}, s = {}, t = {}, seen = {} }
+          rel[z] = l
+          relOrder[#relOrder + 1] = z
+        end
+        if not l.seen[m] then
+          l.seen[m] = true
+          local n = #l.m + 1
+          l.m[n], l.s[n], l.t[n] = m, xrs, xrt
         end
       end
     end
     q.s = q.s + xs
     q.t = q.t + xt
     if x[7] ~= 1 then q.unserved = q.unserved + 1 end
+  end
+  for _, z in ipairs(relOrder) do
+    local l = rel[z]
+    for i = 1, #l.m, 1000 do
+      local last = math.min(i + 999, #l.m)
+      local sc = redis.call('ZMSCORE', z, unpack(l.m, i, last))
+      local gone = {}
+      for k = i, last do
+        if sc[k - i + 1] then
+          gone[#gone + 1] = l.m[k]
+          add(l.r, 's', -l.s[k])
+          add(l.r, 't', -l.t[k])
+        end
+      end
+      if #gone > 0 then redis.call('ZREM', z, unpack(gone)) end
+    end
   end
   for _, q in ipairs(shapes) do
     for _, h in ipairs(q.u) do
@@ -180,6 +205,13 @@ local function window(z, span)
   end
   return w
 end
+-- an admission into a window
+local function take(w, id)
+  if #w.add == 0 then winOrder[#winOrder + 1] = w end
+  w.add[#w.add + 1] = now
+  w.add[#w.add + 1] = id
+  w.n = w.n + 1
+end
 -- ms until a full window has room again: its oldest admission leaves
 local function retryOf(w)
   if w.stored == 0 then return w.span end
@@ -222,18 +254,18 @@ end
 
 -- budgets and tokens: committed (settled + reserved) must be under each limit; a known price
 -- (kn: media units, a quote) must fit under each budget with it
+local function over(committed, budget, s, kn)
+  if kn then return committed + s > budget end
+  return committed >= budget
+end
 local function usage(q, s, kn)
-  local function over(committed, budget)
-    if kn then return committed + s > budget end
-    return committed >= budget
-  end
   for i, c in ipairs(q.checks) do
     local rs, rt = get(c.r, 's'), get(c.r, 't')
     if c.td and get(c.d, 't') + rt >= c.td then return { 'usage', i, 'td', tostring(get(c.d, 't') + rt), rate(q) } end
     if c.tm and get(c.m, 't') + rt >= c.tm then return { 'usage', i, 'tm', tostring(get(c.m, 't') + rt), rate(q) } end
-    if c.bd and over(get(c.d, 's') + rs, c.bd) then return { 'usage', i, 'bd', tostring(get(c.d, 's')), rate(q) } end
-    if c.bm and over(get(c.m, 's') + rs, c.bm) then return { 'usage', i, 'bm', tostring(get(c.m, 's')), rate(q) } end
-    if c.bt and over(get(c.t, 's') + rs, c.bt) then return { 'usage', i, 'bt', tostring(get(c.t, 's')), rate(q) } end
+    if c.bd and over(get(c.d, 's') + rs, c.bd, s, kn) then return { 'usage', i, 'bd', tostring(get(c.d, 's')), rate(q) } end
+    if c.bm and over(get(c.m, 's') + rs, c.bm, s, kn) then return { 'usage', i, 'bm', tostring(get(c.m, 's')), rate(q) } end
+    if c.bt and over(get(c.t, 's') + rs, c.bt, s, kn) then return { 'usage', i, 'bt', tostring(get(c.t, 's')), rate(q) } end
   end
   return nil
 end
@@ -281,14 +313,8 @@ local function admit(x)
     if not b.taken then b.taken = true; bucketOrder[#bucketOrder + 1] = b end
     b.tokens = b.tokens - 1
   end
-  for _, w in ipairs({ wh or false, wd or false }) do
-    if w then
-      if #w.add == 0 then winOrder[#winOrder + 1] = w end
-      w.add[#w.add + 1] = now
-      w.add[#w.add + 1] = id
-      w.n = w.n + 1
-    end
-  end
+  if wh then take(wh, id) end
+  if wd then take(wd, id) end
   q.n = q.n + 1
   admitted[q.k] = (admitted[q.k] or 0) + 1
   if s > 0 or t > 0 then
