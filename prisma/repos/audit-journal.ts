@@ -21,7 +21,8 @@ const ROTATE_LINES = 20_000;
 const COST = AUDIT_COLUMNS.indexOf("costMicros");
 
 const insertMissing = (shared: AuditRepo, rows: AuditRow[]) => (shared.insertMissing ? shared.insertMissing(rows) : shared.insert(rows));
-const line = (row: AuditRow) => JSON.stringify(row, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n";
+// (bigints as text; a copy rather than a replacer function, which makes JSON.stringify ~2x slower)
+const line = (row: AuditRow) => JSON.stringify(row.map((v) => (typeof v === "bigint" ? v.toString() : v))) + "\n";
 
 /** The journal files beside the SQLite file `db`, by generation (ascending). */
 function journalFiles(db: string): Array<{ gen: number; file: string }> {
