@@ -6,7 +6,8 @@
 -- clock, so replicas with skewed clocks agree. Counters are read once a call and kept in Lua; what changed is written at
 -- the end, summed per counter, so n requests of one key cost about the commands of one.
 -- Keys (prefix P): revoked (set of revoked key ids); rb:<key> token bucket {t, l};
--- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time);
+-- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time; above 10,000 a hash of
+-- slices, rh:<key># / rd:<key>#, see window());
 -- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
 -- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
 -- (a replica that dies mid-request leaves them; they lapse after the request timeout). Only the
@@ -193,30 +194,59 @@ local function bucket(q)
   end
   return b
 end
--- a sliding window of a key: admissions in it (those of this call added at the end)
+-- A sliding window of a key (rh:<key>, rd:<key>): the admissions in it, those of this call added at
+-- the end. As in embedded mode (engines/gateway/limits/rate.ts): up to 10,000 an exact log (a
+-- sorted set of admission times); above, 120 slices of the window (the hash <name>#: slice start ->
+-- admissions; a slice counts while its start is inside the window, as embedded mode counts it),
+-- which holds at most 121 fields whatever the traffic, where a log would hold every admission.
+-- Both are read, so a limit changed across 10,000 keeps counting what was admitted under the old.
+local EXACT_MAX, SLICES = 10000, 120
 local wins, winOrder = {}, {}
-local function window(z, span)
+local function window(z, span, limit)
   local w = wins[z]
   if not w then
-    redis.call('ZREMRANGEBYSCORE', z, '-inf', clock() - span)
+    local from = clock() - span
+    redis.call('ZREMRANGEBYSCORE', z, '-inf', from)
     local n = redis.call('ZCARD', z)
-    w = { z = z, span = span, stored = n, n = n, add = {} }
+    w = { z = z, hz = z .. '#', span = span, width = span / SLICES, stored = n, n = n, add = {}, sliced = {}, oldest = nil }
+    local sl = redis.call('HGETALL', w.hz)
+    local gone = {}
+    for i = 1, #sl, 2 do
+      local start = tonumber(sl[i])
+      if start > from then
+        w.n = w.n + tonumber(sl[i + 1])
+        if not w.oldest or start < w.oldest then w.oldest = start end
+      else
+        gone[#gone + 1] = sl[i]
+      end
+    end
+    if #gone > 0 then redis.call('HDEL', w.hz, unpack(gone)) end
     wins[z] = w
   end
+  w.exact = limit <= EXACT_MAX
   return w
 end
 -- an admission into a window
 local function take(w, id)
-  if #w.add == 0 then winOrder[#winOrder + 1] = w end
-  w.add[#w.add + 1] = now
-  w.add[#w.add + 1] = id
+  if #w.add == 0 and next(w.sliced) == nil then winOrder[#winOrder + 1] = w end
+  if w.exact then
+    w.add[#w.add + 1] = now
+    w.add[#w.add + 1] = id
+  else
+    local start = math.floor(now / w.width) * w.width
+    w.sliced[start] = (w.sliced[start] or 0) + 1
+  end
   w.n = w.n + 1
 end
--- ms until a full window has room again: its oldest admission leaves
+-- ms until a full window has room again: its oldest admission (or slice) leaves
 local function retryOf(w)
-  if w.stored == 0 then return w.span end
-  local first = redis.call('ZRANGE', w.z, 0, 0, 'WITHSCORES')
-  return math.max(1, tonumber(first[2]) + w.span - now)
+  local oldest = w.oldest
+  if w.stored > 0 then
+    local first = tonumber(redis.call('ZRANGE', w.z, 0, 0, 'WITHSCORES')[2])
+    if not oldest or first < oldest then oldest = first end
+  end
+  if not oldest then return w.span end
+  return math.max(1, oldest + w.span - now)
 end
 -- the rate state the headers report ({limit, remaining, reset ms}; nil without a rate limit)
 local function rate(q)
@@ -225,11 +255,12 @@ local function rate(q)
     return { q.pm, math.max(0, math.floor(b.tokens)), math.ceil((b.cap - b.tokens) / b.per) }
   end
   local w, limit
-  if q.ph then w, limit = window(q.rh, 3600000), q.ph
-  elseif q.pd then w, limit = window(q.rd, 86400000), q.pd
+  if q.ph then w, limit = window(q.rh, 3600000, q.ph), q.ph
+  elseif q.pd then w, limit = window(q.rd, 86400000, q.pd), q.pd
   else return nil end
+  -- (as embedded mode: until the newest admission leaves; a sliced window says the whole span)
   local reset = 0
-  if #w.add > 0 then reset = w.span
+  if #w.add > 0 or not w.exact then reset = w.span
   elseif w.stored > 0 then reset = math.max(0, tonumber(redis.call('ZRANGE', w.z, -1, -1, 'WITHSCORES')[2]) + w.span - now) end
   return { limit, math.max(0, limit - w.n), reset }
 end
@@ -287,11 +318,11 @@ local function admit(x)
   end
   local wh, wd
   if q.ph then
-    wh = window(q.rh, 3600000)
+    wh = window(q.rh, 3600000, q.ph)
     if wh.n >= q.ph then return { 'rate', 'per_hour', retryOf(wh), rate(q) } end
   end
   if q.pd then
-    wd = window(q.rd, 86400000)
+    wd = window(q.rd, 86400000, q.pd)
     if wd.n >= q.pd then return { 'rate', 'per_day', retryOf(wd), rate(q) } end
   end
   if q.mr then
@@ -365,8 +396,14 @@ for _, b in ipairs(bucketOrder) do
   redis.call('PEXPIRE', b.key, 86400000)
 end
 for _, w in ipairs(winOrder) do
-  zadd(w.z, w.add)
-  redis.call('PEXPIRE', w.z, w.span)
+  if #w.add > 0 then
+    zadd(w.z, w.add)
+    redis.call('PEXPIRE', w.z, w.span)
+  end
+  if next(w.sliced) ~= nil then
+    for start, n in pairs(w.sliced) do redis.call('HINCRBY', w.hz, string.format('%d', start), n) end
+    redis.call('PEXPIRE', w.hz, w.span)
+  end
 end
 for _, z in ipairs(rsOrder) do zadd(z, rsAdd[z]) end
 -- the change gets the next number of this incarnation (the replica keeps it until it is copied

@@ -1,0 +1,89 @@
+// per_hour / per_day windows in the shared limits (engines/cluster/limits.lua): up to 10,000 an exact
+// log of admissions, above it 120 slices of the window as in embedded mode, so a busy key's window
+// holds a bounded number of fields in Redis instead of every admission of the last hour or day.
+// Two RedisLimits on one Redis stand for two replicas; a turn's admissions go in one script call.
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { Redis } from "ioredis";
+import { missingServices, startRedis, type RedisService } from "../helpers/services";
+import { RedisLimits } from "../../engines/cluster/shared-limits";
+import { connectRedis, waitReady } from "../../engines/cluster/redis";
+import type { SharedRequest, SharedVerdict } from "../../engines/gateway/limits/types";
+
+const missing = missingServices();
+const day = "day:2026-11-29";
+
+describe.skipIf(!!missing)("rate windows in the shared limits", () => {
+  let redis: RedisService;
+  const conns: Redis[] = [];
+  let peek: Redis;
+  const limits = async () => {
+    const c = connectRedis(redis.url, { name: "t" });
+    conns.push(c);
+    await waitReady(c);
+    return new RedisLimits(c, { prefix: "svc:", reservationTtlMs: 60_000, log: () => undefined, saved: async () => ({ rows: [] }), rebuildHoldMs: 0 });
+  };
+  const req = (k: string, limit: { ph?: number; pd?: number }): SharedRequest => ({ k, lim: true, ...limit, ents: [k, "org:o"], day, month: "month:2026-11", s: 0, t: 0, checks: [] });
+  let n = 0;
+  /** `count` admissions spread over the replicas, `wave` at once (one script call each turn) */
+  async function admitMany(ls: RedisLimits[], r: SharedRequest, count: number, wave = 500): Promise<SharedVerdict[]> {
+    const out: SharedVerdict[] = [];
+    for (let i = 0; i < count; i += wave) {
+      const part = Array.from({ length: Math.min(wave, count - i) }, (_, j) => ls[j % ls.length].admit(r, `w-${++n}`));
+      out.push(...(await Promise.all(part)));
+    }
+    return out;
+  }
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    peek = new Redis(redis.url);
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of conns) c.disconnect();
+    peek?.disconnect();
+    await redis?.stop();
+  });
+
+  it("per_hour above 10,000: exactly the limit passes across two replicas, and Redis keeps slices, not every admission", async () => {
+    const ls = [await limits(), await limits()];
+    const r = req("k-big", { ph: 10_050 });
+    const v = await admitMany(ls, r, 10_200);
+    expect(v.filter((x) => x[0] === "ok")).toHaveLength(10_050);
+    const refused = v.filter((x) => x[0] !== "ok");
+    expect(refused).toHaveLength(150);
+    expect(refused[0].slice(0, 2)).toEqual(["rate", "per_hour"]);
+    // retry after: the oldest slice leaves the window, within the hour
+    expect(Number(refused[0][2])).toBeGreaterThan(0);
+    expect(Number(refused[0][2])).toBeLessThanOrEqual(3_600_000);
+    // the headers' window: nothing left
+    expect(refused[0][3]).toEqual([10_050, 0, 3_600_000]);
+    expect(await peek.exists("svc:rh:k-big")).toBe(0);
+    const slices = await peek.hgetall("svc:rh:k-big#");
+    expect(Object.keys(slices).length).toBeLessThanOrEqual(2);
+    expect(Object.values(slices).reduce((a, x) => a + Number(x), 0)).toBe(10_050);
+    expect(await peek.pttl("svc:rh:k-big#")).toBeGreaterThan(3_500_000);
+  });
+
+  it("per_hour up to 10,000 stays an exact log; a limit raised past 10,000 still counts what the log holds", async () => {
+    const [l] = [await limits()];
+    const small = req("k-change", { ph: 10 });
+    const v = await admitMany([l], small, 12, 4);
+    expect(v.filter((x) => x[0] === "ok")).toHaveLength(10);
+    expect(await peek.zcard("svc:rh:k-change")).toBe(10);
+    // the key's limit is raised: the 10 admissions still count against the new one
+    const big = req("k-change", { ph: 20_000 });
+    const [ok] = await admitMany([l], big, 1);
+    expect(ok).toEqual(["ok", [20_000, 20_000 - 11, 3_600_000]]);
+    expect(await peek.zcard("svc:rh:k-change")).toBe(10);
+    expect(await peek.hgetall("svc:rh:k-change#")).toSatisfy((h: Record<string, string>) => Object.values(h).reduce((a, x) => a + Number(x), 0) === 1);
+  });
+
+  it("per_day above 10,000 (no per_hour): the headers describe the day window", async () => {
+    const [l] = [await limits()];
+    const v = await admitMany([l], req("k-day", { pd: 50_000 }), 3, 3);
+    expect(v.map((x) => x[0])).toEqual(["ok", "ok", "ok"]);
+    expect(v[2]).toEqual(["ok", [50_000, 50_000 - 3, 86_400_000]]);
+    expect(await peek.exists("svc:rd:k-day")).toBe(0);
+    expect(Object.values(await peek.hgetall("svc:rd:k-day#")).map(Number)).toEqual([3]);
+  });
+});
