@@ -1,29 +1,23 @@
 -- One event-loop turn of a replica against the shared limits, atomic (engines/cluster/shared-limits.ts):
 -- first the settles of requests answered since the last call, then the admissions, in order.
+-- Time is Redis's own clock, so replicas with skewed clocks agree. The keys it reads and writes
+-- are listed in engines/cluster/README.md ("Keys in Redis").
 -- ARGV[1]: JSON {p, ttl, ss: [settle shape], s: [settle], as: [admission shape], a: [admission]}:
 -- what requests of one key share (its entities, limits, day and month) is a shape, sent and turned
--- into key names once a call; each request is a short array naming its shape. Time is Redis's own
--- clock, so replicas with skewed clocks agree. Counters are read once a call and kept in Lua; what changed is written at
--- the end, summed per counter, so n requests of one key cost about the commands of one.
--- Keys (prefix P): revoked (set of revoked key ids); rb:<key> token bucket {t, l};
--- rh:<key> / rd:<key> sliding windows (sorted sets of admissions by time; above 10,000 a hash of
--- slices, rh:<key># / rd:<key>#, see window());
--- u:<entity>:<period> settled usage {s spend, t tokens, r requests};
--- r:<entity> reserved by requests in flight {s, t}; rs:<entity> those reservations by expiry
--- (a replica that dies mid-request leaves them; they lapse after the request timeout). Only the
--- entities a budget or token check reads (x.checks) hold reservations: no check reads the others'.
--- seeded: this incarnation's id; seq: the number of its last counters change; touched: entities
--- changed since the last copy to PostgreSQL, by that number (snap.lua, copied.lua).
+-- into key names once a call; each request is a short array naming its shape. Counters are read
+-- once a call and kept in Lua; what changed is written at the end, summed per counter, so n
+-- requests of one key cost about the commands of one.
 -- A settle [shape, id, rs, rt, s, t, served 0/1] (shape {ents, re, day, month}) releases its
 -- reservation rs/rt on `re` (unless it lapsed), adds what the request used and gives the request
 -- back when it was not served.
 -- An admission [shape, id, s, t, x, kn] (shape {k, lim, pm, burst, ph, pd, mr, ents, day, month,
 -- checks}) checks revocation, the rate bucket and windows, max_requests, then budgets and token
--- limits of the key, its team and its organization, and reserves. Every verdict of a key with a
--- rate limit ends with {limit, remaining, reset ms} of the window the x-ratelimit-* headers
--- describe (as in embedded mode: the per_minute bucket, else the hour, else the day window), after
--- this request's slot was taken when it was admitted. x: refuse (per_request_max, checked by the
--- replica) after the checks that come before it; kn: s is a known price (media units, a quote).
+-- limits of the key, its team and its organization, and reserves on the entities a check reads.
+-- Every verdict of a key with a rate limit ends with {limit, remaining, reset ms} of the window the
+-- x-ratelimit-* headers describe (as in embedded mode: the per_minute bucket, else the hour, else
+-- the day window), after this request's slot was taken when it was admitted. x: refuse
+-- (per_request_max, checked by the replica) after the checks that come before it; kn: s is a
+-- known price (media units, a quote).
 -- Returns {incarnation, seq, verdict of each admission}: incarnation '' when Redis lost its data
 -- (nothing was counted: the settles are sent again after the rebuild, seed.lua); seq 0 when no
 -- counter changed. A verdict: {'ok', 1, rate} counted, {'ok', 0} a key without limits (nothing
