@@ -3,13 +3,16 @@
 // (engines/cluster/limits.lua), for the bench's key (rate, hour window, budget and token limits;
 // key, team and organization): calls of B admissions and the B settles of the previous call, as
 // a replica sends one event-loop turn (B=1: one request a turn; the scale bench's 50 connections
-// make turns of about 10). SCRIPT=<file>: another version of the script, measured in the same run.
+// make turns of about 10). SCRIPT=<file>: another version of the whole script (windows.lua and
+// limits.lua in one file), measured in the same run.
+// FULL_WINDOW=1: the key's hour window starts with all its slices filled, as after an hour of load.
 // node --import tsx bench/dev/scale-redis-cpu.ts [B,B,...] [requests]
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { startRedis } from "../../test/helpers/services";
 import { turnPayload } from "../../engines/cluster/turn-payload";
+import { turnScript } from "../../engines/cluster/shared-limits";
 import type { SharedRequest } from "../../engines/gateway/limits/types";
 import type { SettleItem } from "../../engines/cluster/usage-ledger";
 
@@ -29,7 +32,16 @@ async function cpu(r: Redis): Promise<number> {
 async function measure(r: Redis, file: string, B: number): Promise<string> {
   await r.flushall();
   await r.eval(readFileSync(path.join(dir, "seed.lua"), "utf8"), 0, JSON.stringify({ p: "svc:", inc: "1", base: "", hold: 0, rows: [] }));
-  const sha = (await r.script("LOAD", readFileSync(file, "utf8"))) as string;
+  const sha = (await r.script("LOAD", file === "worktree" ? turnScript() : readFileSync(file, "utf8"))) as string;
+  if (process.env.FULL_WINDOW) {
+    // the hour window of a key busy for an hour: all 120 slices hold admissions (as at steady state)
+    const [sec] = await r.time();
+    const width = 30_000;
+    const top = Math.floor((Number(sec) * 1000) / width) * width;
+    const slices: Record<string, number> = {};
+    for (let i = 0; i < 119; i++) slices[String(top - i * width)] = 1_000;
+    await r.hset("svc:rh:kb#", { ...slices, n: 119_000, c: top - 120 * width });
+  }
   let id = 0;
   let settles: SettleItem[] = [];
   const turn = async () => {
@@ -55,7 +67,7 @@ async function measure(r: Redis, file: string, B: number): Promise<string> {
 const redis = process.env.REDIS_URL ? undefined : await startRedis();
 const r = new Redis(process.env.REDIS_URL ?? redis!.url);
 try {
-  const files = [path.join(dir, "limits.lua"), ...(process.env.SCRIPT ? [path.resolve(process.env.SCRIPT)] : [])];
+  const files = ["worktree", ...(process.env.SCRIPT ? [path.resolve(process.env.SCRIPT)] : [])];
   for (const B of sizes) for (const f of files) console.log(await measure(r, f, B));
 } finally {
   r.disconnect();

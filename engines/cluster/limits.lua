@@ -1,7 +1,8 @@
 -- One event-loop turn of a replica against the shared limits, atomic (engines/cluster/shared-limits.ts):
 -- first the settles of requests answered since the last call, then the admissions, in order.
 -- Time is Redis's own clock, so replicas with skewed clocks agree. The keys it reads and writes
--- are listed in engines/cluster/README.md ("Keys in Redis").
+-- are listed in engines/cluster/README.md ("Keys in Redis"); windows.lua, the rate windows, is
+-- loaded in front of it as one script.
 -- ARGV[1]: JSON {p, ttl, ss: [settle shape], s: [settle], as: [admission shape], a: [admission]}:
 -- what requests of one key share (its entities, limits, day and month) is a shape, sent and turned
 -- into key names once a call; each request is a short array naming its shape. Counters are read
@@ -66,10 +67,6 @@ local function touch(ents)
   end
 end
 local rsAdd, rsOrder = {}, {}
--- ZADD of score/member pairs, in parts (Lua's unpack has a stack limit)
-local function zadd(z, l)
-  for i = 1, #l, 1000 do redis.call('ZADD', z, unpack(l, i, math.min(i + 999, #l))) end
-end
 
 -- settles (only into counters that are there: see seed.lua)
 local changed = false
@@ -188,60 +185,6 @@ local function bucket(q)
   end
   return b
 end
--- A sliding window of a key (rh:<key>, rd:<key>): the admissions in it, those of this call added at
--- the end. As in embedded mode (engines/gateway/limits/rate.ts): up to 10,000 an exact log (a
--- sorted set of admission times); above, 120 slices of the window (the hash <name>#: slice start ->
--- admissions; a slice counts while its start is inside the window, as embedded mode counts it),
--- which holds at most 121 fields whatever the traffic, where a log would hold every admission.
--- Both are read, so a limit changed across 10,000 keeps counting what was admitted under the old.
-local EXACT_MAX, SLICES = 10000, 120
-local wins, winOrder = {}, {}
-local function window(z, span, limit)
-  local w = wins[z]
-  if not w then
-    local from = clock() - span
-    redis.call('ZREMRANGEBYSCORE', z, '-inf', from)
-    local n = redis.call('ZCARD', z)
-    w = { z = z, hz = z .. '#', span = span, width = span / SLICES, stored = n, n = n, add = {}, sliced = {}, oldest = nil }
-    local sl = redis.call('HGETALL', w.hz)
-    local gone = {}
-    for i = 1, #sl, 2 do
-      local start = tonumber(sl[i])
-      if start > from then
-        w.n = w.n + tonumber(sl[i + 1])
-        if not w.oldest or start < w.oldest then w.oldest = start end
-      else
-        gone[#gone + 1] = sl[i]
-      end
-    end
-    if #gone > 0 then redis.call('HDEL', w.hz, unpack(gone)) end
-    wins[z] = w
-  end
-  w.exact = limit <= EXACT_MAX
-  return w
-end
--- an admission into a window
-local function take(w, id)
-  if #w.add == 0 and next(w.sliced) == nil then winOrder[#winOrder + 1] = w end
-  if w.exact then
-    w.add[#w.add + 1] = now
-    w.add[#w.add + 1] = id
-  else
-    local start = math.floor(now / w.width) * w.width
-    w.sliced[start] = (w.sliced[start] or 0) + 1
-  end
-  w.n = w.n + 1
-end
--- ms until a full window has room again: its oldest admission (or slice) leaves
-local function retryOf(w)
-  local oldest = w.oldest
-  if w.stored > 0 then
-    local first = tonumber(redis.call('ZRANGE', w.z, 0, 0, 'WITHSCORES')[2])
-    if not oldest or first < oldest then oldest = first end
-  end
-  if not oldest then return w.span end
-  return math.max(1, oldest + w.span - now)
-end
 -- the rate state the headers report ({limit, remaining, reset ms}; nil without a rate limit)
 local function rate(q)
   if q.pm then
@@ -249,8 +192,8 @@ local function rate(q)
     return { q.pm, math.max(0, math.floor(b.tokens)), math.ceil((b.cap - b.tokens) / b.per) }
   end
   local w, limit
-  if q.ph then w, limit = window(q.rh, 3600000, q.ph), q.ph
-  elseif q.pd then w, limit = window(q.rd, 86400000, q.pd), q.pd
+  if q.ph then w, limit = window(q.rh, 3600000, q.ph, clock()), q.ph
+  elseif q.pd then w, limit = window(q.rd, 86400000, q.pd, clock()), q.pd
   else return nil end
   -- (as embedded mode: until the newest admission leaves; a sliced window says the whole span)
   local reset = 0
@@ -312,12 +255,12 @@ local function admit(x)
   end
   local wh, wd
   if q.ph then
-    wh = window(q.rh, 3600000, q.ph)
-    if wh.n >= q.ph then return { 'rate', 'per_hour', retryOf(wh), rate(q) } end
+    wh = window(q.rh, 3600000, q.ph, clock())
+    if wh.n >= q.ph then return { 'rate', 'per_hour', retryOf(wh, now), rate(q) } end
   end
   if q.pd then
-    wd = window(q.rd, 86400000, q.pd)
-    if wd.n >= q.pd then return { 'rate', 'per_day', retryOf(wd), rate(q) } end
+    wd = window(q.rd, 86400000, q.pd, clock())
+    if wd.n >= q.pd then return { 'rate', 'per_day', retryOf(wd, now), rate(q) } end
   end
   if q.mr then
     local used = get(q.total, 'r') + (admitted[q.k] or 0)
@@ -338,8 +281,8 @@ local function admit(x)
     if not b.taken then b.taken = true; bucketOrder[#bucketOrder + 1] = b end
     b.tokens = b.tokens - 1
   end
-  if wh then take(wh, id) end
-  if wd then take(wd, id) end
+  if wh then take(wh, id, now) end
+  if wd then take(wd, id, now) end
   q.n = q.n + 1
   admitted[q.k] = (admitted[q.k] or 0) + 1
   if s > 0 or t > 0 then
@@ -389,16 +332,7 @@ for _, b in ipairs(bucketOrder) do
   redis.call('HSET', b.key, 't', b.tokens, 'l', now)
   redis.call('PEXPIRE', b.key, 86400000)
 end
-for _, w in ipairs(winOrder) do
-  if #w.add > 0 then
-    zadd(w.z, w.add)
-    redis.call('PEXPIRE', w.z, w.span)
-  end
-  if next(w.sliced) ~= nil then
-    for start, n in pairs(w.sliced) do redis.call('HINCRBY', w.hz, string.format('%d', start), n) end
-    redis.call('PEXPIRE', w.hz, w.span)
-  end
-end
+writeWindows()
 for _, z in ipairs(rsOrder) do zadd(z, rsAdd[z]) end
 -- the change gets the next number of this incarnation (the replica keeps it until it is copied
 -- back); one ZADD marks every entity it touched

@@ -28,8 +28,10 @@ import { turnPayload } from "./turn-payload";
 const TURN_BATCH = 256;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const lua = (f: string) => readFileSync(path.join(here, f), "utf8");
-const SCRIPTS = { svcTurn: "limits.lua", svcSeed: "seed.lua", svcApply: "apply.lua", svcSnap: "snap.lua", svcCopied: "copied.lua", svcRun: "run.lua" };
+const lua = (...files: string[]) => files.map((f) => readFileSync(path.join(here, f), "utf8")).join("\n");
+/** limits.lua with the rate windows it calls in front (one script) */
+export const turnScript = () => lua("windows.lua", "limits.lua");
+const SCRIPTS = { svcTurn: turnScript(), svcSeed: lua("seed.lua"), svcApply: lua("apply.lua"), svcSnap: lua("snap.lua"), svcCopied: lua("copied.lua"), svcRun: lua("run.lua") };
 const APPLY_BATCH = 500;
 /** how long a copy to the database may take before another may start */
 const COPY_TURN_MS = 30_000;
@@ -98,7 +100,7 @@ export class RedisLimits implements SharedLimitStore {
       pollMs?: number;
     },
   ) {
-    for (const [name, file] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: lua(file) });
+    for (const [name, source] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 0, lua: source });
     this.r = redis as WithScripts;
     redis.on("ready", () => {
       this.checked = undefined;

@@ -58,9 +58,11 @@ describe.skipIf(!!missing)("rate windows in the shared limits", () => {
     // the headers' window: nothing left
     expect(refused[0][3]).toEqual([10_050, 0, 3_600_000]);
     expect(await peek.exists("svc:rh:k-big")).toBe(0);
-    const slices = await peek.hgetall("svc:rh:k-big#");
+    const { n, c, ...slices } = await peek.hgetall("svc:rh:k-big#");
     expect(Object.keys(slices).length).toBeLessThanOrEqual(2);
     expect(Object.values(slices).reduce((a, x) => a + Number(x), 0)).toBe(10_050);
+    expect(Number(n)).toBe(10_050);
+    expect(Number(c)).toBeLessThan(Math.min(...Object.keys(slices).map(Number)));
     expect(await peek.pttl("svc:rh:k-big#")).toBeGreaterThan(3_500_000);
   });
 
@@ -75,7 +77,7 @@ describe.skipIf(!!missing)("rate windows in the shared limits", () => {
     const [ok] = await admitMany([l], big, 1);
     expect(ok).toEqual(["ok", [20_000, 20_000 - 11, 3_600_000]]);
     expect(await peek.zcard("svc:rh:k-change")).toBe(10);
-    expect(await peek.hgetall("svc:rh:k-change#")).toSatisfy((h: Record<string, string>) => Object.values(h).reduce((a, x) => a + Number(x), 0) === 1);
+    expect(Number(await peek.hget("svc:rh:k-change#", "n"))).toBe(1);
   });
 
   it("per_day above 10,000 (no per_hour): the headers describe the day window", async () => {
@@ -84,6 +86,47 @@ describe.skipIf(!!missing)("rate windows in the shared limits", () => {
     expect(v.map((x) => x[0])).toEqual(["ok", "ok", "ok"]);
     expect(v[2]).toEqual(["ok", [50_000, 50_000 - 3, 86_400_000]]);
     expect(await peek.exists("svc:rd:k-day")).toBe(0);
-    expect(Object.values(await peek.hgetall("svc:rd:k-day#")).map(Number)).toEqual([3]);
+    const { n, c: _c, ...slices } = await peek.hgetall("svc:rd:k-day#");
+    expect([Number(n), ...Object.values(slices).map(Number)]).toEqual([3, 3]);
+  });
+
+  it("slices that left the window stop counting: those since the last call are dropped, all of them after a long idle", async () => {
+    const [l] = [await limits()];
+    const width = 30_000;
+    const [sec, usec] = await peek.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    // every slice starting at or before `cut` is out of the hour
+    const cut = Math.floor((now - 3_600_000) / width) * width;
+    // c: the last call dropped what started before; one slice since has left the window, one is in it
+    await peek.hset("svc:rh:k-old#", { c: cut - 10 * width, n: 500, [cut - 5 * width]: 300, [cut + 100 * width]: 200 });
+    const [v] = await admitMany([l], req("k-old", { ph: 10_050 }), 1);
+    expect(v).toEqual(["ok", [10_050, 10_050 - 201, 3_600_000]]);
+    const { n, c, ...slices } = await peek.hgetall("svc:rh:k-old#");
+    expect(Number(n)).toBe(201);
+    expect(Number(c)).toBeGreaterThanOrEqual(cut);
+    expect(slices[cut - 5 * width]).toBeUndefined();
+    expect(slices[cut + 100 * width]).toBe("200");
+    // idle for longer than the window: nothing of it counts
+    await peek.hset("svc:rh:k-idle#", { c: cut - 200 * width, n: 2_000, [cut - 150 * width]: 2_000 });
+    const [w] = await admitMany([l], req("k-idle", { ph: 10_050 }), 1);
+    expect(w).toEqual(["ok", [10_050, 10_050 - 1, 3_600_000]]);
+    const idle = await peek.hgetall("svc:rh:k-idle#");
+    expect(Number(idle.n)).toBe(1);
+    expect(idle[cut - 150 * width]).toBeUndefined();
+  });
+
+  it("a full sliced window refuses until its oldest slice leaves, and says when", async () => {
+    const [l] = [await limits()];
+    const width = 30_000;
+    const [sec, usec] = await peek.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const cut = Math.floor((now - 3_600_000) / width) * width;
+    // the window is full: its oldest slice starts 3 slices after the cut
+    await peek.hset("svc:rh:k-full#", { c: cut, n: 10_050, [cut + 3 * width]: 10_000, [cut + 50 * width]: 50 });
+    const [v] = await admitMany([l], req("k-full", { ph: 10_050 }), 1);
+    expect(v.slice(0, 2)).toEqual(["rate", "per_hour"]);
+    // that slice leaves the window an hour after it started
+    const retry = Number(v[2]);
+    expect(Math.abs(retry - (cut + 3 * width + 3_600_000 - now))).toBeLessThan(1_000);
   });
 });
