@@ -3,7 +3,7 @@
 // (autocannon spreads its connections over both URLs): aggregate requests/s and the p50/p99
 // each setup adds over calling the stand-in upstream directly, one run each; then, at 50
 // connections, SQLite and one PostgreSQL + Redis replica again in alternating pairs
-// (BENCH_SCALE_PAIRS, default 3 with the first), for the ratio's median. Skipped, with the
+// (BENCH_SCALE_PAIRS, default 5 with the first), for the ratio's median. Skipped, with the
 // reason, when PostgreSQL 15 / Redis 7 are not installed. Then detached agent tasks (dispatch to
 // finished, bench/scale-tasks.ts) on the SQLite replica and on a PostgreSQL replica, and memory
 // search p50/p99 on each store (bench/scale-memory.ts).
@@ -134,7 +134,7 @@ export async function scaleBench(): Promise<Section> {
     // the ratio at 50 connections again, in alternating pairs: one pair moves with whatever else
     // the machine did during it; the median of several does not
     const ratios = [res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps];
-    const pairs = Number(process.env.BENCH_SCALE_PAIRS ?? 3);
+    const pairs = Number(process.env.BENCH_SCALE_PAIRS ?? 5);
     for (let i = 1; i < pairs; i++) {
       const lite = await load(chat(sqlite.url), auth(keySqlite), 50, seconds);
       const shared = await load(chat(r1.url), auth(keyShared), 50, seconds);
