@@ -1,12 +1,11 @@
 // A replica that dies mid-request leaves its reservation in Redis (engines/cluster/limits.lua): it
 // lapses after the reservation ttl and is reclaimed when a check would refuse, and a late settle
 // of it releases nothing twice. Two RedisLimits on one Redis stand for two replicas.
-import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { Redis } from "ioredis";
-import { missingServices, startRedis, type RedisService } from "../helpers/services";
+import { describe, it, expect } from "vitest";
+import type { Redis } from "ioredis";
+import { missingServices } from "../helpers/services";
 import { eventually } from "../helpers/http";
-import { RedisLimits } from "../../engines/cluster/shared-limits";
-import { connectRedis, waitReady } from "../../engines/cluster/redis";
+import { redisLimitsBed } from "../helpers/redis-limits";
 import type { SharedRequest } from "../../engines/gateway/limits/types";
 
 const missing = missingServices();
@@ -15,32 +14,15 @@ const reservedOf = (r: Redis, e: string) => r.hgetall(`svc:r:${e}`);
 const usageOf = (r: Redis, e: string, per: string) => r.hgetall(`svc:u:${e}:${per}`);
 
 describe.skipIf(!!missing)("lapsed reservations in the shared limits", () => {
-  let redis: RedisService;
-  let conns: Redis[] = [];
-  let peek: Redis;
-  const limits = (ttl: number) => {
-    const c = connectRedis(redis.url, { name: "t" });
-    conns.push(c);
-    return { c, l: new RedisLimits(c, { prefix: "svc:", reservationTtlMs: ttl, log: () => undefined, saved: async () => ({ rows: [] }), rebuildHoldMs: 0 }) };
-  };
+  const bed = redisLimitsBed();
   const req = (k: string, day: string, s: number, bt?: number): SharedRequest => ({
     // the organization has a budget (a check reads it, so it holds reservations); the team has none
     k, lim: true, ents: [k, "team:t", "org:o"], day, month: `month:${day.slice(4, 11)}`, s, t: s > 0 ? 3 : 0, checks: bt ? [{ e: k, whose: "", bt }, { e: "org:o", whose: "", bt: 1e12 }] : [],
   });
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    peek = new Redis(redis.url);
-  }, 60_000);
-  afterAll(async () => {
-    for (const c of conns) c.disconnect();
-    peek?.disconnect();
-    await redis?.stop();
-  });
-
   it("a dead replica's reservation lapses and is reclaimed; its late settle releases nothing twice", async () => {
-    const a = limits(300), b = limits(60_000);
-    await Promise.all([waitReady(a.c), waitReady(b.c)]);
+    const [a, b] = await Promise.all([bed.limits(300), bed.limits(60_000)]);
+    const peek = bed.peek;
     const day = "day:2026-11-28";
     expect((await a.l.admit(req("k1", day, 60e6, 50e6), "a-1"))[0]).toBe("ok");
     // the reservation counts: the budget is committed
