@@ -1,7 +1,9 @@
 // Rate windows of one key (docs/architecture.md "The gate"; docs/gateway.md): per_minute as a token bucket holding `burst`
 // (default per_minute) refilling per_minute/60 a second; per_hour / per_day as sliding windows
-// (an exact ring of admission times up to 10,000 slots, above that 120 sub-buckets, which errs
-// on the strict side). Snapshots are what persist.ts saves in the RateState table.
+// (an exact ring of admission times up to 10,000 slots, above that 120 sub-buckets; a sub-bucket
+// counts while its start is inside the window, so the admissions of the one leaving it, at most
+// 1/120 of the window, no longer count; snapshots round toward the strict side). Snapshots are
+// what persist.ts saves in the RateState table. engines/cluster/windows.lua counts the same way.
 
 export class TokenBucket {
   tokens: number;
