@@ -1,9 +1,9 @@
 // Limits shared by several replicas (scale-out): with a shared limit store (Redis, see
 // engines/cluster/shared-limits.ts) every check and reservation of a request is made there,
 // atomically, in one round trip (shared with the other requests of its event-loop turn); the
-// in-memory counters of limits.ts are not used. This file is
-// the engine side: what a request asks for, and the refusal (same codes and messages as the
-// in-memory limits) its answer turns into. It is one AdmissionStrategy of Limits (limits.ts), the
+// in-memory counters of limits.ts are not used. This file is the engine side: what a request
+// asks for, and the refusal (same codes and messages as the in-memory limits) its answer turns
+// into. It is one AdmissionStrategy of Limits (limits.ts), the
 // embedded one being the other.
 import { SvcError } from "../../errors";
 import { AUTH_MESSAGES, type KeyEntry } from "../keys";
