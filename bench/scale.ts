@@ -172,7 +172,7 @@ export async function scaleBench(): Promise<Section> {
       "",
       table(["connections", "setup", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
-      `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${ratios[0].toFixed(2)} in the table's run${ratios.length > 1 ? `; in ${ratios.length} alternating pairs (the table's first) ${ratios.map((x) => x.toFixed(2)).join(", ")}, median **${median.toFixed(2)}**` : ""}.`,
+      `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${ratios[0].toFixed(2)} in the table's run${ratios.length > 1 ? `; in ${ratios.length} alternating pairs (the table's first) ${ratios.map((x) => x.toFixed(2)).join(", ")}, median **${median.toFixed(3)}**` : ""}.`,
       "",
       ...(opsPart ? [...opsPart.lines, "", PROFILE_FINDINGS, ""] : []),
       `Detached agent tasks: ${nTasks} tasks of one model call each (to the stand-in), 16 loops each dispatching a task and polling it (every 5 ms) until it has finished.`,
