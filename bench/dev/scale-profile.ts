@@ -22,7 +22,18 @@ writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(up.url));
 const [pgs, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
 const local = !!process.env.LOCAL;
 const env = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench", SVC_DATABASE_URL: local ? "" : pgs.url, SVC_REDIS_URL: local ? "" : redis.url };
+// killed (a `timeout`, ^C): take the replica, the stand-in, PostgreSQL and Redis along, or they
+// stay on the machine and load every later measurement
+let replica: { kill(sig?: NodeJS.Signals): boolean } | undefined;
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.once(sig, () => {
+    replica?.kill("SIGKILL");
+    up.proc.kill();
+    void Promise.allSettled([pgs.stop(), redis.stop()]).then(() => process.exit(1));
+  });
+}
 const svc = await startSvcProcess({ home: path.join(tmp, "r1"), config: cfg, core: 1, env, nodeArgs: process.env.NOPROF ? [] : ["--cpu-prof", `--cpu-prof-dir=${prof}`] });
+replica = svc.proc;
 let key = "";
 for (let i = 0; i < 100 && !key; i++) {
   const r = await fetch(svc.url + "/v1/api-keys", {
