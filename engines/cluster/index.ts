@@ -1,7 +1,7 @@
 // Scale-out wiring (README "Scale-out"): several svc replicas behind a load balancer share
 //   - the store: PostgreSQL (SVC_DATABASE_URL, engines/store/open.ts);
 //   - the limits: Redis (SVC_REDIS_URL): rate buckets and windows, max_requests, budgets and
-//     token limits with their reservations, one atomic script per request (shared-limits.ts);
+//     token limits with their reservations, one atomic script call a turn (shared-limits.ts);
 //   - store changes: revoked keys marked in Redis before the write returns, and a pub/sub
 //     message making every replica re-read the store (bus.ts);
 //   - one reconciler: controllers run on the replica holding a PostgreSQL advisory lock

@@ -2,7 +2,7 @@
 // (enableOfflineQueue: false): a limited request is refused at once with a 503 instead of
 // hanging, and the client keeps reconnecting in the background, so service resumes by itself.
 // Auto-pipelining: under load, one write(2) carries every command of an event-loop turn instead
-// of one each (a CPU profile of a replica at 50 connections had ~14% of its busy time there).
+// of one each. The limits' own calls are batched a turn already (shared-limits.ts) and go at once.
 import { Redis } from "ioredis";
 
 export function connectRedis(url: string, opts: { name: string; onError?: (e: Error) => void; subscriber?: boolean }): Redis {
@@ -13,7 +13,7 @@ export function connectRedis(url: string, opts: { name: string; onError?: (e: Er
     commandTimeout: opts.subscriber ? undefined : 2000,
     retryStrategy: (n) => Math.min(100 * n, 1000),
     lazyConnect: false,
-    // commands issued in the same tick (a turn's admissions and settles) leave in one write
+    // commands issued in the same tick (counter reads, alert claims, failed-auth counts) leave in one write
     enableAutoPipelining: !opts.subscriber,
     // a turn's admissions and settles are one call already (engines/cluster/shared-limits.ts)
     autoPipeliningIgnoredCommands: ["svcTurn"],

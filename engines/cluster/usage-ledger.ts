@@ -25,11 +25,11 @@ export interface Entry {
   inc?: string;
   seq: number;
   d: Delta;
-  /** its item in settle.lua's batch, for an entry not counted yet (it also releases the reservation) */
+  /** its settle in limits.lua's call, for an entry not counted yet (it also releases the reservation) */
   settle?: SettleItem;
 }
 
-/** One request's settlement (settle.lua): its reservation `rs`/`rt`, what it used `s`/`t`. */
+/** One request's settlement (limits.lua): its reservation `rs`/`rt`, what it used `s`/`t`. */
 export interface SettleItem {
   id: string;
   ents: string[];
