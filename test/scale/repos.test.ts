@@ -87,7 +87,7 @@ describe.each(stores)("$name repositories", (s) => {
   });
 
   it.skipIf(s.skip)("audit: a batch is inserted whole, every column read back as written; a failing batch leaves nothing", async () => {
-    const n = BATCH.audit + 10; // more than one statement, one transaction
+    const n = BATCH.audit + 10; // more than one statement, one transaction (SQLite); one statement of arrays (PostgreSQL)
     await db.repos.audit.insert(Array.from({ length: n }, (_, i) => audit(i)));
     expect(await db.prisma.auditEntry.count()).toBe(n);
     const e = await db.prisma.auditEntry.findUniqueOrThrow({ where: { id: "aud_000003" } });
