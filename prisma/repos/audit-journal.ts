@@ -21,8 +21,15 @@ const ROTATE_LINES = 20_000;
 const COST = AUDIT_COLUMNS.indexOf("costMicros");
 
 const insertMissing = (shared: AuditRepo, rows: AuditRow[]) => (shared.insertMissing ? shared.insertMissing(rows) : shared.insert(rows));
-// (bigints as text; a copy rather than a replacer function, which makes JSON.stringify ~2x slower)
-const line = (row: AuditRow) => JSON.stringify(row.map((v) => (typeof v === "bigint" ? v.toString() : v))) + "\n";
+// costMicros, the row's one bigint (audit/rows.ts), as text: a copy with that one value replaced,
+// rather than a replacer function (~2x slower) or a copy mapping every value
+function line(row: AuditRow): string {
+  const c = row[COST];
+  if (typeof c !== "bigint") return JSON.stringify(row) + "\n";
+  const copy = row.slice();
+  copy[COST] = c.toString();
+  return JSON.stringify(copy) + "\n";
+}
 
 /** The journal files beside the SQLite file `db`, by generation (ascending). */
 function journalFiles(db: string): Array<{ gen: number; file: string }> {
