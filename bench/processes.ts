@@ -1,7 +1,7 @@
 // Child processes for the benchmarks: pinned to a core when taskset exists, and `svc serve`
 // started on a temp home with its URL read from the server.json it writes.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,29 @@ const canPin = existsSync("/usr/bin/taskset") && os.cpus().length >= 2;
 export function pinSelf(core: number): boolean {
   if (!canPin) return false;
   execFileSync("/usr/bin/taskset", ["-a", "-cp", String(core), String(process.pid)], { stdio: "ignore" });
+  return true;
+}
+
+/** The processes whose parent is `pid` now (/proc, Linux). */
+export function childrenOf(pid: number): number[] {
+  const kids: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, "utf8");
+      if (Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) === pid) kids.push(Number(d));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return kids;
+}
+
+/** Pin the running process `pid` and the children it has now (and, by inheritance, those it
+ * starts after: PostgreSQL's backends) to `core` (or a list, "0-1"); false when pinning is unavailable. */
+export function pinTree(pid: number, core: number | string): boolean {
+  if (!canPin) return false;
+  for (const p of [pid, ...childrenOf(pid)]) execFileSync("/usr/bin/taskset", ["-a", "-cp", String(core), String(p)], { stdio: "ignore" });
   return true;
 }
 

@@ -11,7 +11,8 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "./processes";
+import { loadRun, pinTree, sleep, startStandin, startSvcProcess, standinProvider } from "./processes";
+import { alternatingPairs, cpuLine, median as medianOf, type Load } from "./scale-pairs";
 import { table, type Section } from "./report";
 import { missingServices, startPostgres, startRedis, type Service } from "../test/helpers/services";
 import { BENCH_AGENT, agentReady, taskRate, type TaskRate } from "./scale-tasks";
@@ -24,12 +25,11 @@ const ADMIN = "sk-svc-benchadminkey0000000000000000000000000000";
 
 /** What CPU profiles of a replica on PostgreSQL + Redis under load showed (bench/dev/scale-profile.ts). */
 const PROFILE_FINDINGS = [
-  "Where the time went (2026-11-29, one PostgreSQL + Redis replica at 50 connections, `node --import tsx bench/dev/scale-profile.ts`, machine otherwise idle). Before this round Redis ran two scripts a request (admission, then settle): 2.0 EVALSHA and ~75 µs of Redis's one thread a request, 31 HINCRBY among ~50 commands, and this ratio was 0.46-0.48. The replica itself was about 45% idle under load, in both versions: its answers waited on the shared services, which take their CPU from the same two cores as the load generator and the stand-in upstream. So the work went out of Redis and PostgreSQL rather than out of the replica.",
+  "Where the time went (2026-11-29, one replica at 50 connections, `node --import tsx bench/dev/scale-profile.ts`, which reads every process's CPU from /proc and the replica's profile in µs a request, machine otherwise idle). Before this round Redis ran two scripts a request (admission, then settle): 2.0 EVALSHA and ~75 µs of Redis's one thread a request, and this ratio was 0.46-0.48. After it, with PostgreSQL and Redis left to the scheduler, the shared replica spent 92 µs of CPU a request against the SQLite replica's 76, and Redis 17 and PostgreSQL 13 more. In the replica's profile the writes to Redis's socket cost 3.0 µs a request and the other socket writes 2.4 µs more than with SQLite: on the replica's own core, each write that wakes Redis or PostgreSQL switches to it. With both on core 0 (PIN_SERVICES=1, as this bench now runs) the same replica spent 87 µs a request and served ~9% more. What the shared replica does that the SQLite one does not, in µs a request: the Redis call and its reply 4-6 (the payload 1.7, ioredis 1.5, the socket write 1.1-3.0), the audit journal 3.5 (its line 1.3, the write(2) 2.2), the PostgreSQL batch's array parameters 2.4, now 0.6 (prisma/repos/postgres.ts builds the array literals itself, without node-postgres's two regular-expression replaces a value), more garbage collection 2; and what only the SQLite one does: its audit insert 7, its write-ahead reservations 1.4, its in-memory limits 1.5.",
   "Redis: a replica now sends the admissions of one event-loop turn and the settles of the requests it answered since its last call as one call of engines/cluster/limits.lua. The script reads each counter once a call, decides each admission in order (so limits stay exact), and writes the sums. What requests of one key share (entities, limits, day, month) is sent once a call as a shape, and each request as a short array (engines/cluster/turn-payload.ts). The reservations a call's settles release are looked up and removed in one ZMSCORE and one ZREM per entity. Redis's CPU by call size (`node --import tsx bench/dev/scale-redis-cpu.ts 1,10,50`, the bench's key, admissions with the previous call's settles): 63 µs a request at one request a call, 12 µs at 10, 6.5 µs at 50; that is about 68 µs a call plus 5 µs a request. At 50 connections a call carries about 10 requests (0.10 EVALSHA a request in the table above). Windows above 10,000 (the bench's per_hour is 10^9) are 120 slices with their sum (engines/cluster/windows.lua), as in embedded mode, instead of a sorted set that grew by every admission: with all 120 slices filled, as after an hour of load, a call costs what it does with an empty window (12.5 µs a request at 10 a call, `FULL_WINDOW=1`). Tried and not kept: at most one call in flight, so that requests gather into larger calls under load (calls grew only from 10 to 11.6 requests and requests/s did not change); msgpack instead of JSON for the call's argument (Redis decodes a call of 10 in 2.5 µs less, ~0.25 µs a request, not worth a dependency).",
   "PostgreSQL: nothing on the request path waits on it (the audit row's write-ahead is a journal line, prisma/repos/audit-journal.ts). Its work is the audit batch, ~250 rows an INSERT. Its backend's CPU is ~7 µs a row, as a VALUES list of row × column parameters and as the INSERT of one array a column (`unnest`) alike, most of it in the table and its four indexes (in a sequential microbenchmark of 6.5 µs a row: the roll-up trigger 0.8, each secondary index 0.4 to 0.8, the heap, primary key and WAL the other 3.5). The unnest form is kept: one statement text prepared once whatever the row count, and ~2.5 µs a row less of the replica's time to build the parameters (12.5 against 10 µs a row wall, sequential, one connection). COPY cost 6.25 µs a row but has no ON CONFLICT, which a replayed journal needs, so it was not taken. With the audit batches not written at all (a temporary switch, not kept), this replica served ~18% more requests/s (12,300 against 10,400): the audit log in PostgreSQL is now as large a share of the shared services' work as Redis.",
 ].join("\n\n");
 
-interface Load { rps: number; mean: number; p50: number; p99: number; errors: number; non2xx: number }
 
 function load(url: string | string[], headers: Record<string, string>, connections: number, seconds: number): Promise<Load> {
   return loadRun({ url, headers, body: BODY, connections, seconds });
@@ -89,6 +89,12 @@ export async function scaleBench(): Promise<Section> {
     writeFileSync(path.join(cfg, "agent.yaml"), BENCH_AGENT);
     const [pg, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
     services.push(pg, redis);
+    // Redis and PostgreSQL on core 0, with the load generator and the stand-in, not on the replica's
+    // core: in a deployment they run on machines of their own, and on the replica's core their
+    // wake-ups and the context switches each write to them causes cost the replica ~15% more CPU
+    // a request (bench/dev/scale-profile.ts, PIN_SERVICES). BENCH_SCALE_PIN_SERVICES=0 leaves
+    // them to the scheduler, as rounds before 2026-11-29 07:00 did.
+    const pinned = process.env.BENCH_SCALE_PIN_SERVICES !== "0" && pinTree(pg.pid(), 0) && pinTree(redis.pid(), 0);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
     const shared = { ...base, SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url };
     const local = { ...base, SVC_DATABASE_URL: "", SVC_REDIS_URL: "" };
@@ -133,14 +139,18 @@ export async function scaleBench(): Promise<Section> {
     await probe.close();
     // the ratio at 50 connections again, in alternating pairs: one pair moves with whatever else
     // the machine did during it; the median of several does not
-    const ratios = [res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps];
     const pairs = Number(process.env.BENCH_SCALE_PAIRS ?? 5);
-    for (let i = 1; i < pairs; i++) {
-      const lite = await load(chat(sqlite.url), auth(keySqlite), 50, seconds);
-      const shared = await load(chat(r1.url), auth(keyShared), 50, seconds);
-      ratios.push(shared.rps / lite.rps);
-    }
-    const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)];
+    const lite = () => load(chat(sqlite.url), auth(keySqlite), 50, seconds);
+    const sharedRun = () => load(chat(r1.url), auth(keyShared), 50, seconds);
+    const pids = { sqlite: sqlite.proc.pid, replica: r1.proc.pid, redis: redis.pid(), postgres: pg.pid() };
+    const more = await alternatingPairs(pairs - 1, seconds, lite, sharedRun, pids);
+    const ratios = [res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps, ...more.ratios];
+    const cpu = more.cpu;
+    // the same pairs with PostgreSQL and Redis left to the scheduler (the replica's core too), as
+    // rounds before 2026-11-29 07:00 measured: what sharing the replica's core costs
+    const all = `0-${os.cpus().length - 1}`;
+    const floating = pinned && pairs > 1 && pinTree(pg.pid(), all) && pinTree(redis.pid(), all) ? await alternatingPairs(pairs, seconds, lite, sharedRun, pids) : undefined;
+    const median = medianOf(ratios);
     const loadAfter = os.loadavg()[0];
 
     // detached tasks: the same number on each store, 16 dispatching-and-polling loops
@@ -166,13 +176,13 @@ export async function scaleBench(): Promise<Section> {
     }
     const opsPart = ops ? opsReport(ops, res["1 replica, PostgreSQL + Redis"][50].rps) : undefined;
     const body = [
-      `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite; with PostgreSQL + Redis in one Redis script call for the requests of an event-loop turn). PostgreSQL 15 and Redis 7 run as throwaway local servers (not pinned). Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine.`,
+      `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite; with PostgreSQL + Redis in one Redis script call for the requests of an event-loop turn). PostgreSQL 15 and Redis 7 run as throwaway local servers. Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine; ${pinned ? "PostgreSQL and Redis on core 0 too, as on machines of their own: on the replica's core, their wake-ups cost the replica ~15% more CPU a request (BENCH_SCALE_PIN_SERVICES=0 leaves them to the scheduler, as rounds before 2026-11-29 07:00 did)" : "PostgreSQL and Redis not pinned (BENCH_SCALE_PIN_SERVICES=0)"}.`,
       "",
       `Machine load average (1 min) before the runs ${loadBefore.toFixed(1)}, after ${loadAfter.toFixed(1)} on ${os.cpus().length} cores: well above ~2 means other work shared the cores and every figure here is low (compare "direct", the stand-in called without svc).`,
       "",
       table(["connections", "setup", "requests/s", "p50", "p99", "added p50", "added p99", "errors+non-2xx"], rows),
       "",
-      `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${ratios[0].toFixed(2)} in the table's run${ratios.length > 1 ? `; in ${ratios.length} alternating pairs (the table's first) ${ratios.map((x) => x.toFixed(2)).join(", ")}, median **${median.toFixed(3)}**` : ""}.`,
+      `2 replicas / 1 replica (PostgreSQL + Redis) requests/s at 50 connections: ${(res["2 replicas, PostgreSQL + Redis"][50].rps / res["1 replica, PostgreSQL + Redis"][50].rps).toFixed(2)}; PostgreSQL + Redis / SQLite at 50: ${ratios[0].toFixed(2)} in the table's run${ratios.length > 1 ? `; in ${ratios.length} alternating pairs (the table's first) ${ratios.map((x) => x.toFixed(2)).join(", ")}, median **${median.toFixed(3)}**` : ""}.${cpu.replica.length ? ` CPU a request in those pairs after the first (median; user + system time from /proc over requests served): ${cpuLine(cpu)}.` : ""}${floating ? ` Then ${floating.ratios.length} more pairs with PostgreSQL and Redis left to the scheduler, free to run on the replica's core: ${floating.ratios.map((x) => x.toFixed(2)).join(", ")}, median ${medianOf(floating.ratios).toFixed(3)}; CPU a request ${cpuLine(floating.cpu)}.` : ""}`,
       "",
       ...(opsPart ? [...opsPart.lines, "", PROFILE_FINDINGS, ""] : []),
       `Detached agent tasks: ${nTasks} tasks of one model call each (to the stand-in), 16 loops each dispatching a task and polling it (every 5 ms) until it has finished.`,
@@ -186,7 +196,7 @@ export async function scaleBench(): Promise<Section> {
         ["PostgreSQL (tsvector, GIN, BM25)", lat(memory.postgresql.p50), lat(memory.postgresql.p99), memory.postgresql.recallAt5.toFixed(2)],
       ]),
     ].join("\n");
-    return { title, body, data: { results: res, ratios, medianRatio: median, shared: opsPart?.data, tasks, memory } };
+    return { title, body, data: { results: res, ratios, medianRatio: median, cpuPerRequest: cpu, servicesPinned: pinned, floating, shared: opsPart?.data, tasks, memory } };
   } finally {
     for (const p of procs) p.kill("SIGTERM");
     await sleep(1500);

@@ -1,11 +1,14 @@
 // Dev tool (not a test): one replica on PostgreSQL + Redis (or SQLite with LOCAL=1) under load,
 // CPU-profiled (--cpu-prof), with the Redis commands and PostgreSQL statements per request
-// (bench/scale-ops.ts), and the profile's heaviest functions by self time.
+// (bench/scale-ops.ts), CPU a request by process group (replica, Redis, PostgreSQL, the rest of
+// the machine), and the profile's heaviest functions by self time in µs a request.
 // node --import tsx bench/dev/scale-profile.ts [connections] [seconds]
+// NOPROF=1 no profile; LOCAL=1 SQLite; PIN_SERVICES=1 PostgreSQL and Redis on core 0 (as bench/scale.ts);
+// PROFILE_JSON=<file> the self times as JSON, to compare two runs.
 import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadRun, sleep, startStandin, startSvcProcess, standinProvider } from "../processes";
+import { loadRun, pinTree, sleep, startStandin, startSvcProcess, standinProvider } from "../processes";
 import { startPostgres, startRedis } from "../../test/helpers/services";
 import { OpsProbe, PG_STATS } from "../scale-ops";
 
@@ -21,6 +24,8 @@ mkdirSync(cfg);
 writeFileSync(path.join(cfg, "gateway.yaml"), standinProvider(up.url));
 const [pgs, redis] = await Promise.all([startPostgres(PG_STATS), startRedis()]);
 const local = !!process.env.LOCAL;
+// PIN_SERVICES=1: PostgreSQL (its postmaster; backends inherit) and Redis on core 0, away from the replica
+if (process.env.PIN_SERVICES) for (const s of [pgs, redis]) pinTree(s.pid(), 0);
 const env = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench", SVC_DATABASE_URL: local ? "" : pgs.url, SVC_REDIS_URL: local ? "" : redis.url };
 // killed (a `timeout`, ^C): take the replica, the stand-in, PostgreSQL and Redis along, or they
 // stay on the machine and load every later measurement
@@ -52,9 +57,13 @@ const headers = { authorization: `Bearer ${key}` };
 await loadRun({ url, headers, body: BODY, connections: 4, seconds: 2 });
 const probe = await OpsProbe.open(redis.url, pgs.url);
 const a = await probe.snapshot();
+const cpuA = cpuByGroup(svc.proc.pid!);
 const r = await loadRun({ url, headers, body: BODY, connections: conns, seconds: secs });
 await sleep(1500); // the flushes after the answers
 const b = await probe.snapshot();
+const cpuB = cpuByGroup(svc.proc.pid!);
+const served = r.rps * secs;
+for (const [g, t] of cpuB) console.log(`cpu ${g} ${(((t - (cpuA.get(g) ?? 0)) * 1e6) / 100 / served).toFixed(1)} us/request`);
 const ops = OpsProbe.perRequest(a, b, r.rps * secs);
 console.log(JSON.stringify({ rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors + r.non2xx }));
 console.log(`redis round trips/request ${ops.redisCalls.toFixed(2)}`);
@@ -70,19 +79,42 @@ await redis.stop();
 if (!process.env.NOPROF) {
   const f = readdirSync(prof).find((x) => x.endsWith(".cpuprofile"));
   if (f) {
-    const p = JSON.parse(readFileSync(path.join(prof, f), "utf8")) as { nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>; samples: number[] };
-    const count = new Map<number, number>();
-    for (const s of p.samples) count.set(s, (count.get(s) ?? 0) + 1);
+    const p = JSON.parse(readFileSync(path.join(prof, f), "utf8")) as { nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>; samples: number[]; timeDeltas: number[] };
+    // self time by function, in µs per request served under load (start-up and warm-up included)
+    const byNode = new Map<number, number>();
+    p.samples.forEach((s, i) => byNode.set(s, (byNode.get(s) ?? 0) + (p.timeDeltas[i + 1] ?? 0)));
     const self = new Map<string, number>();
     for (const n of p.nodes) {
-      const c = count.get(n.id) ?? 0;
-      if (!c) continue;
+      const us = byNode.get(n.id) ?? 0;
+      if (!us) continue;
       const k = `${n.callFrame.functionName || "(anon)"} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${n.callFrame.lineNumber}`;
-      self.set(k, (self.get(k) ?? 0) + c);
+      self.set(k, (self.get(k) ?? 0) + us);
     }
-    const total = p.samples.length;
     console.log(`profile ${path.join(prof, f)}`);
-    for (const [k, c] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 40)) console.log(`  ${((100 * c) / total).toFixed(1)}% ${k}`);
+    if (process.env.PROFILE_JSON) writeFileSync(process.env.PROFILE_JSON, JSON.stringify(Object.fromEntries([...self].map(([k, us]) => [k, us / served]))));
+    for (const [k, us] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 40)) console.log(`  ${(us / served).toFixed(2)} us/req ${k}`);
   }
 }
 process.exit(0);
+
+/** Clock ticks (1/100 s) of user + system time by process group, over every process on the machine. */
+function cpuByGroup(replicaPid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
+    let st: string;
+    try { st = readFileSync(`/proc/${pid}/stat`, "utf8"); } catch { continue; }
+    const comm = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")"));
+    const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(f[11]) + Number(f[12]);
+    const g = Number(pid) === replicaPid ? "replica" : comm.startsWith("postgres") ? "postgres" : comm.startsWith("redis") ? "redis" : comm === "node" || comm.startsWith("node") ? "other-node" : "other";
+    out.set(g, (out.get(g) ?? 0) + ticks);
+  }
+  let all = 0;
+  for (const v of out.values()) all += v;
+  out.set("all-live-processes", all);
+  // the whole machine, the load generator (gone by the second reading) included
+  const c = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
+  out.set("machine-busy", c[0]! + c[1]! + c[2]! + c[5]! + c[6]! + c[7]!);
+  out.set("machine-idle", c[3]! + c[4]!);
+  return out;
+}

@@ -4,7 +4,7 @@
 // `.ci/run` installs them). `available()` says why not when they are missing, so suites can skip
 // with a clear message instead of failing on a machine without them.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, chmodSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, chmodSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -37,6 +37,8 @@ export const DEAD_PORT = 1;
 export interface Service {
   url: string;
   stop(): Promise<void>;
+  /** the server's main process (PostgreSQL's postmaster, whose backends are its children) */
+  pid(): number;
 }
 
 /** initdb refuses root: run the server as the `postgres` user (the package creates it). */
@@ -62,6 +64,7 @@ export async function startPostgres(extra: string[] = []): Promise<Service> {
   return {
     // host= names the socket directory (node-postgres and libpq read it); no TCP at all
     url: `postgresql://svc@localhost/postgres?host=${encodeURIComponent(dir)}`,
+    pid: () => Number(readFileSync(path.join(data, "postmaster.pid"), "utf8").split("\n", 1)[0]),
     async stop() {
       try {
         run(path.join(PG_BIN, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
@@ -94,6 +97,7 @@ export async function startRedis(): Promise<RedisService> {
   const svc: RedisService = {
     url: `unix://${socket}`,
     proc,
+    pid: () => svc.proc.pid!,
     async kill() {
       const p = svc.proc;
       if (p.exitCode !== null || p.signalCode !== null) return;
