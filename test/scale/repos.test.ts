@@ -109,7 +109,7 @@ describe.each(stores)("$name repositories", (s) => {
   });
 
   it.skipIf(s.skip)("audit: a one-statement batch keeps every character (quotes, backslashes, braces, commas, the word NULL) and nulls; a replayed row is skipped", async () => {
-    const tricky = ['a "quoted" \\ back\\slash', "{braces},{more}", "NULL", "", "line\nbreak\ttab", "ünïcode ☃ 'single'"];
+    const tricky = ['a "quoted" \\ back\\slash', "{braces},{more}", "NULL", "", "line\nbreak\ttab", "ünïcode ☃ 'single'", "ends in a backslash \\", '"', "  spaces  ", "\\\""];
     const rows = tricky.map((t, i) => audit(200_000 + i, { userAgent: t, metadata: JSON.stringify({ t }), apiKeyName: i % 2 ? null : t, errorCode: i % 2 ? t : null }));
     await db.repos.audit.insert(rows);
     for (const [i, t] of tricky.entries()) {
