@@ -117,7 +117,7 @@ export function opsReport(o: OpsPerRequest, perReplica: number, pgCores = 4): { 
     "|---|---|---|---|",
     ...o.pg.slice(0, 8).map((x) => `| \`${x.query.replace(/\|/g, "\\|")}\` | ${x.perRequest.toFixed(4)} | ${x.msPerCall.toFixed(3)} | ${x.rowsPerCall.toFixed(1)} |`),
     "",
-    `Scale-out on paper: Redis saturates near ${fmt(redisCap)} requests/s (10^6 µs / ${redisUs.toFixed(0)} µs a request, one thread), PostgreSQL near ${fmt(pgCap)} (${pgCores} busy cores / ${(pgMs * 1000).toFixed(0)} µs a request). With ${Math.round(perReplica).toLocaleString("en")} requests/s per replica (measured above, one core): 4 replicas ≈ ${fmt(predict(4))} requests/s (bound: ${bound(4)}), 16 replicas ≈ ${fmt(predict(16))} (bound: ${bound(16)}). Redis's µs here are measured on this loaded 2-core machine, where Redis shares the cores with svc and the load generator; a dedicated Redis core is faster, so these bounds are low.`,
+    `Scale-out on paper: Redis saturates near ${fmt(redisCap)} requests/s (10^6 µs / ${redisUs.toFixed(0)} µs a request, one thread), PostgreSQL near ${fmt(pgCap)} (${pgCores} busy cores / ${(pgMs * 1000).toFixed(0)} µs a request). With ${Math.round(perReplica).toLocaleString("en")} requests/s per replica (measured above, one core): 4 replicas ≈ ${fmt(predict(4))} requests/s (bound: ${bound(4)}), 16 replicas ≈ ${fmt(predict(16))} (bound: ${bound(16)}). Redis's µs here are measured on this loaded 2-core machine, where Redis shares a core with the load generator and the stand-in upstream; a dedicated Redis core is faster, so these bounds are low.`,
   ];
   return { lines, data: { ops: o, redisUsPerRequest: redisUs, pgMsPerRequest: pgMs, redisCap, pgCap, predicted: { 4: predict(4), 16: predict(16) } } };
 }
