@@ -97,6 +97,14 @@ if (!process.env.NOPROF) {
 }
 process.exit(0);
 
+/** A PostgreSQL process by its role (its title: "postgres: autovacuum worker", "postgres: svc postgres [local] idle"…). */
+function pgRole(pid: string): string {
+  let title = "";
+  try { title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " "); } catch { /* gone */ }
+  const m = /^postgres: (autovacuum|walwriter|checkpointer|background writer|logical replication|autovacuum launcher)/.exec(title);
+  return `postgres ${m ? m[1] : title.startsWith("postgres: ") ? "backends" : "postmaster"}`;
+}
+
 /** Clock ticks (1/100 s) of user + system time by process group, over every process on the machine. */
 function cpuByGroup(replicaPid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -106,7 +114,7 @@ function cpuByGroup(replicaPid: number): Map<string, number> {
     const comm = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")"));
     const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
     const ticks = Number(f[11]) + Number(f[12]);
-    const g = Number(pid) === replicaPid ? "replica" : comm.startsWith("postgres") ? "postgres" : comm.startsWith("redis") ? "redis" : comm === "node" || comm.startsWith("node") ? "other-node" : "other";
+    const g = Number(pid) === replicaPid ? "replica" : comm.startsWith("postgres") ? pgRole(pid) : comm.startsWith("redis") ? "redis" : comm === "node" || comm.startsWith("node") ? "other-node" : "other";
     out.set(g, (out.get(g) ?? 0) + ticks);
   }
   let all = 0;
