@@ -91,9 +91,9 @@ export async function scaleBench(): Promise<Section> {
     services.push(pg, redis);
     // Redis and PostgreSQL on core 0, with the load generator and the stand-in, not on the replica's
     // core: in a deployment they run on machines of their own, and on the replica's core their
-    // wake-ups and the context switches each write to them causes cost the replica ~15% more CPU
-    // a request (bench/dev/scale-profile.ts, PIN_SERVICES). BENCH_SCALE_PIN_SERVICES=0 leaves
-    // them to the scheduler, as rounds before 2026-11-29 07:00 did.
+    // wake-ups and the context switches each write to them causes cost the replica CPU (92 against
+    // 87 µs a request in one bench/dev/scale-profile.ts run each way, PIN_SERVICES).
+    // BENCH_SCALE_PIN_SERVICES=0 leaves them to the scheduler, as rounds before 2026-11-29 06:30 did.
     const pinned = process.env.BENCH_SCALE_PIN_SERVICES !== "0" && pinTree(pg.pid(), 0) && pinTree(redis.pid(), 0);
     const base = { SVC_ADMIN_KEY: ADMIN, BENCH_UPSTREAM_KEY: "sk-upstream-bench" };
     const shared = { ...base, SVC_DATABASE_URL: pg.url, SVC_REDIS_URL: redis.url };
@@ -147,7 +147,7 @@ export async function scaleBench(): Promise<Section> {
     const ratios = [res["1 replica, PostgreSQL + Redis"][50].rps / res["1 replica, SQLite"][50].rps, ...more.ratios];
     const cpu = more.cpu;
     // the same pairs with PostgreSQL and Redis left to the scheduler (the replica's core too), as
-    // rounds before 2026-11-29 07:00 measured: what sharing the replica's core costs
+    // rounds before 2026-11-29 06:30 measured: what sharing the replica's core costs
     const all = `0-${os.cpus().length - 1}`;
     const floating = pinned && pairs > 1 && pinTree(pg.pid(), all) && pinTree(redis.pid(), all) ? await alternatingPairs(pairs, seconds, lite, sharedRun, pids) : undefined;
     const median = medianOf(ratios);
@@ -176,7 +176,7 @@ export async function scaleBench(): Promise<Section> {
     }
     const opsPart = ops ? opsReport(ops, res["1 replica, PostgreSQL + Redis"][50].rps) : undefined;
     const body = [
-      `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite; with PostgreSQL + Redis in one Redis script call for the requests of an event-loop turn). PostgreSQL 15 and Redis 7 run as throwaway local servers. Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine; ${pinned ? "PostgreSQL and Redis on core 0 too, as on machines of their own: on the replica's core, their wake-ups cost the replica ~15% more CPU a request (BENCH_SCALE_PIN_SERVICES=0 leaves them to the scheduler, as rounds before 2026-11-29 07:00 did)" : "PostgreSQL and Redis not pinned (BENCH_SCALE_PIN_SERVICES=0)"}.`,
+      `Load: autocannon, ${seconds} s per cell, one run, non-streaming chat completions with a key carrying rate, budget and token limits (each request checks and reserves them: in memory with SQLite; with PostgreSQL + Redis in one Redis script call for the requests of an event-loop turn). PostgreSQL 15 and Redis 7 run as throwaway local servers. Pinning on this 2-core machine: the SQLite replica and replica 1 on core 1, replica 2 on core 0 (with autocannon and the upstream), so the 2-replica figure shows the cost of coordination more than a gain from a second machine; ${pinned ? "PostgreSQL and Redis on core 0 too, as on machines of their own: on the replica's core, their wake-ups cost the replica CPU (BENCH_SCALE_PIN_SERVICES=0 leaves them to the scheduler, as rounds before 2026-11-29 06:30 did; the report gives the ratio both ways)" : "PostgreSQL and Redis not pinned (BENCH_SCALE_PIN_SERVICES=0)"}.`,
       "",
       `Machine load average (1 min) before the runs ${loadBefore.toFixed(1)}, after ${loadAfter.toFixed(1)} on ${os.cpus().length} cores: well above ~2 means other work shared the cores and every figure here is low (compare "direct", the stand-in called without svc).`,
       "",
