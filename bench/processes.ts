@@ -19,19 +19,29 @@ export function pinSelf(core: number): boolean {
   return true;
 }
 
+/** One process's /proc/<pid>/stat: its command name, parent, and CPU time used (user + system,
+ * microseconds); undefined once it has exited (Linux only). */
+export function procStat(pid: number): { comm: string; ppid: number; cpuMicros: number } | undefined {
+  let st: string;
+  try {
+    st = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // the command sits in parentheses and may hold spaces or ")": the fields follow its last ")";
+  // ppid is the 2nd of them, utime and stime the 12th and 13th
+  const end = st.lastIndexOf(")");
+  const f = st.slice(end + 2).split(" ");
+  return { comm: st.slice(st.indexOf("(") + 1, end), ppid: Number(f[1]), cpuMicros: ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS };
+}
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+/** Every process id on the machine now (/proc). */
+export const allPids = (): number[] => readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+
 /** The processes whose parent is `pid` now (/proc, Linux). */
 export function childrenOf(pid: number): number[] {
-  const kids: number[] = [];
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const st = readFileSync(`/proc/${d}/stat`, "utf8");
-      if (Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) === pid) kids.push(Number(d));
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return kids;
+  return allPids().filter((p) => procStat(p)?.ppid === pid);
 }
 
 /** Pin the running process `pid` and the children it has now (and, by inheritance, those it
@@ -124,16 +134,8 @@ export async function startStandinGateway(tmp: string): Promise<{ proc: ChildPro
  * requests/s it barely moves when other work shares the machine, so CPU per request compares
  * gateways on a loaded machine too. */
 export function cpuMicros(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
-  try {
-    // the fields after the command's closing parenthesis; utime and stime are the 12th and 13th
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / TICKS;
-  } catch {
-    return undefined;
-  }
+  return pid ? procStat(pid)?.cpuMicros : undefined;
 }
-const TICKS = 100; // USER_HZ, 100 on Linux
 
 /** The loopback stand-in upstream (bench/upstream.ts) on core 0; `url` is its OpenAI base URL. */
 export async function startStandin(): Promise<{ proc: ChildProcess; url: string }> {

@@ -8,7 +8,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadRun, pinTree, sleep, startStandin, startSvcProcess, standinProvider } from "../processes";
+import { allPids, loadRun, pinTree, procStat, sleep, startStandin, startSvcProcess, standinProvider } from "../processes";
 import { startPostgres, startRedis } from "../../test/helpers/services";
 import { OpsProbe, PG_STATS } from "../scale-ops";
 
@@ -63,7 +63,7 @@ await sleep(1500); // the flushes after the answers
 const b = await probe.snapshot();
 const cpuB = cpuByGroup(svc.proc.pid!);
 const served = r.rps * secs;
-for (const [g, t] of cpuB) console.log(`cpu ${g} ${(((t - (cpuA.get(g) ?? 0)) * 1e6) / 100 / served).toFixed(1)} us/request`);
+for (const [g, t] of cpuB) console.log(`cpu ${g} ${((t - (cpuA.get(g) ?? 0)) / served).toFixed(1)} us/request`);
 const ops = OpsProbe.perRequest(a, b, r.rps * secs);
 console.log(JSON.stringify({ rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors + r.non2xx }));
 console.log(`redis round trips/request ${ops.redisCalls.toFixed(2)}`);
@@ -98,31 +98,29 @@ if (!process.env.NOPROF) {
 process.exit(0);
 
 /** A PostgreSQL process by its role (its title: "postgres: autovacuum worker", "postgres: svc postgres [local] idle"…). */
-function pgRole(pid: string): string {
+function pgRole(pid: number): string {
   let title = "";
   try { title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " "); } catch { /* gone */ }
   const m = /^postgres: (autovacuum|walwriter|checkpointer|background writer|logical replication|autovacuum launcher)/.exec(title);
   return `postgres ${m ? m[1] : title.startsWith("postgres: ") ? "backends" : "postmaster"}`;
 }
 
-/** Clock ticks (1/100 s) of user + system time by process group, over every process on the machine. */
+/** CPU time (µs, user + system) by process group, over every process on the machine. */
 function cpuByGroup(replicaPid: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const pid of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
-    let st: string;
-    try { st = readFileSync(`/proc/${pid}/stat`, "utf8"); } catch { continue; }
-    const comm = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")"));
-    const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(f[11]) + Number(f[12]);
-    const g = Number(pid) === replicaPid ? "replica" : comm.startsWith("postgres") ? pgRole(pid) : comm.startsWith("redis") ? "redis" : comm === "node" || comm.startsWith("node") ? "other-node" : "other";
-    out.set(g, (out.get(g) ?? 0) + ticks);
+  for (const pid of allPids()) {
+    const st = procStat(pid);
+    if (!st) continue;
+    const g = pid === replicaPid ? "replica" : st.comm.startsWith("postgres") ? pgRole(pid) : st.comm.startsWith("redis") ? "redis" : st.comm.startsWith("node") ? "other-node" : "other";
+    out.set(g, (out.get(g) ?? 0) + st.cpuMicros);
   }
   let all = 0;
   for (const v of out.values()) all += v;
   out.set("all-live-processes", all);
-  // the whole machine, the load generator (gone by the second reading) included
+  // the whole machine, the load generator (gone by the second reading) included; /proc/stat counts
+  // 1/100 s ticks
   const c = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
-  out.set("machine-busy", c[0]! + c[1]! + c[2]! + c[5]! + c[6]! + c[7]!);
-  out.set("machine-idle", c[3]! + c[4]!);
+  out.set("machine-busy", (c[0]! + c[1]! + c[2]! + c[5]! + c[6]! + c[7]!) * 1e4);
+  out.set("machine-idle", (c[3]! + c[4]!) * 1e4);
   return out;
 }
