@@ -8,7 +8,8 @@
 // paths' own work, where at full speed their idle wake-ups would be divided by unequal counts.
 // TRACED=1 adds "traced": the same svc with traces on (100% sampled, OTLP http/protobuf to a
 // loopback collector in its own process on core 0, bench/otlp-collector.ts), so tracing's cost per
-// request is paired. Every other round runs the paths in reverse order.
+// request is paired. Every other round runs the paths in reverse order. The last line gives each
+// path's CPU a request minus svc's, paired round by round (the median of those differences).
 // TRACED_B="K=V K2=V2" adds "traced-b", traced with those variables too (an OTEL_BSP_* setting, say).
 // CONN=1 runs one connection instead of 50 and adds each path's p50: the one-connection added
 // latency over bare (the issue's second must-show), paired round by round.
@@ -79,6 +80,14 @@ try {
   const added = (name: string) => med(p50s[name].map((p, i) => p - p50s.bare[i])).toFixed(3);
   console.log(`p50 at ${connections} connection(s), median of rounds: ` + Object.entries(p50s).map(([n, xs]) => `${n} ${med(xs).toFixed(3)} ms`).join("; ") + `; added over bare (paired): svc ${added("svc")} ms` + (p50s.baseline ? `, baseline ${added("baseline")} ms` : ""));
   console.log(Object.entries(per).map(([n, xs]) => `${n} ${Math.round(med(xs))} µs`).join("; ") + ` (median CPU/request); bare / svc ${(med(per.bare) / med(per.svc)).toFixed(2)}` + (per.baseline ? `; svc / baseline ${(med(per.svc) / med(per.baseline)).toFixed(2)}` : "") + (per["svc-b"] ? `; svc-b / svc ${(med(per["svc-b"]) / med(per.svc)).toFixed(2)}` : "") + (per.traced ? `; svc / traced ${(med(per.svc) / med(per.traced)).toFixed(2)}, traced - svc ${Math.round(med(per.traced) - med(per.svc))} µs` : ""));
+  // each path's CPU over svc's in the same round, as the median of those differences (lowest to
+  // highest in brackets): steadier than the difference of medians when svc's own cost drifts
+  // from round to round, as it does on a shared machine
+  const paired = Object.keys(per).filter((n) => n !== "svc").map((n) => {
+    const d = per[n].map((x, i) => x - per.svc[i]).sort((a, b) => a - b);
+    return `${n} ${Math.round(med(d))} µs (${Math.round(d[0])} to ${Math.round(d[d.length - 1])})`;
+  });
+  console.log(`minus svc, paired by round: ${paired.join("; ")}`);
 } finally {
   for (const p of procs) p.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 300));

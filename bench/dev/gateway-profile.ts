@@ -4,8 +4,10 @@
 // only (start-up and warm-up left out), and leaves the .cpuprofile in the temp dir.
 // TRACED=1: svc with traces on (100% sampled, OTLP http/protobuf to a loopback collector in its
 // own process on core 0, bench/otlp-collector.ts), so tracing's in-situ cost shows in the profile.
-//   [TRACED=1] node --import tsx bench/dev/gateway-profile.ts [seconds]
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+// SAMPLER=always_off (or another OTEL_TRACES_SAMPLER) traces with that sampler instead.
+// NODE_ARGS="--flag …" adds flags to svc's node; STDOUT=<file> keeps svc's standard output (--trace-gc's lines).
+//   [TRACED=1] [SELF_JSON=file] [NODE_ARGS=…] [STDOUT=file] [PROFILE=0] node --import tsx bench/dev/gateway-profile.ts [seconds]
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cpuMicros, gatewayEnv, gatewayKey, loadRun, startStandinGateway, startSvcProcess } from "../processes";
@@ -17,14 +19,16 @@ const cpu = (pid: number) => cpuMicros(pid) ?? NaN;
 const seconds = Number(process.argv[2] ?? 8);
 /** the measured run's start and end (µs, the monotonic clock V8's profile timestamps use) */
 const window = [0, Infinity];
+/** the gateway's CPU per request over the measured run, µs */
+let perRequest = NaN;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-prof-"));
 const up = await startStandinGateway(tmp);
 const cfg = up.cfg;
 const profDir = path.join(tmp, "prof");
 const collector = process.env.TRACED === "1" ? await startCollector() : undefined;
 const sink = collector?.url;
-const env = sink ? { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: "always_on" } : gatewayEnv;
-const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, env, nodeArgs: process.env.PROFILE === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
+const env = sink ? { ...gatewayEnv, OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_TRACES_SAMPLER: process.env.SAMPLER ?? "always_on" } : gatewayEnv;
+const svc = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: 1, env, nodeArgs: [...(process.env.NODE_ARGS?.split(" ").filter(Boolean) ?? []), ...(process.env.PROFILE === "0" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profDir}`])], stdout: process.env.STDOUT ? (c) => appendFileSync(process.env.STDOUT!, c) : undefined });
 try {
   const key = await gatewayKey(svc.url);
   const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` }, body: BODY };
@@ -34,6 +38,7 @@ try {
   const r = await loadRun({ ...target, connections: 50, seconds });
   const used = cpu(svc.proc.pid!) - c0;
   window[1] = Number(process.hrtime.bigint() / 1000n);
+  perRequest = used / (r.rps * seconds);
   console.log(`rps ${Math.round(r.rps)}, non2xx ${r.non2xx}, errors ${r.errors}, CPU/request ${Math.round(used / (r.rps * seconds))} us`);
 } finally {
   svc.proc.kill("SIGTERM");
@@ -66,6 +71,9 @@ if (process.env.PROFILE !== "0") {
     for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
   };
   show(self, "self");
+  // SELF_JSON=<file>: every function's self time in µs a request (its share of the busy samples
+  // times CPU a request), for diffing two runs (traced against off, before against after)
+  if (process.env.SELF_JSON) writeFileSync(process.env.SELF_JSON, JSON.stringify(Object.fromEntries([...self].map(([k, v]) => [k, (v / total) * perRequest]))));
   show(incl, "inclusive");
   console.log(`profile: ${file}`);
 }
