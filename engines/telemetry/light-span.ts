@@ -4,8 +4,9 @@
 // attributes go into two arrays rather than a many-keyed object, the times stay numbers until they
 // are encoded, and the ended span goes straight to the encoding span processor
 // (encoding-processor.ts), which writes its protobuf at once (otlp-light.ts). With them, one
-// request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs
-// (`npm run bench -- tracing`, docs/observability.md). light-tracer.ts starts these spans.
+// request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs, and 7.7-7.9
+// µs with the ids kept as bytes (light-ids.ts) (`npm run bench -- tracing`, docs/observability.md).
+// light-tracer.ts starts these spans.
 import { SpanStatusCode, diag, type Attributes, type AttributeValue, type Exception, type Link, type Span, type SpanContext, type SpanStatus, type TimeInput } from "@opentelemetry/api";
 import { addHrTimes, hrTimeToMilliseconds, isAttributeValue, isTimeInput, millisToHrTime, sanitizeAttributes, timeInputToHrTime } from "@opentelemetry/core";
 import type { TimedEvent } from "@opentelemetry/sdk-trace-base";
@@ -37,6 +38,15 @@ export class LightSpan implements Span {
   private readonly perf0: number;
   /** duration in ms, once ended */
   durationMs = -1;
+  /** where the span's own id, its trace id and its parent's id are as bytes, when svc's pooled ids
+   * drew them (light-ids.ts): the encoder copies them. Unset (a remote parent, another id
+   * generator), the encoder writes them from the SpanContext's hex. */
+  idBuf: Buffer | undefined = undefined;
+  idAt = 0;
+  traceBuf: Buffer | undefined = undefined;
+  traceAt = 0;
+  parentBuf: Buffer | undefined = undefined;
+  parentAt = 0;
 
   constructor(
     private readonly owner: LightOwner,
@@ -51,6 +61,16 @@ export class LightSpan implements Span {
   ) {
     this.perf0 = performance.now();
     this.startMs = startTime === undefined ? Date.now() : ms(startTime);
+  }
+
+  /** the bytes behind the ids (see idBuf), set by the tracer right after it makes the span */
+  placeIds(idBuf: Buffer | undefined, idAt: number, traceBuf: Buffer | undefined, traceAt: number, parentBuf: Buffer | undefined, parentAt: number): void {
+    this.idBuf = idBuf;
+    this.idAt = idAt;
+    this.traceBuf = traceBuf;
+    this.traceAt = traceAt;
+    this.parentBuf = parentBuf;
+    this.parentAt = parentAt;
   }
 
   spanContext(): SpanContext {

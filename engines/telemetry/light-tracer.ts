@@ -1,6 +1,6 @@
 // The OpenTelemetry API's Tracer for svc's OTLP http/protobuf pipeline, starting light spans
 // (light-span.ts) as the SDK's tracer starts its own: the parent from the context (none, or a
-// suppressed context: no recording), a new trace id for a root, the SDK's id generator and the
+// suppressed context: no recording), a new trace id for a root, svc's pooled ids (light-ids.ts) and the
 // configured sampler's decision (OTEL_TRACES_SAMPLER(_ARG) or the manifest's ratio), a
 // non-recording span when not sampled. What it leaves out is the SDK's per-span bookkeeping that
 // nothing in svc reads (span start hooks of other processors, the tracer's own metrics).
@@ -20,6 +20,7 @@ import {
 import { isTracingSuppressed } from "@opentelemetry/core";
 import { AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type IdGenerator, type Sampler } from "@opentelemetry/sdk-trace-base";
 import { LightSpan, type LightOwner } from "./light-span";
+import { PooledIds } from "./light-ids";
 
 /** The limits a span keeps (the SDK's SpanLimits, resolved from OTEL_* as its provider does). */
 export interface LightLimits {
@@ -50,7 +51,11 @@ export class LightTracer implements Tracer, LightOwner {
     this.eventLimit = limits.eventCountLimit ?? 128;
     this.linkLimit = limits.linkCountLimit ?? 128;
     this.childrenFollow = sampler instanceof ParentBasedSampler || sampler instanceof AlwaysOnSampler || sampler instanceof TraceIdRatioBasedSampler;
+    this.pooled = ids instanceof PooledIds ? ids : undefined;
   }
+
+  /** the ids' generator when it is svc's pooled one: spans then keep their ids' bytes */
+  private readonly pooled: PooledIds | undefined;
 
   /** Whether the sampler samples every child of a sampled local parent: the SDK's built-in
    * samplers, the ones OTEL_TRACES_SAMPLER and the manifest's ratio configure, do (a parent-based
@@ -65,14 +70,26 @@ export class LightTracer implements Tracer, LightOwner {
       // a child of svc's own sampled span: the built-in samplers sample it (no check of the parent's ids)
       const p = parentSpan.spanContext();
       if (p.traceFlags & TraceFlags.SAMPLED) {
-        const sc: SpanContext = { traceId: p.traceId, spanId: this.ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED, traceState: p.traceState };
-        return new LightSpan(this, sc, name, options.kind ?? SpanKind.INTERNAL, p.spanId, false, options.startTime);
+        const pool = this.pooled;
+        const at = pool ? pool.draw(8) : 0;
+        const buf = pool?.buf;
+        const sc: SpanContext = { traceId: p.traceId, spanId: buf ? PooledIds.hex(buf, at, 8) : this.ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED, traceState: p.traceState };
+        const span = new LightSpan(this, sc, name, options.kind ?? SpanKind.INTERNAL, p.spanId, false, options.startTime);
+        if (buf) span.placeIds(buf, at, parentSpan.traceBuf, parentSpan.traceAt, parentSpan.idBuf, parentSpan.idAt);
+        return span;
       }
     }
     const parent = parentSpan?.spanContext();
     const valid = parent !== undefined && trace.isSpanContextValid(parent);
-    const spanId = this.ids.generateSpanId(); // before the trace id, in the SDK's order
-    const traceId = valid ? parent.traceId : this.ids.generateTraceId();
+    const pool = this.pooled;
+    // the span id before the trace id, in the SDK's order
+    const idAt = pool ? pool.draw(8) : 0;
+    const idBuf = pool?.buf;
+    const spanId = idBuf ? PooledIds.hex(idBuf, idAt, 8) : this.ids.generateSpanId();
+    const local = valid && parentSpan instanceof LightSpan ? parentSpan : undefined;
+    const traceAt = pool && !valid ? pool.draw(16) : local ? local.traceAt : 0;
+    const traceBuf = pool && !valid ? pool.buf : local?.traceBuf;
+    const traceId = valid ? parent.traceId : traceBuf ? PooledIds.hex(traceBuf, traceAt, 16) : this.ids.generateTraceId();
     const kind = options.kind ?? SpanKind.INTERNAL;
     const result = this.sampler.shouldSample(ctx, traceId, name, kind, options.attributes ?? NO_ATTRIBUTES, options.links ?? NO_LINKS);
     const sc: SpanContext = {
@@ -83,6 +100,7 @@ export class LightTracer implements Tracer, LightOwner {
     };
     if (result.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(sc);
     const span = new LightSpan(this, sc, name, kind, valid ? parent.spanId : undefined, valid && parent.isRemote === true, options.startTime);
+    if (idBuf) span.placeIds(idBuf, idAt, traceBuf, traceAt, local?.idBuf, local ? local.idAt : 0);
     if (options.links) span.addLinks(options.links);
     if (options.attributes) span.setAttributes(options.attributes);
     if (result.attributes) span.setAttributes(result.attributes);

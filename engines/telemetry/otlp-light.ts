@@ -5,7 +5,7 @@
 // bytes. An attribute equal to the template's is copied with its neighbours in one run; one that
 // differs is encoded. A value that changes span after span (a request id, token counts) stays
 // encoded each time; one that changed once (another model) is taken into the template.
-import { flagsOf, ids, keyValue, spanTail } from "./otlp-proto";
+import { flagsOf, keyValue, spanTail, traceState } from "./otlp-proto";
 import type { Writer } from "./otlp-writer";
 import type { LightSpan } from "./light-span";
 
@@ -99,10 +99,18 @@ export function encodeLight(w: Writer, s: LightSpan): void {
   w.tag(2, 2);
   const start = w.open2();
   const ctx = s.spanContext();
-  ids(w, ctx);
+  // the ids' bytes where the pooled generator drew them (light-ids.ts), else from their hex
+  w.tag(1, 2);
+  if (s.traceBuf) w.bytes(s.traceBuf, s.traceAt, 16);
+  else w.hex(ctx.traceId);
+  w.tag(2, 2);
+  if (s.idBuf) w.bytes(s.idBuf, s.idAt, 8);
+  else w.hex(ctx.spanId);
+  traceState(w, ctx);
   if (s.parentId) {
     w.tag(4, 2);
-    w.hex(s.parentId);
+    if (s.parentBuf) w.bytes(s.parentBuf, s.parentAt, 8);
+    else w.hex(s.parentId);
   }
   w.tag(5, 2);
   w.str(s.name);

@@ -92,6 +92,11 @@ export function ids(w: Writer, c: SpanContext): void {
   w.hex(c.traceId);
   w.tag(2, 2);
   w.hex(c.spanId);
+  traceState(w, c);
+}
+
+/** field 3 of a Span or a Link: the W3C trace state, when set */
+export function traceState(w: Writer, c: SpanContext): void {
   const state = c.traceState?.serialize();
   if (state) {
     w.tag(3, 2);

@@ -85,6 +85,16 @@ export class Writer {
     this.pos += this.buf.write(s, this.pos, len, "utf8");
   }
 
+  /** `n` bytes (an id's, n < 128) from `src` at `at`, with their length */
+  bytes(src: Uint8Array, at: number, n: number): void {
+    this.room(n + 1);
+    const b = this.buf;
+    let p = this.pos;
+    b[p++] = n;
+    for (let i = at; i < at + n; i++) b[p++] = src[i];
+    this.pos = p;
+  }
+
   /** 16 or 8 bytes from a trace or span id's hex. The ids met last are remembered with their
    * bytes: a request's spans share its trace id, and a span's id is met again as its child's parent. */
   hex(h: string): void {

@@ -44,8 +44,8 @@ async function sdkPipeline(resource: Resource, version: string, sampler: Sampler
 /** http/protobuf: light spans (light-tracer.ts) encoded as they end by svc's span processor, with
  * the sampler and span limits the SDK's provider would configure from the same OTEL_* variables. */
 async function lightPipeline(resource: Resource, version: string, sampler: Sampler | undefined, opts: ExporterOptions): Promise<Pipeline> {
-  const [{ RandomIdGenerator }, { loadDefaultConfig }, { reconfigureLimits }, { LightTracer }, { otlpProtobufProcessor }] = await Promise.all([
-    import("@opentelemetry/sdk-trace-base"),
+  const [{ PooledIds }, { loadDefaultConfig }, { reconfigureLimits }, { LightTracer }, { otlpProtobufProcessor }] = await Promise.all([
+    import("./light-ids"),
     import("@opentelemetry/sdk-trace-base/build/src/config.js"),
     import("@opentelemetry/sdk-trace-base/build/src/utility.js"),
     import("./light-tracer"),
@@ -54,7 +54,7 @@ async function lightPipeline(resource: Resource, version: string, sampler: Sampl
   const processor = await otlpProtobufProcessor(opts);
   const config = loadDefaultConfig(); // as BasicTracerProvider merges them
   const limits = { ...config.spanLimits, ...reconfigureLimits({}).spanLimits };
-  const tracer = new LightTracer(sampler ?? config.sampler, new RandomIdGenerator(), limits, processor.lightSink(resource, { name: "svc", version }));
+  const tracer = new LightTracer(sampler ?? config.sampler, new PooledIds(), limits, processor.lightSink(resource, { name: "svc", version }));
   return { tracer, shutdown: () => processor.shutdown(), flush: () => processor.forceFlush() };
 }
 

@@ -11,6 +11,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Tracer 
 import { ExportResultCode, TraceState, suppressTracing } from "@opentelemetry/core";
 import { EncodingSpanProcessor, type EncodedBatch } from "../../engines/telemetry/encoding-processor";
 import { LightTracer } from "../../engines/telemetry/light-tracer";
+import { PooledIds } from "../../engines/telemetry/light-ids";
 import { fromProto } from "./otlp-receiver";
 
 /** ids counted up, so two tracers asked in the same order get the same ones */
@@ -73,11 +74,31 @@ function scenario(tracer: Tracer): void {
   root.end(T0 + 499); // before its start: a zero duration
 }
 
+/** svc's pooled ids, each one drawn also kept as hex in the order drawn (span ids, trace ids) */
+class RecordedIds extends PooledIds {
+  readonly spanIds: string[] = [];
+  readonly traceIds: string[] = [];
+  override draw(n: 8 | 16): number {
+    const at = super.draw(n);
+    (n === 8 ? this.spanIds : this.traceIds).push(this.buf.toString("hex", at, at + n));
+    return at;
+  }
+}
+
+/** the SDK's generator handing out ids recorded before, in the same order */
+class ReplayedIds implements IdGenerator {
+  constructor(private readonly from: RecordedIds) {}
+  private s = 0;
+  private t = 0;
+  generateTraceId = () => this.from.traceIds[this.t++];
+  generateSpanId = () => this.from.spanIds[this.s++];
+}
+
 /** the bytes the official serializer writes for the SDK's spans of the scenario, `batch` spans
  * a request */
-function sdkBytes(sampler: Sampler, spanLimits?: SpanLimits, batch = 1000): Buffer[] {
+function sdkBytes(sampler: Sampler, spanLimits?: SpanLimits, batch = 1000, idGenerator: IdGenerator = new CountingIds()): Buffer[] {
   const mem = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ resource, sampler, idGenerator: new CountingIds(), spanProcessors: [new SimpleSpanProcessor(mem)], ...(spanLimits ? { spanLimits } : {}) });
+  const provider = new BasicTracerProvider({ resource, sampler, idGenerator, spanProcessors: [new SimpleSpanProcessor(mem)], ...(spanLimits ? { spanLimits } : {}) });
   scenario(provider.getTracer("svc", "0.1.0"));
   const spans = mem.getFinishedSpans();
   const out: Buffer[] = [];
@@ -86,10 +107,10 @@ function sdkBytes(sampler: Sampler, spanLimits?: SpanLimits, batch = 1000): Buff
 }
 
 /** the bytes svc's span processor sends for the light spans of the scenario, `batch` spans a request */
-async function lightBatches(sampler: Sampler, spanLimits: SpanLimits = {}, batch = 1000): Promise<Buffer[]> {
+async function lightBatches(sampler: Sampler, spanLimits: SpanLimits = {}, batch = 1000, ids: IdGenerator = new CountingIds()): Promise<Buffer[]> {
   const sent: EncodedBatch[] = [];
   const processor = new EncodingSpanProcessor({ export: (b, done) => (sent.push(b), done({ code: ExportResultCode.SUCCESS })), shutdown: async () => {} }, { maxExportBatchSize: batch });
-  const tracer = new LightTracer(sampler, new CountingIds(), spanLimits, processor.lightSink(resource, { name: "svc", version: "0.1.0", schemaUrl: undefined }));
+  const tracer = new LightTracer(sampler, ids, spanLimits, processor.lightSink(resource, { name: "svc", version: "0.1.0", schemaUrl: undefined }));
   scenario(tracer);
   await processor.forceFlush();
   return sent.map((b) => Buffer.from(b.bytes));
@@ -127,6 +148,38 @@ describe("svc's light spans", () => {
     expect(chat.attrs["gen_ai.request.model"]).toBe("other-model");
     expect(Object.keys(chat.attrs)).not.toContain("svc.after");
     expect(got.find((s) => s.kind === 2)!.parentSpanId).toBe("b7ad6b7169203331");
+  });
+
+  it("export the ids svc's pooled generator drew, as the SDK's spans with those ids do", async () => {
+    const sampler = new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    const ids = new RecordedIds();
+    const ours = await lightBatches(sampler, {}, 1000, ids);
+    expect(ours).toHaveLength(1);
+    expect(ours[0].equals(sdkBytes(sampler, undefined, 1000, new ReplayedIds(ids))[0])).toBe(true);
+    // random, valid (not all zero) and distinct; a child keeps its local parent's trace
+    expect(ids.spanIds.length).toBeGreaterThan(40);
+    expect(new Set(ids.spanIds).size).toBe(ids.spanIds.length);
+    for (const id of [...ids.spanIds, ...ids.traceIds]) expect(id).toMatch(/^[0-9a-f]+$/), expect(id).not.toMatch(/^0+$/);
+    const got = fromProto(ours[0]);
+    const root = got.find((s) => s.name === "root")!;
+    expect(ids.traceIds).toEqual([root.traceId]); // the one new trace: the rest continue the remote one
+    const chat = got.find((s) => s.name === "chat other-model")!;
+    expect(got.filter((s) => s.kind === 3).every((s) => s.traceId === chat.traceId && s.parentSpanId === chat.spanId)).toBe(true);
+    // a new trace's children carry its id's bytes on: root, child, grandchild
+    const sent: EncodedBatch[] = [];
+    const processor = new EncodingSpanProcessor({ export: (b, done) => (sent.push(b), done({ code: ExportResultCode.SUCCESS })), shutdown: async () => {} });
+    const tracer = new LightTracer(sampler, new PooledIds(), {}, processor.lightSink(resource, { name: "svc", version: "0.1.0", schemaUrl: undefined }));
+    const top = tracer.startSpan("top");
+    const mid = tracer.startSpan("mid", {}, trace.setSpan(ROOT_CONTEXT, top));
+    const low = tracer.startSpan("low", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, mid));
+    for (const s of [low, mid, top]) s.end();
+    await processor.forceFlush();
+    const chain = fromProto(Buffer.from(sent[0].bytes));
+    expect(chain.map((s) => [s.name, s.traceId, s.spanId, s.parentSpanId])).toEqual([
+      ["low", top.spanContext().traceId, low.spanContext().spanId, mid.spanContext().spanId],
+      ["mid", top.spanContext().traceId, mid.spanContext().spanId, top.spanContext().spanId],
+      ["top", top.spanContext().traceId, top.spanContext().spanId, ""],
+    ]);
   });
 
   it("keep the span limits as the SDK's spans do", async () => {
