@@ -4,8 +4,8 @@
 // attributes go into two arrays rather than a many-keyed object, the times stay numbers until they
 // are encoded, and the ended span goes straight to the encoding span processor
 // (encoding-processor.ts), which writes its protobuf at once (otlp-light.ts). With them, one
-// request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs, and 7.7-7.9
-// µs with the ids kept as bytes (light-ids.ts) (`npm run bench -- tracing`, docs/observability.md).
+// request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs, and about
+// 1 µs less with the ids kept as bytes (light-ids.ts) (`npm run bench -- tracing`, docs/observability.md).
 // light-tracer.ts starts these spans.
 import { SpanStatusCode, diag, type Attributes, type AttributeValue, type Exception, type Link, type Span, type SpanContext, type SpanStatus, type TimeInput } from "@opentelemetry/api";
 import { addHrTimes, hrTimeToMilliseconds, isAttributeValue, isTimeInput, millisToHrTime, sanitizeAttributes, timeInputToHrTime } from "@opentelemetry/core";
