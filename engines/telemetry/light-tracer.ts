@@ -1,7 +1,7 @@
 // The OpenTelemetry API's Tracer for svc's OTLP http/protobuf pipeline, starting light spans
 // (light-span.ts) as the SDK's tracer starts its own: the parent from the context (none, or a
-// suppressed context: no recording), a new trace id for a root, svc's pooled ids (light-ids.ts) and the
-// configured sampler's decision (OTEL_TRACES_SAMPLER(_ARG) or the manifest's ratio), a
+// suppressed context: no recording), a new trace id for a root, svc's pooled ids (light-ids.ts)
+// and the configured sampler's decision (OTEL_TRACES_SAMPLER(_ARG) or the manifest's ratio), a
 // non-recording span when not sampled. What it leaves out is the SDK's per-span bookkeeping that
 // nothing in svc reads (span start hooks of other processors, the tracer's own metrics).
 import {
