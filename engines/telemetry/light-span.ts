@@ -5,7 +5,7 @@
 // are encoded, and the ended span goes straight to the encoding span processor
 // (encoding-processor.ts), which writes its protobuf at once (otlp-light.ts). With them, one
 // request's spans and their export cost 8.5-8.7 µs of CPU where the SDK's cost 12.8 µs, and about
-// 1 µs less with the ids kept as bytes (light-ids.ts) (`npm run bench -- tracing`, docs/observability.md).
+// 0.6 µs less with the ids kept as bytes (light-ids.ts) (`npm run bench -- tracing`, docs/observability.md).
 // light-tracer.ts starts these spans.
 import { SpanStatusCode, diag, type Attributes, type AttributeValue, type Exception, type Link, type Span, type SpanContext, type SpanStatus, type TimeInput } from "@opentelemetry/api";
 import { addHrTimes, hrTimeToMilliseconds, isAttributeValue, isTimeInput, millisToHrTime, sanitizeAttributes, timeInputToHrTime } from "@opentelemetry/core";
