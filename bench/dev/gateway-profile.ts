@@ -6,7 +6,7 @@
 // own process on core 0, bench/otlp-collector.ts), so tracing's in-situ cost shows in the profile.
 // SAMPLER=always_off (or another OTEL_TRACES_SAMPLER) traces with that sampler instead.
 // NODE_ARGS="--flag …" adds flags to svc's node; STDOUT=<file> keeps svc's standard output (--trace-gc's lines).
-//   [TRACED=1] [SELF_JSON=file] [NODE_ARGS=…] [STDOUT=file] [PROFILE=0] node --import tsx bench/dev/gateway-profile.ts [seconds]
+//   [TRACED=1] [PROFILE_JSON=file] [NODE_ARGS=…] [STDOUT=file] [PROFILE=0] node --import tsx bench/dev/gateway-profile.ts [seconds]
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -71,9 +71,9 @@ if (process.env.PROFILE !== "0") {
     for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
   };
   show(self, "self");
-  // SELF_JSON=<file>: every function's self time in µs a request (its share of the busy samples
-  // times CPU a request), for diffing two runs (traced against off, before against after)
-  if (process.env.SELF_JSON) writeFileSync(process.env.SELF_JSON, JSON.stringify(Object.fromEntries([...self].map(([k, v]) => [k, (v / total) * perRequest]))));
+  // PROFILE_JSON=<file> (as bench/dev/scale-profile.ts): every function's self time in µs a request
+  // (its share of the busy samples times CPU a request), for diffing two runs
+  if (process.env.PROFILE_JSON) writeFileSync(process.env.PROFILE_JSON, JSON.stringify(Object.fromEntries([...self].map(([k, v]) => [k, (v / total) * perRequest]))));
   show(incl, "inclusive");
   console.log(`profile: ${file}`);
 }

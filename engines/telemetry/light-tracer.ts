@@ -86,9 +86,14 @@ export class LightTracer implements Tracer, LightOwner {
     const idAt = pool ? pool.draw(8) : 0;
     const idBuf = pool?.buf;
     const spanId = idBuf ? PooledIds.hex(idBuf, idAt, 8) : this.ids.generateSpanId();
+    // the trace id's bytes: a new trace draws them, a local parent's trace keeps its own
     const local = valid && parentSpan instanceof LightSpan ? parentSpan : undefined;
-    const traceAt = pool && !valid ? pool.draw(16) : local ? local.traceAt : 0;
-    const traceBuf = pool && !valid ? pool.buf : local?.traceBuf;
+    let traceBuf = local?.traceBuf;
+    let traceAt = local ? local.traceAt : 0;
+    if (pool && !valid) {
+      traceAt = pool.draw(16);
+      traceBuf = pool.buf;
+    }
     const traceId = valid ? parent.traceId : traceBuf ? PooledIds.hex(traceBuf, traceAt, 16) : this.ids.generateTraceId();
     const kind = options.kind ?? SpanKind.INTERNAL;
     const result = this.sampler.shouldSample(ctx, traceId, name, kind, options.attributes ?? NO_ATTRIBUTES, options.links ?? NO_LINKS);
