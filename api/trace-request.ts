@@ -12,11 +12,12 @@ type Traced = ServerResponse & { [kCtx]?: HttpContext };
 
 export function traceRequest(ctx: HttpContext, sp: Spans): void {
   const span = sp.server(ctx.method, ctx.path, ctx.req.headers);
+  ctx.state.span = span;
+  if (!span.isRecording()) return; // sampled out: its context still propagates and names the trace
   span.setAttribute("url.scheme", "http");
   attr(span, "client.address", clientIp(ctx));
   attr(span, "user_agent.original", ctx.req.headers["user-agent"]);
   attr(span, "svc.request.id", ctx.state.requestId);
-  ctx.state.span = span;
   const res = responseOf(ctx) as Traced;
   res[kCtx] = ctx;
   res.on("close", endTraced);

@@ -29,7 +29,10 @@ export function toolSpan(parent: Span, tool: string, callId: string): Span | und
 }
 
 export function endSpan(span: Span | undefined, attrs?: Attrs, error?: unknown): void {
-  if (span) tracing.spans?.end(span, attrs, error) ?? span.end();
+  if (!span) return;
+  const sp = tracing.spans;
+  if (sp) sp.end(span, attrs, error);
+  else span.end(); // tracing stopped meanwhile
 }
 
 /** Run `f` inside a span under `parent` (none: just run it); `f` gets the span, for its children. */

@@ -45,6 +45,7 @@ export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span 
   const op = req.prompt !== undefined && req.messages.length === 0 ? "text_completion" : "chat";
   const sp = tracing.spans!;
   const span = sp.child(parent, `${op} ${req.model}`, "internal");
+  if (!span.isRecording()) return span; // sampled out: the helpers below skip it too
   span.setAttribute("gen_ai.operation.name", op);
   span.setAttribute("gen_ai.request.model", req.model);
   attr(span, "gen_ai.request.max_tokens", req.maxTokens);
@@ -63,7 +64,7 @@ export function chatSpan(parent: Span, _caller: Caller, req: ChatRequest): Span 
 /** Where a chat's answer text gathers while its span records content (off unless configured:
  * then no array is made and nothing is kept). */
 export function outputTally(span: Span | undefined): string[] | undefined {
-  return span && tracing.spans?.content ? [] : undefined;
+  return span?.isRecording() && tracing.spans?.content ? [] : undefined;
 }
 
 /** The answer as the chat span's gen_ai.output.messages, redacted like the prompt (streamed
@@ -87,6 +88,7 @@ export function callSpan(parent: Span, c: Call): Span {
 /** A chat's attempt moved on to another target (fallback or a routed deployment). svc.provider is
  * set when the call ends (the deployment that served or failed last), svc.attempts only past one. */
 export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
+  if (!span.isRecording()) return;
   span.setAttribute("gen_ai.provider.name", GENAI_PROVIDER[t.type] ?? t.type);
   span.setAttribute("gen_ai.response.model", t.upstreamModel);
   if (attempt > 0) {
@@ -99,6 +101,7 @@ export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
 export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
   const span = v.span!;
   v.span = undefined; // ended once
+  if (!span.isRecording()) return; // sampled out: nothing to record or end
   const ok = o.status === "success" || o.status === "tool_error";
   const model = o.usdMicros !== undefined; // a model call
   const charged = v.key && v.adm ? keyCurrency(v.key) : undefined; // the key's currency, when it was charged
@@ -124,6 +127,7 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
 export function failCallSpan(v: Ended, e: unknown): void {
   const span = v.span!;
   v.span = undefined;
+  if (!span.isRecording()) return;
   const refusedBy = e instanceof SvcError ? e.kind : undefined;
   setKeyAttrs(span, v.key);
   tracing.spans!.end(

@@ -29,6 +29,7 @@ export function upstreamSpan(parent: Span, provider: string, baseUrl: string, pa
   const t = targetOf(baseUrl);
   const q = path.indexOf("?");
   const span = sp.child(parent, "POST", "client");
+  if (!span.isRecording()) return { span, headers: sp.headers(span) }; // sampled out: still propagated
   span.setAttribute("http.request.method", "POST");
   span.setAttribute("server.address", t.address);
   span.setAttribute("server.port", t.port);
@@ -39,6 +40,7 @@ export function upstreamSpan(parent: Span, provider: string, baseUrl: string, pa
 
 /** The attempt's answer (status) or its failure. */
 export function endUpstream(u: UpstreamSpan, status: number | undefined, error?: unknown): void {
+  if (!u.span.isRecording()) return;
   attr(u.span, "http.response.status_code", status);
   tracing.spans!.end(u.span, undefined, error);
 }
@@ -46,6 +48,7 @@ export function endUpstream(u: UpstreamSpan, status: number | undefined, error?:
 /** A 2xx answer whose body is read later (a stream): the attempt's span ends when the body is
  * done (read to its end, or broken: then with the failure), not when its headers arrive. */
 export function endUpstreamWithBody(u: UpstreamSpan, status: number, body: NodeJS.EventEmitter): void {
+  if (!u.span.isRecording()) return;
   let failed: unknown;
   body.once("error", (e: unknown) => (failed = e));
   body.once("close", () => endUpstream(u, status, failed));

@@ -2,8 +2,9 @@
 // (light-span.ts) as the SDK's tracer starts its own: the parent from the context (none, or a
 // suppressed context: no recording), a new trace id for a root, svc's pooled ids (light-ids.ts)
 // and the configured sampler's decision (OTEL_TRACES_SAMPLER(_ARG) or the manifest's ratio), a
-// non-recording span when not sampled. What it leaves out is the SDK's per-span bookkeeping that
-// nothing in svc reads (span start hooks of other processors, the tracer's own metrics).
+// non-recording span when not sampled (LightUnsampled, whose children are left out as the samplers
+// would leave them, without asking again). What it leaves out is the SDK's per-span bookkeeping
+// that nothing in svc reads (span start hooks of other processors, the tracer's own metrics).
 import {
   INVALID_SPAN_CONTEXT,
   SamplingDecision,
@@ -18,8 +19,8 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import { isTracingSuppressed } from "@opentelemetry/core";
-import { AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type IdGenerator, type Sampler } from "@opentelemetry/sdk-trace-base";
-import { LightSpan, type LightOwner } from "./light-span";
+import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type IdGenerator, type Sampler } from "@opentelemetry/sdk-trace-base";
+import { LightSpan, LightUnsampled, type LightOwner } from "./light-span";
 import { PooledIds } from "./light-ids";
 
 /** The limits a span keeps (the SDK's SpanLimits, resolved from OTEL_* as its provider does). */
@@ -51,6 +52,7 @@ export class LightTracer implements Tracer, LightOwner {
     this.eventLimit = limits.eventCountLimit ?? 128;
     this.linkLimit = limits.linkCountLimit ?? 128;
     this.childrenFollow = sampler instanceof ParentBasedSampler || sampler instanceof AlwaysOnSampler || sampler instanceof TraceIdRatioBasedSampler;
+    this.unsampledFollow = sampler instanceof ParentBasedSampler || sampler instanceof AlwaysOffSampler || sampler instanceof TraceIdRatioBasedSampler;
     this.pooled = ids instanceof PooledIds ? ids : undefined;
   }
 
@@ -61,6 +63,11 @@ export class LightTracer implements Tracer, LightOwner {
    * samplers, the ones OTEL_TRACES_SAMPLER and the manifest's ratio configure, do (a parent-based
    * one by default, always-on always, a ratio one by the trace id its root was sampled by). */
   private readonly childrenFollow: boolean;
+
+  /** Whether the sampler leaves every child of an unsampled local parent unsampled: a parent-based
+   * one by default (a local parent not sampled: always off), always-off always, a ratio one by the
+   * trace id that left its root out. Not always-on, which samples a child whatever its parent. */
+  private readonly unsampledFollow: boolean;
 
   startSpan(name: string, options: SpanOptions = {}, ctx: Context = apiContext.active()): Span {
     if (options.root) ctx = trace.deleteSpan(ctx);
@@ -78,6 +85,12 @@ export class LightTracer implements Tracer, LightOwner {
         if (buf) span.placeIds(buf, at, parentSpan.traceBuf, parentSpan.traceAt, parentSpan.idBuf, parentSpan.idAt);
         return span;
       }
+    }
+    if (parentSpan instanceof LightUnsampled && this.unsampledFollow && options.links === undefined && options.attributes === undefined) {
+      // a child of a span this tracer left out (a remote parent's is the API's class): left out
+      // too, without asking the sampler, with a span id of its own for the traceparent it sends on
+      const p = parentSpan.spanContext();
+      return new LightUnsampled({ traceId: p.traceId, spanId: this.ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: p.traceState });
     }
     const parent = parentSpan?.spanContext();
     const valid = parent !== undefined && trace.isSpanContextValid(parent);
@@ -103,7 +116,7 @@ export class LightTracer implements Tracer, LightOwner {
       traceFlags: result.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE,
       traceState: result.traceState ?? (valid ? parent.traceState : undefined),
     };
-    if (result.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(sc);
+    if (result.decision === SamplingDecision.NOT_RECORD) return new LightUnsampled(sc);
     const span = new LightSpan(this, sc, name, kind, valid ? parent.spanId : undefined, valid && parent.isRemote === true, options.startTime);
     if (idBuf) span.placeIds(idBuf, idAt, traceBuf, traceAt, local?.idBuf, local ? local.idAt : 0);
     if (options.links) span.addLinks(options.links);

@@ -54,12 +54,14 @@ export function makeSpans(tracer: Tracer, content: boolean): Spans {
     server(method, path, headers, attrs) {
       const ctx = headers.traceparent ? w3c.extract(ROOT_CONTEXT, headers, defaultTextMapGetter) : ROOT_CONTEXT;
       const span = tracer.startSpan(method, SERVER, ctx);
+      if (!span.isRecording()) return span; // sampled out: only its context is used
       span.setAttribute("http.request.method", method);
       span.setAttribute("url.path", path);
       setAll(span, attrs);
       return span;
     },
     endServer(span, method, status, route, aborted) {
+      if (!span.isRecording()) return;
       if (route) {
         span.updateName(`${method} ${route}`);
         span.setAttribute("http.route", route);
@@ -73,10 +75,11 @@ export function makeSpans(tracer: Tracer, content: boolean): Spans {
     },
     child(parent, name, kind, attrs) {
       const span = tracer.startSpan(name, kind === "client" ? CLIENT : INTERNAL, parentContext(parent));
-      setAll(span, attrs);
+      if (span.isRecording()) setAll(span, attrs);
       return span;
     },
     end(span, attrs, error) {
+      if (!span.isRecording()) return; // sampled out, or ended already
       setAll(span, attrs);
       if (error !== undefined) {
         span.setAttribute("error.type", errorType(error));

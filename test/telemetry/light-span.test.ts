@@ -214,4 +214,40 @@ describe("svc's light spans", () => {
     // startActiveSpan runs its function with the span and returns what it returns
     expect(tracer(new AlwaysOnSampler()).startActiveSpan("active", (s) => (s.end(), s.isRecording()))).toBe(false);
   });
+
+  it("leave a sampled-out trace's children out, each with a span id of its own to propagate", () => {
+    const ended: string[] = [];
+    const ids = new PooledIds();
+    const tracer = (sampler: Sampler) => new LightTracer(sampler, ids, {}, (s) => ended.push(s.name));
+    const state = new TraceState("vendor=x");
+    for (const sampler of [new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0) }), new TraceIdRatioBasedSampler(0), new AlwaysOffSampler()]) {
+      const t = tracer(sampler);
+      // a remote parent that is sampled out, with a trace state to carry on
+      const remote = trace.setSpanContext(ROOT_CONTEXT, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.NONE, isRemote: true, traceState: state });
+      const server = t.startSpan("server", { kind: SpanKind.SERVER }, sampler instanceof AlwaysOffSampler ? ROOT_CONTEXT : remote);
+      const chat = t.startSpan("chat", {}, trace.setSpan(ROOT_CONTEXT, server));
+      const upstream = t.startSpan("POST", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, chat));
+      const contexts = [server, chat, upstream].map((s) => s.spanContext());
+      for (const s of [server, chat, upstream]) {
+        expect(s.isRecording()).toBe(false);
+        s.setAttribute("ignored", 1);
+        s.end();
+      }
+      expect(new Set(contexts.map((c) => c.traceId)).size).toBe(1);
+      expect(new Set(contexts.map((c) => c.spanId)).size).toBe(3);
+      for (const c of contexts) {
+        expect(c.spanId).toMatch(/^[0-9a-f]{16}$/);
+        expect(c.spanId).not.toBe("0000000000000000");
+        expect(c.traceFlags).toBe(TraceFlags.NONE);
+        if (!(sampler instanceof AlwaysOffSampler)) expect(c.traceState?.serialize()).toBe("vendor=x");
+      }
+    }
+    // an always-on tracer asked for a child of another tracer's sampled-out span samples it
+    const off = tracer(new AlwaysOffSampler()).startSpan("left out");
+    const child = tracer(new AlwaysOnSampler()).startSpan("sampled", {}, trace.setSpan(ROOT_CONTEXT, off));
+    expect(child.isRecording()).toBe(true);
+    expect(child.spanContext().traceId).toBe(off.spanContext().traceId);
+    child.end();
+    expect(ended).toEqual(["sampled"]);
+  });
 });

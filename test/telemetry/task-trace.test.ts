@@ -12,6 +12,7 @@ import { startShared, startReplica, everywhere, type Replica, type Shared } from
 import { toolStandIn, type ToolStandIn } from "../scale/tool-stand-in";
 import { otlpReceiver, type Receiver } from "./otlp-receiver";
 import { standIn, type StandIn } from "../gateway/fixtures";
+import { diag, DiagLogLevel } from "@opentelemetry/api";
 
 const missing = missingServices();
 if (missing) console.warn(`test/telemetry/task-trace skipped: ${missing}`);
@@ -24,8 +25,12 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
   let rx: Receiver;
   let embedder: StandIn;
   const saved = { ...process.env };
+  // what OpenTelemetry reports as misuse (a span ended twice, an attribute set on an ended span)
+  const misuse: string[] = [];
 
   beforeAll(async () => {
+    const note = (m: string) => void misuse.push(m);
+    diag.setLogger({ error: note, warn: note, info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
     rx = await otlpReceiver();
     Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_BSP_SCHEDULE_DELAY: "20" });
     up = await scriptedProvider();
@@ -57,6 +62,7 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
     await up?.close();
     await embedder?.close();
     await rx?.close();
+    diag.disable();
     process.env = saved;
   }, 120_000);
 
@@ -101,5 +107,7 @@ describe.skipIf(!!missing)("an agent task is one trace across replicas", () => {
     const root = spans.find((s) => s.kind === 2 && s.name === "POST /agents/:id/dispatch");
     expect(root).toBeDefined();
     expect(invoke().every((s) => s.parentSpanId === root!.spanId)).toBe(true);
+    // every span ended once, and nothing set on one after it ended
+    expect(misuse.filter((m) => /end\(\)|ended/i.test(m))).toEqual([]);
   });
 });
