@@ -191,6 +191,51 @@ describe("WebhookOutbox", () => {
     expect((await again.prisma.webhookDelivery.findFirstOrThrow()).deliveredAt).not.toBeNull();
   });
 
+  it("reads the table in the background only when a row can be due, and finds another writer's rows within rescanMs", async () => {
+    const rx = await receiver((n) => (n === 1 ? 500 : 204));
+    closers.push(rx.close);
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // the outbox's table, counting its reads
+    let reads = 0;
+    const table = db.prisma.webhookDelivery;
+    const counted = new Proxy(table, {
+      get: (t, k) => {
+        const v = Reflect.get(t, k) as unknown;
+        if (typeof v !== "function") return v;
+        return k === "findMany" || k === "findFirst" ? (...a: unknown[]) => (reads++, v.apply(t, a)) : v.bind(t);
+      },
+    });
+    const prisma = new Proxy(db.prisma, { get: (t, k) => (k === "webhookDelivery" ? counted : Reflect.get(t, k)) });
+    const outbox = new WebhookOutbox(prisma, { resolveSecret: secrets, log: () => {}, pollMs: 20, rescanMs: 60_000 });
+    closers.push(() => outbox.close());
+    outbox.start();
+    await sleep(400);
+    expect(reads).toBeLessThanOrEqual(2); // the start's look; twenty beats since, with nothing pending, read nothing
+    // this process's event is sent at once; its retry when the backoff (about 1 s) is over
+    outbox.emit(keyWith(rx.url, ["key.created"]), "key.created", {});
+    for (let i = 0; i < 400 && rx.got.length < 2; i++) await sleep(10);
+    expect(rx.got).toHaveLength(2);
+    expect((await table.findFirstOrThrow()).deliveredAt).not.toBeNull();
+    await sleep(100); // the delivering pass's last look
+    const settled = reads;
+    await sleep(300);
+    expect(reads).toBe(settled); // idle again
+
+    // another writer's row (an outbox that never runs, as another process or replica): found by
+    // the next rescan, though nothing here was told of it
+    const scanning = new WebhookOutbox(db.prisma, { resolveSecret: secrets, log: () => {}, pollMs: 20, rescanMs: 300 });
+    closers.push(() => scanning.close());
+    scanning.start();
+    await sleep(50);
+    const writer = new WebhookOutbox(db.prisma, { resolveSecret: secrets, log: () => {} });
+    closers.push(() => writer.close());
+    writer.emit(keyWith(rx.url, ["key.revoked"]), "key.revoked", {});
+    await writer.idle();
+    for (let i = 0; i < 200 && rx.got.length < 3; i++) await sleep(10);
+    expect(rx.got).toHaveLength(3);
+    expect(JSON.parse(rx.got[2].body).type).toBe("key.revoked");
+  });
+
   it("start() delivers rows left by a previous run without an explicit pass", async () => {
     const rx = await receiver();
     closers.push(rx.close);
