@@ -88,6 +88,21 @@ async function inOrder<A, B>(aFirst: boolean, a: () => Promise<A>, b: () => Prom
   return [await a(), y];
 }
 
+/** The generated `medium` GGUF in `dir` and a config folder declaring it with SETTINGS: the model
+ * svc serves in this bench, and in the dev tools that profile or compare its streams. */
+export async function mediumModel(dir: string): Promise<{ file: string; cfg: string; bytes: number }> {
+  const file = path.join(dir, "svc-medium.gguf");
+  const { bytes } = await writeTinyGguf(file, "medium");
+  const cfg = path.join(dir, "config");
+  mkdirSync(cfg);
+  writeFileSync(path.join(cfg, "model.yaml"), `apiVersion: svc/v1
+kind: Model
+metadata: {name: medium}
+spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${SETTINGS.parallel}, contextSize: ${SETTINGS.contextSize}, idleUnloadSeconds: 0}
+`);
+  return { file, cfg, bytes };
+}
+
 export async function inferenceBench(): Promise<Section> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-bench-inf-"));
   const tokens = Number(process.env.BENCH_TOKENS ?? 150);
@@ -97,15 +112,7 @@ export async function inferenceBench(): Promise<Section> {
   const pinned = pinSelf(0);
   const onCore = (core: number) => { if (pinned) pinSelf(core); };
   try {
-    const file = path.join(tmp, "svc-medium.gguf");
-    const { bytes } = await writeTinyGguf(file, "medium");
-    const cfg = path.join(tmp, "config");
-    mkdirSync(cfg);
-    writeFileSync(path.join(cfg, "model.yaml"), `apiVersion: svc/v1
-kind: Model
-metadata: {name: medium}
-spec: {file: ${JSON.stringify(file)}, threads: ${SETTINGS.threads}, parallel: ${SETTINGS.parallel}, contextSize: ${SETTINGS.contextSize}, idleUnloadSeconds: 0}
-`);
+    const { file, cfg, bytes } = await mediumModel(tmp);
     const started = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, core: pinned ? 1 : undefined });
     svc = started.proc;
     const pid = svc.pid;

@@ -7,10 +7,10 @@
 // with its tokens/s. The last line pairs the two round by round. Run it with both sides on the same
 // build first: two processes of one build differ by a few percent (docs/operations.md).
 //   BASE=<another checkout, built> [ROUTE=chat] [ROUNDS=6] taskset -c 0 node --import tsx bench/dev/stream-ab.ts
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { writeTinyGguf } from "../../engines/inference";
+import { mediumModel } from "../inference";
 import { startSvcProcess, sleep } from "../processes";
 
 const route = process.env.ROUTE === "chat" ? "chat" : "completions";
@@ -18,11 +18,7 @@ const tokens = 300;
 const rounds = Number(process.env.ROUNDS ?? 6);
 if (!process.env.BASE) throw new Error("BASE=<path of another svc checkout, built> is required");
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-stream-ab-"));
-const file = path.join(tmp, "m.gguf");
-await writeTinyGguf(file, "medium");
-const cfg = path.join(tmp, "config");
-mkdirSync(cfg);
-writeFileSync(path.join(cfg, "model.yaml"), `apiVersion: svc/v1\nkind: Model\nmetadata: {name: medium}\nspec: {file: ${JSON.stringify(file)}, threads: 1, parallel: 4, contextSize: 2048, idleUnloadSeconds: 0}\n`);
+const { cfg } = await mediumModel(tmp);
 const checkouts: Record<string, string | undefined> = { base: path.resolve(process.env.BASE), this: undefined };
 const servers: Record<string, { proc: import("node:child_process").ChildProcess; url: string }> = {};
 

@@ -3,10 +3,10 @@
 // its top self-time functions (llama.cpp decodes on a libuv worker: the main thread's busy time
 // is the JS and syscalls around each token; bench/dev/raw-profile.ts is the in-process baseline).
 // `ROUTE=chat STREAMS=1 node --import tsx bench/dev/stream-profile.ts`
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { writeTinyGguf } from "../../engines/inference";
+import { mediumModel } from "../inference";
 import { startSvcProcess, sleep } from "../processes";
 
 const route = process.env.ROUTE ?? "completions";
@@ -14,11 +14,7 @@ const streams = Number(process.env.STREAMS ?? 1);
 const tokens = Number(process.env.TOKENS ?? 300);
 const reps = Number(process.env.REPS ?? 3);
 const tmp = mkdtempSync(path.join(os.tmpdir(), "svc-dev-prof-"));
-const file = path.join(tmp, "m.gguf");
-await writeTinyGguf(file, "medium");
-const cfg = path.join(tmp, "config");
-mkdirSync(cfg);
-writeFileSync(path.join(cfg, "model.yaml"), `apiVersion: svc/v1\nkind: Model\nmetadata: {name: medium}\nspec: {file: ${JSON.stringify(file)}, threads: 1, parallel: 4, contextSize: 2048, idleUnloadSeconds: 0}\n`);
+const { cfg } = await mediumModel(tmp);
 const profDir = path.join(tmp, "prof");
 const { proc, url } = await startSvcProcess({ home: path.join(tmp, "home"), config: cfg, nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-interval", "200"] });
 const PROMPT = "The quick brown fox jumps over the lazy dog and then";
