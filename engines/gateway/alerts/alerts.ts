@@ -214,7 +214,8 @@ export class Alerts {
   private firstIn(last: Map<string, number>, id: string, ms: number): boolean {
     const now = this.now().getTime();
     const at = last.get(id);
-    if (at !== undefined && now - at < ms) return false;
+    // now < at: the clock was stepped back since; not a reason to stay silent until it catches up
+    if (at !== undefined && now - at < ms && now >= at) return false;
     if (last.size > 10_000) prune(last, now - ms);
     last.set(id, now);
     return true;

@@ -208,7 +208,9 @@ export abstract class DurableOutbox<Row extends OutboxRow> {
   /** The loop's beat: a pass when a row may be due (see the header). */
   private tick(): void {
     const now = this.now().getTime();
-    if (now >= this.nextDue || now - this.lastScan >= this.rescanMs) this.kick();
+    // now < lastScan: the wall clock was stepped back since the last pass; without this, no rescan
+    // (for rows another replica wrote) would run until the clock caught up again
+    if (now >= this.nextDue || now - this.lastScan >= this.rescanMs || now < this.lastScan) this.kick();
   }
 
   /** Background pass: coalesced, so a slow receiver does not pile up passes. */
@@ -239,12 +241,22 @@ export abstract class DurableOutbox<Row extends OutboxRow> {
       const send = await this.prepare(rows);
       if (!send) break;
       let next = 0;
+      // A send that throws (the store refused the row's update) fails the pass, but only once the
+      // other workers' sends are over: with Promise.all's early rejection they went on sending after
+      // the pass had ended, while the next pass read and sent the same rows again (and close() did
+      // not wait for them). No new row is taken after a failure.
+      let failure: { error: unknown } | undefined;
       const worker = async () => {
-        while (next < rows.length && !this.stopped()) {
-          if (await send(rows[next++])) delivered++;
+        while (next < rows.length && !this.stopped() && !failure) {
+          try {
+            if (await send(rows[next++])) delivered++;
+          } catch (error) {
+            failure ??= { error };
+          }
         }
       };
       await Promise.all(Array.from({ length: Math.min(this.channel.concurrency, rows.length) }, worker));
+      if (failure) throw failure.error;
       if (!this.channel.drain || rows.length < BATCH || this.stopped()) break;
     }
     await this.earliestDue();
@@ -261,7 +273,8 @@ export abstract class DurableOutbox<Row extends OutboxRow> {
   /** Hourly housekeeping: delivered rows are kept 7 days, failed ones 30 (for inspection). */
   private async prune(): Promise<void> {
     const now = this.now().getTime();
-    if (now - this.lastPrune < 3_600_000) return;
+    // (a clock stepped back since the last prune must not put housekeeping off until it catches up)
+    if (now - this.lastPrune < 3_600_000 && now >= this.lastPrune) return;
     this.lastPrune = now;
     try {
       await this.table.deleteMany({
