@@ -85,6 +85,10 @@ export function callSpan(parent: Span, c: Call): Span {
   });
 }
 
+/** Chat spans whose call moved past its first candidate: svc.fallback is set when the call ends,
+ * and only if a candidate served (endCallSpan), not when every one failed (failCallSpan). */
+const fellBack = new WeakSet<Span>();
+
 /** A chat's attempt moved on to another target (fallback or a routed deployment). svc.provider is
  * set when the call ends (the deployment that served or failed last), svc.attempts only past one. */
 export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
@@ -93,7 +97,9 @@ export function attemptSpan(span: Span, t: RouteTarget, attempt: number): void {
   span.setAttribute("gen_ai.response.model", t.upstreamModel);
   if (attempt > 0) {
     span.setAttribute("svc.attempts", attempt + 1);
-    span.setAttribute("svc.fallback", true);
+    // svc.fallback means "a later candidate served" (docs/observability.md): set at the end, once
+    // it is known whether one did; set here it also marked fallbacks that every candidate failed
+    fellBack.add(span);
   }
 }
 
@@ -108,6 +114,7 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
   setKeyAttrs(span, v.key);
   span.setAttribute("svc.policy.decision", "allow");
   attr(span, "svc.provider", o.provider ?? v.call.provider);
+  if (fellBack.delete(span)) span.setAttribute("svc.fallback", true); // a chat's answer came from a later candidate
   if (model) {
     attr(span, "gen_ai.usage.input_tokens", o.promptTokens);
     attr(span, "gen_ai.usage.output_tokens", o.completionTokens);
@@ -127,6 +134,7 @@ export function endCallSpan(v: Ended, o: Result, costMicros: number): void {
 export function failCallSpan(v: Ended, e: unknown): void {
   const span = v.span!;
   v.span = undefined;
+  fellBack.delete(span); // no candidate served: no svc.fallback
   if (!span.isRecording()) return;
   const refusedBy = e instanceof SvcError ? e.kind : undefined;
   setKeyAttrs(span, v.key);

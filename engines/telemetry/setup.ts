@@ -94,7 +94,12 @@ export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: 
   ]);
   const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
   const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
-  const resource = resourceFromAttributes({ "service.name": s?.serviceName ?? env.OTEL_SERVICE_NAME?.trim() ?? "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
+  // service.name: the manifest's serviceName, else OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES),
+  // else svc. The env detector's resource is merged over ours (merge lets the argument win), so the
+  // manifest's name is merged last: the environment only fills in what the manifest leaves out. An
+  // empty OTEL_SERVICE_NAME is unset (`||`, not `??`), as the SDK's env detector reads it.
+  const base = resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME?.trim() || "svc", "service.version": version }).merge(detectResources({ detectors: [envDetector] }));
+  const resource = s?.serviceName ? base.merge(resourceFromAttributes({ "service.name": s.serviceName })) : base;
   await resource.waitForAsyncAttributes?.(); // settled before spans are encoded as they end
   const sampler = s?.sampleRatio !== undefined ? new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.sampleRatio) }) : undefined;
   const content = s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT);
