@@ -32,12 +32,13 @@ import { estimateTokens, estimateTextTokens } from "../providers/estimate";
 import { keyCurrency } from "./limits/currency";
 import { isWritten } from "./limits/wal";
 import { isSyncEvents } from "../chat/collect";
-import type { Cancellation } from "../chat/cancel";
+import { Cancellation } from "../chat/cancel";
 import { syncEvents } from "../chat/collect";
 import type { Probe, ResponseCache } from "../cache";
 import { TrackedSync, type SettleRun } from "./pipeline-settle";
 import { embedHit, freeHit, hitMetadata, probeChat, probeEmbed } from "./pipeline-cache";
 import { attemptSpan, callSpan, chatSpan, outputTally, recordOutput } from "./trace-spans";
+import type { Span } from "../telemetry";
 
 /** Output tokens reserved when the request sets no max_tokens: a typical answer, not the whole
  * context (reserving 4096 refused parallel requests at a few percent of a budget). Settlement
@@ -308,7 +309,7 @@ export class GatewayPipeline implements InferencePipeline {
       if (probe?.entry?.body.kind === "embed") return await embedHit(this.gate, this.o.limits, this.o.cache!, v, target, probe, probe.entry.body);
       const adapter = this.o.router.adapter(target.type);
       if (!adapter.embed) throw invalidRequest(`model ${JSON.stringify(req.model)} (provider ${target.provider}) does not serve embeddings`, "model");
-      const r = await adapter.embed(this.o.router.resolve(target), req);
+      const r = await adapter.embed(this.o.router.resolve(target), req, v.span ? tracedCall(v.span, caller) : undefined);
       if (probe) this.o.cache!.save(probe, { kind: "embed", vectors: r.vectors, promptTokens: r.promptTokens }, this.now());
       if (written) await reservationWritten(written); // written before the answer, as for chat
       const priceCost = costMicros(target, r.promptTokens, 0);
@@ -346,4 +347,13 @@ export class GatewayPipeline implements InferencePipeline {
     }
     return out;
   }
+}
+
+/** A traced call's upstream attempt is a child of its span and sends that traceparent (providers/
+ * http.ts reads it from the cancellation); embeddings have no client cancellation of their own. */
+function tracedCall(span: Span, caller: Caller): Cancellation {
+  const c = new Cancellation();
+  c.trace = span;
+  c.requestId = caller.requestId;
+  return c;
 }

@@ -187,5 +187,25 @@ export function gatewayTraces(protocol: "http/json" | "http/protobuf"): void {
       expect(server.parentSpanId).toBe(parent);
       expect(one(traceOf(traceId), (s) => s.kind === CLIENT).spanId).toBe(tp[2]);
     });
+
+    it("an embeddings call has its upstream client span, and the upstream receives its traceparent", async () => {
+      const k = await env.key();
+      const n = a.requests.length;
+      const res = await fetch(`${env.url}/v1/embeddings`, { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-x", input: ["abc"] }) });
+      expect(res.status).toBe(200);
+      await res.json();
+      const tp = String(a.requests[n].headers.traceparent ?? "");
+      expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const [, traceId, parent] = tp.split("-");
+      await eventually(async () => traceOf(traceId).length >= 3);
+      const spans = traceOf(traceId);
+      const server = one(spans, (s) => s.kind === SERVER);
+      const e = one(spans, (s) => s.name === "embeddings gpt-x");
+      expect(e.parentSpanId).toBe(server.spanId);
+      expect(e.attrs["gen_ai.operation.name"]).toBe("embeddings");
+      const client = one(spans, (s) => s.kind === CLIENT);
+      expect(client.parentSpanId).toBe(e.spanId);
+      expect(client.spanId).toBe(parent);
+    });
   });
 }
