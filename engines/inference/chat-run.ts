@@ -3,7 +3,7 @@
 // grammar), model-chosen tool calls (node-llama-cpp function calling, never executed here), and
 // raw completions all share the lease, abort and accounting logic below.
 import { randomBytes } from "node:crypto";
-import type { ChatHistoryItem, ChatModelFunctions, ChatWrapperGeneratedContextState, LlamaGrammar, LlamaModel, LlamaText, Token } from "node-llama-cpp";
+import type { ChatHistoryItem, ChatModelFunctions, ChatWrapperGeneratedContextState, LlamaContextSequence, LlamaGrammar, LlamaModel, LlamaText, Token } from "node-llama-cpp";
 import type { ChatEvent, ChatRequest, FinishReason, ToolDef } from "../chat/types";
 import { EventChannel } from "./channel";
 import { abortError, inferenceError } from "./errors";
@@ -141,7 +141,8 @@ function stripPrependedBos(model: LlamaModel, tokens: Token[]): Token[] | undefi
 }
 
 /** Streams one generation on a leased sequence. Generation stops when the stream ends, fails, is
- * aborted through `signal`, or the consumer stops iterating; the caller releases the lease. */
+ * aborted through `signal`, or the consumer stops iterating. The lease is released as soon as the
+ * generation has ended; the caller releases it too (idempotent), for the paths that never start one. */
 export async function* generate(lm: LoadedModel, lease: Lease, p: Prepared, sampling: ResolvedSampling, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
   const promptTokens = p.tokens.length;
   // capped so the sequence never needs a context shift (which would drop history silently)
@@ -162,13 +163,21 @@ export async function* generate(lm: LoadedModel, lease: Lease, p: Prepared, samp
     lm.recordPrompt(promptTokens, reused);
     const outputBefore = sequence.tokenMeter.usedOutputTokens;
     const ch = new EventChannel<ChatEvent>();
+    // The sequence is idle once the run settles (its usage read first): the lease goes back then,
+    // not when the consumer has read the buffered events, so a client that stops reading (its
+    // socket full) does not keep a sequence, and the requests queued for it, waiting on it.
+    // The caller's own release afterwards is a no-op.
     run = runOn(lm, lease.slot, p, sampling, maxTokens, ac.signal, ch).then(
       ({ finishReason, stopSequence }) => {
         const usage = { promptTokens, completionTokens: sequence.tokenMeter.usedOutputTokens - outputBefore };
+        lease.release();
         ch.push({ type: "done", finishReason, usage, ...(stopSequence !== undefined ? { stopSequence } : {}) });
         ch.end();
       },
-      (err) => ch.end(ac.signal.aborted ? ac.signal.reason : err),
+      (err) => {
+        lease.release();
+        ch.end(ac.signal.aborted ? ac.signal.reason : err);
+      },
     );
     yield* ch;
   } finally {
@@ -196,20 +205,71 @@ function textEnding(meta: StopMeta, stops: readonly string[]): Ending {
   return { finishReason: "stop" };
 }
 
+/** Records the tokens sampled on `sequence` while installed (node-llama-cpp's LlamaCompletion and
+ * LlamaChat both generate through `sequence.evaluate`, which yields each sampled token). */
+function recordSampled(sequence: LlamaContextSequence): { tokens: Token[]; remove(): void } {
+  const tokens: Token[] = [];
+  const seq = sequence as unknown as { evaluate: LlamaContextSequence["evaluate"] };
+  const original = seq.evaluate;
+  const own = Object.prototype.hasOwnProperty.call(seq, "evaluate");
+  seq.evaluate = function (this: LlamaContextSequence, ...args: Parameters<LlamaContextSequence["evaluate"]>) {
+    const it = original.apply(this, args);
+    const next = it.next.bind(it);
+    it.next = (...a) => next(...a).then((r) => { if (!r.done) tokens.push(r.value); return r; });
+    return it;
+  } as LlamaContextSequence["evaluate"];
+  return { tokens, remove: () => { if (own) seq.evaluate = original; else delete (seq as { evaluate?: unknown }).evaluate; } };
+}
+
 async function runOn(
   lm: LoadedModel, slot: LoadedModel["slots"][number], p: Prepared, sampling: ResolvedSampling,
   maxTokens: number, signal: AbortSignal, ch: EventChannel<ChatEvent>,
 ): Promise<Ending> {
+  // node-llama-cpp holds back generated text that may be the start of a stop string, and drops it
+  // when maxTokens ends the generation there: the client lost the answer's last words (counted
+  // in usage all the same). With the caller's stop strings, the sampled tokens are recorded so
+  // that a "length" ending emits what was held back (flushHeld).
+  const sampled = sampling.stop.length && p.mode.kind !== "forced" ? recordSampled(slot.sequence) : undefined;
+  let emitted = "";
+  const text = (t: string) => {
+    if (!t) return;
+    if (sampled) emitted += t;
+    ch.push({ type: "text", text: t });
+  };
+  const flushHeld = (ending: Ending, trimEnd: boolean): Ending => {
+    if (!sampled || ending.finishReason !== "length") return ending;
+    const whole = lm.model.detokenize(sampled.tokens, false);
+    // only when what was emitted is exactly the start of what was sampled (no tool-call syntax or
+    // template segment in between); an incomplete trailing character stays out, as the library does
+    if (whole.length > emitted.length && whole.startsWith(emitted)) {
+      let rest = whole.slice(emitted.length).replace(/\uFFFD+$/, "");
+      if (trimEnd) rest = rest.trimEnd();
+      text(rest);
+    }
+    return ending;
+  };
+  try {
+    return await runWith(lm, slot, p, sampling, maxTokens, signal, ch, text, flushHeld);
+  } finally {
+    sampled?.remove();
+  }
+}
+
+async function runWith(
+  lm: LoadedModel, slot: LoadedModel["slots"][number], p: Prepared, sampling: ResolvedSampling,
+  maxTokens: number, signal: AbortSignal, ch: EventChannel<ChatEvent>,
+  text: (t: string) => void, flushHeld: (ending: Ending, trimEnd: boolean) => Ending,
+): Promise<Ending> {
   const base = { ...llamaSamplingOptions(sampling), maxTokens, signal, stopOnAbortSignal: false };
-  const text = (t: string) => { if (t) ch.push({ type: "text", text: t }); };
   const mode = p.mode;
+  const trimEnd = !!p.grammar?.trimWhitespaceSuffix;
 
   if (p.completionInput) {
     const stops = [...(p.templateStops ?? []), ...sampling.stop];
     const res = await lm.completionFor(slot).generateCompletionWithMeta(p.completionInput, {
       ...base, ...(stops.length ? { customStopTriggers: stops } : {}), onTextChunk: text, grammar: p.grammar, disableContextShift: true,
     });
-    return textEnding(res.metadata, sampling.stop);
+    return flushHeld(textEnding(res.metadata, sampling.stop), trimEnd);
   }
 
   if (mode.kind === "forced") {
@@ -260,9 +320,9 @@ async function runOn(
       ch.push({ type: "tool_call_delta", index, argumentsDelta: JSON.stringify(call.params ?? {}) });
     });
     if (calls.length) return { finishReason: "tool_calls" };
-    return textEnding(res.metadata, sampling.stop);
+    return started.size ? textEnding(res.metadata, sampling.stop) : flushHeld(textEnding(res.metadata, sampling.stop), false);
   }
 
   const res = await slot.chat.generateResponse(p.history!, { ...base, grammar: p.grammar, onTextChunk: text });
-  return textEnding(res.metadata, sampling.stop);
+  return flushHeld(textEnding(res.metadata, sampling.stop), trimEnd);
 }
