@@ -31,7 +31,7 @@ export async function startTracingFor(server: Partial<ServerSpec>, log: Logger):
     settings = { endpoint: t.endpoint, protocol: t.protocol, headers: t.headers ? headers : undefined, serviceName: t.serviceName, sampleRatio: t.sampleRatio, recordContent: t.recordContent };
   }
   try {
-    if (!(await startTracing(env, version(), settings))) return async () => undefined;
+    if (!(await startTracing(env, version(), settings, (msg, fields) => log.warn(msg, fields)))) return async () => undefined;
   } catch (e: any) {
     log.warn("tracing is off: its settings are not usable", { err: String(e?.message ?? e) });
     return async () => undefined;

@@ -11,6 +11,7 @@ import type { Resource } from "@opentelemetry/resources";
 import type { Sampler } from "@opentelemetry/sdk-trace-base";
 import { tracing } from "./index";
 import type { ExporterOptions } from "./exporter";
+import type { Warn } from "./export-warnings";
 
 /** The Server manifest's `tracing` (schemas/kinds/server-tracing.ts), header values resolved. */
 export interface TracingSettings {
@@ -32,6 +33,8 @@ interface Pipeline {
 
 interface Running extends Omit<Pipeline, "tracer"> {
   key: string;
+  /** restores OpenTelemetry's default error handler (export failures stop going to svc's log) */
+  unreport?: () => void;
 }
 
 /** http/json: the SDK's tracer, spans and BatchSpanProcessor, the official exporter. */
@@ -79,18 +82,20 @@ function protocolOf(env: NodeJS.ProcessEnv, s?: TracingSettings): "http/protobuf
 }
 
 /** Start (or restart with new settings) the trace pipeline when wanted; a second server in the
- * process with the same settings shares it. Returns whether tracing is on. */
-export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: TracingSettings): Promise<boolean> {
+ * process with the same settings shares it. Returns whether tracing is on. `warn`: where failed
+ * exports are reported (svc's log; export-warnings.ts). */
+export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: TracingSettings, warn?: Warn): Promise<boolean> {
   if (!tracingWanted(env, s)) return false;
   const protocol = protocolOf(env, s);
   const key = JSON.stringify([protocol, s ?? null]);
   users++;
   if (running?.key === key) return true;
   if (running) await stopPipeline();
-  const [{ ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }] = await Promise.all([
+  const [{ ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes, detectResources, envDetector }, { makeSpans }, { reportExportErrors }] = await Promise.all([
     import("@opentelemetry/sdk-trace-base"),
     import("@opentelemetry/resources"),
     import("./spans"),
+    import("./export-warnings"),
   ]);
   const url = s?.endpoint ? `${s.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
   const exporterOpts = { ...(url ? { url } : {}), ...(s?.headers ? { headers: s.headers } : {}) };
@@ -105,7 +110,7 @@ export async function startTracing(env: NodeJS.ProcessEnv, version: string, s?: 
   const content = s?.recordContent === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT);
   const pipeline = protocol === "http/protobuf" ? await lightPipeline(resource, version, sampler, exporterOpts) : await sdkPipeline(resource, version, sampler, exporterOpts);
   tracing.spans = makeSpans(pipeline.tracer, content);
-  running = { key, shutdown: pipeline.shutdown, flush: pipeline.flush };
+  running = { key, shutdown: pipeline.shutdown, flush: pipeline.flush, unreport: warn ? reportExportErrors(warn) : undefined };
   return true;
 }
 
@@ -114,6 +119,7 @@ async function stopPipeline(): Promise<void> {
   running = undefined;
   tracing.spans = undefined;
   await r?.shutdown().catch(() => undefined); // exports what is buffered; a collector that is gone costs its timeout
+  r?.unreport?.();
 }
 
 /** One server stopped: the last one flushes and stops the pipeline. */
