@@ -104,6 +104,18 @@ async function* fromJson(t: RouteTarget, req: ChatRequest, j: any): AsyncGenerat
   };
 }
 
+/** An `error` event as svc's error. Anthropic may answer 200 and then send the error as the
+ * stream's first event: before anything reached the caller, a rate_limit_error is the same as a
+ * 429 and an invalid_request_error / request_too_large the same as a 400 (mapped as http.ts maps
+ * those statuses), where every error event was a 502. Once the answer has started, an error ends
+ * the stream as before. */
+function streamError(t: RouteTarget, e: any, started: boolean) {
+  const msg = upstreamText(String(e?.message ?? "error"), 500);
+  if (!started && e?.type === "rate_limit_error") return upstreamError("rate_limited", "rate_limit_exceeded", `provider ${t.provider} rate limited the request: ${msg}`);
+  if (!started && (e?.type === "invalid_request_error" || e?.type === "request_too_large")) return upstreamError("invalid", "invalid_request", `provider ${t.provider} refused the request: ${msg}`);
+  return upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${msg}`);
+}
+
 async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerator<{ event?: string; data: string }>): AsyncGenerator<ChatEvent> {
   let input: number | undefined;
   let output: number | undefined;
@@ -111,6 +123,12 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
   let stopSeq: unknown = null;
   let chars = 0;
   const toolIndex = new Map<number, number>(); // content block index -> tool call index
+  // tool blocks whose input has not streamed yet (content block index -> the block's own input).
+  // A tool without parameters streams one input_json_delta with partial_json "" (or none): its
+  // arguments were then "" where the non-streaming answer (and every other adapter) gives "{}",
+  // and an OpenAI client's JSON.parse of them failed. At content_block_stop such a call gets the
+  // block's start input ({} for Anthropic itself).
+  const unstreamed = new Map<number, unknown>();
   for await (const m of msgs) {
     let j: any;
     try {
@@ -127,6 +145,7 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
         if (j.content_block?.type === "tool_use") {
           const i = toolIndex.size;
           toolIndex.set(j.index, i);
+          unstreamed.set(j.index, j.content_block.input ?? {});
           yield { type: "tool_call_start", index: i, id: j.content_block.id, name: j.content_block.name };
         } else if (j.content_block?.type === "text" && j.content_block.text) {
           chars += j.content_block.text.length;
@@ -138,17 +157,26 @@ async function* fromStream(t: RouteTarget, req: ChatRequest, msgs: AsyncGenerato
           chars += j.delta.text.length;
           yield { type: "text", text: j.delta.text };
         } else if (j.delta?.type === "input_json_delta" && toolIndex.has(j.index) && j.delta.partial_json) {
+          unstreamed.delete(j.index);
           yield { type: "tool_call_delta", index: toolIndex.get(j.index)!, argumentsDelta: j.delta.partial_json };
+        }
+        break;
+      case "content_block_stop":
+        if (unstreamed.has(j.index)) {
+          yield { type: "tool_call_delta", index: toolIndex.get(j.index)!, argumentsDelta: JSON.stringify(unstreamed.get(j.index)) };
+          unstreamed.delete(j.index);
         }
         break;
       case "message_delta":
         if (j.delta?.stop_reason) stop = j.delta.stop_reason;
         if (typeof j.delta?.stop_sequence === "string") stopSeq = j.delta.stop_sequence;
-        if (j.usage?.output_tokens !== undefined) output = j.usage.output_tokens;
-        if (j.usage?.input_tokens !== undefined) input = j.usage.input_tokens;
+        // numbers only: MessageDeltaUsage's counts are nullable (`input_tokens: null` is "not
+        // counted here"), and a null must not replace message_start's count with an estimate
+        if (typeof j.usage?.output_tokens === "number") output = j.usage.output_tokens;
+        if (typeof j.usage?.input_tokens === "number") input = j.usage.input_tokens;
         break;
       case "error":
-        throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${upstreamText(String(j.error?.message ?? "error"), 500)}`);
+        throw streamError(t, j.error, chars > 0 || toolIndex.size > 0);
       case "message_stop":
         break;
     }

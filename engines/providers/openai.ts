@@ -71,7 +71,12 @@ export function toOpenAIBody(t: RouteTarget, req: ChatRequest): Record<string, u
 
 function finish(r: unknown, hadTools: boolean): FinishReason {
   if (r === "length") return "length";
-  if (r === "tool_calls" || r === "function_call" || (hadTools && r !== "stop")) return "tool_calls";
+  // An answer with tool calls is "tool_calls" whatever else the upstream says: OpenAI (and vLLM)
+  // answer a forced named tool_choice with finish_reason "stop", Gemini's OpenAI-compatible API
+  // ends calls with "stop" too. Kept as "stop", an Anthropic client saw stop_reason "end_turn"
+  // beside its tool_use blocks (and its agent loop ended); every other adapter here (local,
+  // Anthropic, Bedrock, Gemini) already reports calls as tool_calls.
+  if (r === "tool_calls" || r === "function_call" || hadTools) return "tool_calls";
   return "stop";
 }
 
@@ -110,6 +115,14 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
   let chars = 0;
   // upstream tool call index -> our index
   const seen = new Map<number, number>();
+  // Some OpenAI-compatible servers (Gemini's OpenAI API among them) leave `index` out of their
+  // tool call deltas and send parallel calls one per chunk, each with its own id: read as index 0
+  // they were merged into one call with the first id and the arguments of all of them run
+  // together. Without an index, a new id opens a new call and a delta with no id continues the
+  // last one opened.
+  const byId = new Map<string, number>();
+  let calls = 0;
+  let lastCall = -1;
   for await (const m of messages) {
     if (m.data === "[DONE]") break;
     let j: any;
@@ -129,13 +142,16 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
     }
     if (Array.isArray(d.tool_calls)) {
       for (const tc of d.tool_calls) {
-        const up = tc.index ?? 0;
-        let idx = seen.get(up);
+        const hasIndex = typeof tc.index === "number";
+        const id = typeof tc.id === "string" && tc.id ? tc.id : undefined;
+        let idx = hasIndex ? seen.get(tc.index) : id !== undefined ? byId.get(id) : lastCall >= 0 ? lastCall : undefined;
         if (idx === undefined) {
-          idx = seen.size;
-          seen.set(up, idx);
-          yield { type: "tool_call_start", index: idx, id: tc.id ?? `call_${idx}`, name: tc.function?.name ?? "" };
+          idx = calls++;
+          if (hasIndex) seen.set(tc.index, idx);
+          if (id !== undefined) byId.set(id, idx);
+          yield { type: "tool_call_start", index: idx, id: id ?? `call_${idx}`, name: tc.function?.name ?? "" };
         }
+        lastCall = idx;
         if (tc.function?.arguments) {
           chars += tc.function.arguments.length;
           yield { type: "tool_call_delta", index: idx, argumentsDelta: tc.function.arguments };
@@ -146,7 +162,7 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
   }
   yield {
     type: "done",
-    finishReason: finish(finishReason, seen.size > 0),
+    finishReason: finish(finishReason, calls > 0),
     usage: {
       promptTokens: usage?.prompt_tokens ?? estimateTokens(req),
       completionTokens: usage?.completion_tokens ?? Math.ceil(chars / 4),

@@ -50,6 +50,18 @@ async function* frames(t: RouteTarget, res: Dispatcher.ResponseData, cancel?: Ca
   }
 }
 
+/** An exception frame as svc's error. ConverseStream may report throttling or a refused request
+ * as the first frame of a 200 answer rather than as an HTTP status: before any event has reached
+ * the caller that is the same failure as a 429 / 400 answer and maps as http.ts maps those (a 429
+ * that cools the deployment, a 400 the client's and not retried), where every exception was a
+ * 502. Once the answer has started, a failure ends the stream as before. */
+function exceptionError(t: RouteTarget, type: string, body: any, started: boolean) {
+  const msg = upstreamText(String(body?.message ?? ""), 500);
+  if (!started && /^throttlingexception$/i.test(type)) return upstreamError("rate_limited", "rate_limit_exceeded", `provider ${t.provider} rate limited the request: ${msg}`);
+  if (!started && /^validationexception$/i.test(type)) return upstreamError("invalid", "invalid_request", `provider ${t.provider} refused the request: ${msg}`);
+  return upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${type}: ${msg}`);
+}
+
 export async function* converseStreamEvents(t: RouteTarget, req: ChatRequest, res: Dispatcher.ResponseData, cancel?: Cancellation): AsyncGenerator<ChatEvent> {
   let calls = 0;
   let chars = 0;
@@ -57,9 +69,7 @@ export async function* converseStreamEvents(t: RouteTarget, req: ChatRequest, re
   let usage: any;
   const toolIndex = new Map<number, number>(); // contentBlockIndex -> tool call index
   for await (const f of frames(t, res, cancel)) {
-    if (f.messageType !== "event") {
-      throw upstreamError("upstream", "upstream_error", `provider ${t.provider} failed mid-stream: ${f.type}: ${upstreamText(String(f.body?.message ?? ""), 500)}`);
-    }
+    if (f.messageType !== "event") throw exceptionError(t, f.type, f.body, calls > 0 || chars > 0);
     const b = f.body;
     switch (f.type) {
       case "contentBlockStart": {

@@ -11,7 +11,7 @@ export interface GeminiFold {
   calls: number;
   chars: number;
   finish?: string;
-  usage?: { promptTokenCount?: number; candidatesTokenCount?: number };
+  usage?: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number };
 }
 
 export const newFold = (): GeminiFold => ({ calls: 0, chars: 0 });
@@ -41,11 +41,22 @@ export function* chunkEvents(t: RouteTarget, j: any, f: GeminiFold): Generator<C
   if (cand.finishReason) f.finish = String(cand.finishReason);
 }
 
+/** Output tokens: the answer's (candidatesTokenCount) plus the thinking tokens of 2.5+ models
+ * (thoughtsTokenCount), which Gemini counts apart but bills as output, as OpenAI counts reasoning
+ * tokens in completion_tokens. With candidates only, a thinking model's usage and cost missed
+ * most of the output (and prompt + completion fell short of totalTokenCount). */
+function completionTokens(f: GeminiFold): number {
+  const u = f.usage;
+  const thoughts = typeof u?.thoughtsTokenCount === "number" ? u.thoughtsTokenCount : 0;
+  if (typeof u?.candidatesTokenCount === "number") return u.candidatesTokenCount + thoughts;
+  return thoughts > 0 ? thoughts + Math.ceil(f.chars / 4) : Math.ceil(f.chars / 4);
+}
+
 export function doneEvent(req: ChatRequest, f: GeminiFold): ChatEvent {
   const finishReason: FinishReason = f.calls > 0 ? "tool_calls" : f.finish === "MAX_TOKENS" ? "length" : "stop";
   const usage: Usage = {
     promptTokens: f.usage?.promptTokenCount ?? estimateTokens(req),
-    completionTokens: f.usage?.candidatesTokenCount ?? Math.ceil(f.chars / 4),
+    completionTokens: completionTokens(f),
   };
   return { type: "done", finishReason, usage };
 }
