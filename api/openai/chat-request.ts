@@ -160,6 +160,7 @@ export function parseChatRequest(b: Record<string, any>, agentId?: string): Open
     messages,
     sampling: parseSampling(b),
     ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(b.max_completion_tokens != null ? { maxTokensField: "max_completion_tokens" as const } : {}),
     ...(tools ? { tools } : {}),
     ...(toolChoice !== undefined ? { toolChoice } : {}),
     ...(responseSchema ? { responseSchema } : {}),

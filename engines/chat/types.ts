@@ -62,6 +62,9 @@ export interface ChatRequest {
   /** prompt for raw text completion (/v1/completions, /api/generate with raw) instead of messages */
   prompt?: string;
   maxTokens?: number;
+  /** the client named the bound max_completion_tokens (OpenAI's newer field, the only one its
+   * reasoning models accept): an OpenAI-compatible upstream gets it under that name too */
+  maxTokensField?: "max_completion_tokens";
   sampling: SamplingOverrides;
   tools?: ToolDef[];
   toolChoice?: ToolChoice;

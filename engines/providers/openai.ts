@@ -49,7 +49,9 @@ export function toOpenAIBody(t: RouteTarget, req: ChatRequest): Record<string, u
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
-  if (req.maxTokens !== undefined) body.max_tokens = req.maxTokens;
+  // under the client's own name for it: OpenAI's reasoning models refuse max_tokens (400), older
+  // OpenAI-compatible servers know only max_tokens (Ollama's among them)
+  if (req.maxTokens !== undefined) body[req.maxTokensField && t.type !== "ollama" ? req.maxTokensField : "max_tokens"] = req.maxTokens;
   const s = req.sampling;
   if (s.temperature !== undefined) body.temperature = s.temperature;
   if (s.topP !== undefined) body.top_p = s.topP;
