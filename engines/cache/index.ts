@@ -65,6 +65,7 @@ export class ResponseCache {
   private readonly byModel = new Map<string, CacheCounters>();
 
   private opened?: CacheStore;
+  private openFailed = false;
   private readonly hot = new HotCache();
 
   /** `open` makes the store on first use: a server whose models declare no cache opens no file
@@ -86,10 +87,26 @@ export class ResponseCache {
     return this.opened;
   }
 
-  probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
+  /** The store, or undefined when it cannot be opened (a damaged cache.sqlite, a data dir that
+   * cannot be written): a store that fails answers a miss, never an error (docs/cache.md). Opening
+   * is tried again on the next request; the failure is logged once until it opens. */
+  private usable(): CacheStore | undefined {
+    try {
+      const s = this.store;
+      this.openFailed = false;
+      return s;
+    } catch (e) {
+      if (!this.openFailed) this.warn("cache: the store could not be opened; requests are answered as cache misses", { err: String((e as Error)?.message ?? e) });
+      this.openFailed = true;
+      return undefined;
+    }
+  }
+
+  /** `outputCap`: see chatKeyText (the caller's per_request_max when the request sets no max_tokens) */
+  probeChat(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: ChatRequest, requestId: string, now: number, outputCap?: number): Probe | Promise<Probe> | undefined {
     const s = cacheSettings(decl);
     if (!s) return undefined;
-    return this.probe(s, d, key, req.model, (scope) => chatKeyText(req, req.model, scope), "chat", requestId, now);
+    return this.probe(s, d, key, req.model, (scope) => chatKeyText(req, req.model, scope, outputCap), "chat", requestId, now);
   }
 
   probeEmbed(decl: ProviderModelCache | undefined, d: CacheDirectives | undefined, key: ScopeHolder | null, req: EmbeddingRequest, requestId: string, now: number): Probe | Promise<Probe> | undefined {
@@ -107,7 +124,10 @@ export class ResponseCache {
     const scope = scopeOf(s.scope, key);
     const text = textOf(scope);
     const meta: EntryMeta = { model, scope, keyId: key?.id ?? "", ttlMs: s.ttlSeconds * 1000, maxEntries: s.maxEntries };
-    if (!d?.noCache && this.store.ready?.() !== false) {
+    const store = this.usable();
+    // no store: a miss with nowhere to keep its answer (no hash: save() stores nothing)
+    if (!store) return this.missed({ state: "miss", settings: s, requestId, meta });
+    if (!d?.noCache && store.ready?.() !== false) {
       const h = this.hot.get(text, now);
       if (h) {
         this.store.touch(h.hash, model, now);
@@ -127,14 +147,18 @@ export class ResponseCache {
     return this.judge(this.warm(got, miss), miss, d, kind, now);
   }
 
-  /** An entry read from the store joins the in-memory tier. */
+  /** An entry read from the store joins the in-memory tier, filed under the key that stored it
+   * (not the reading key: another key of a team/organization scope), so purge --key drops it. */
   private warm(e: CacheEntry | undefined, p: Probe): CacheEntry | undefined {
-    if (e) this.hot.set(p.text!, { entry: e, hash: p.hash!, model: p.meta!.model, keyId: p.meta!.keyId, expires: e.expiresAt ?? e.createdAt + p.meta!.ttlMs, bytes: p.text!.length + (e.bytes ?? 0) }, p.meta!.maxEntries);
+    if (e) this.hot.set(p.text!, { entry: e, hash: p.hash!, model: p.meta!.model, keyId: e.keyId ?? p.meta!.keyId, expires: e.expiresAt ?? e.createdAt + p.meta!.ttlMs, bytes: p.text!.length + (e.bytes ?? 0) }, p.meta!.maxEntries);
     return e;
   }
 
   private judge(e: CacheEntry | undefined, miss: Probe, d: CacheDirectives | undefined, kind: CachedBody["kind"], now: number): Probe {
     if (!e || e.body.kind !== kind) return this.missed(miss);
+    // the model's current ttlSeconds bounds the age too: an entry keeps the expiry it was stored
+    // with, so a TTL shortened since (the Provider re-applied) would otherwise go on answering
+    if (now - e.createdAt >= miss.meta!.ttlMs) return this.missed(miss);
     if (d?.maxAgeSeconds !== undefined && now - e.createdAt > d.maxAgeSeconds * 1000) return this.missed(miss);
     this.count(miss.meta!.model).hits++;
     this.total.hits++;
@@ -222,13 +246,14 @@ export class ResponseCache {
 
   async stats(): Promise<CacheStats> {
     let st: StoreStats = { entries: 0, bytes: 0 };
+    const store = this.usable(); // a store that cannot be opened shows as empty (the counts still count)
     try {
-      st = await this.store.stats();
+      if (store) st = await store.stats();
     } catch (e) {
       this.warn("cache: the store could not be read", { err: String((e as Error)?.message ?? e) });
     }
     await this.flushCounters();
-    return { mode: this.store.mode, ...st, ...this.totals() };
+    return { mode: store?.mode ?? "sqlite", ...st, ...this.totals() };
   }
 
   purge(f: PurgeFilter): Promise<number> {

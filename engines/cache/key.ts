@@ -19,6 +19,8 @@ export function stableJson(v: unknown): string {
 /** The caller as the cache sees it (a gateway key's id and hierarchy; null: anonymous loopback). */
 export interface ScopeHolder {
   id: string;
+  /** "admin" / "master" for the special keys, "key" for ApiKey objects */
+  role?: string;
   spec: { organization_id?: string; team_id?: string };
 }
 
@@ -27,9 +29,14 @@ export function scopeOf(scope: CacheScope, key: ScopeHolder | null): string {
   if (scope === "global") return "global";
   if (!key) return "anonymous"; // unauthenticated loopback callers share one scope
   const org = key.spec.organization_id;
-  if (scope === "organization" && org) return `org:${org}`;
-  if (scope === "team" && key.spec.team_id) return `team:${org ?? ""}:${key.spec.team_id}`;
-  return `key:${key.id}`;
+  // Ids are free strings (':' allowed), so they are JSON-encoded: a plain `team:${org}:${team}`
+  // made org "acme:x"/team "y" and org "acme"/team "x:y" one scope (another organization's answers).
+  if (scope === "organization" && org) return `org:${JSON.stringify(org)}`;
+  if (scope === "team" && key.spec.team_id) return `team:${JSON.stringify([org ?? "", key.spec.team_id])}`;
+  // the administrative key's id ("admin") is also a valid ApiKey object name: keep the special
+  // keys apart from an ApiKey that happens to share the id
+  if (key.role !== undefined && key.role !== "key") return `special:${JSON.stringify(key.role)}`;
+  return `key:${JSON.stringify(key.id)}`;
 }
 
 export function digestOf(text: string): string {
@@ -44,9 +51,13 @@ const nested = (v: unknown): string | null => (v === undefined ? null : stableJs
 // them is one native JSON.stringify, several times cheaper than sorting keys at every level.
 const samplingOf = (s: SamplingOverrides) => [opt(s.temperature), opt(s.topP), opt(s.topK), opt(s.minP), opt(s.seed), opt(s.repeatPenalty), opt(s.stop)];
 
-export function chatKeyText(req: ChatRequest, model: string, scope: string): string {
+/** `outputCap`: the key's per_request_max when the request sets no max_tokens: the gateway then
+ * sends max_tokens = per_request_max - prompt upstream (pipeline.ts), an answer that may be cut
+ * short, so it is filed apart from the uncapped request's (and from an explicit max_tokens). */
+export function chatKeyText(req: ChatRequest, model: string, scope: string, outputCap?: number): string {
   const messages = req.messages.map((m) => [m.role, m.content, nested(m.parts), m.toolCalls === undefined ? null : m.toolCalls.map((c) => [c.id, c.name, c.arguments]), opt(m.toolCallId), opt(m.name)]);
-  return JSON.stringify(["chat", scope, model, messages, opt(req.prompt), opt(req.maxTokens), samplingOf(req.sampling), nested(req.tools), nested(req.toolChoice), nested(req.responseSchema)]);
+  const maxTokens = req.maxTokens === undefined && outputCap !== undefined ? ["per_request_max", outputCap] : opt(req.maxTokens);
+  return JSON.stringify(["chat", scope, model, messages, opt(req.prompt), maxTokens, samplingOf(req.sampling), nested(req.tools), nested(req.toolChoice), nested(req.responseSchema)]);
 }
 
 export function embedKeyText(req: EmbeddingRequest, model: string, scope: string): string {

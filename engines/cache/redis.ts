@@ -106,7 +106,7 @@ export class RedisCacheStore implements CacheStore {
       if (!s) return undefined;
       const e = JSON.parse(s) as Stored;
       this.r.zadd(this.lruKey(e.model), now, hash).catch((err) => this.failed(err));
-      return { body: e.body, requestId: e.requestId, createdAt: e.createdAt, expiresAt: e.expiresAt, bytes: s.length };
+      return { body: e.body, requestId: e.requestId, createdAt: e.createdAt, expiresAt: e.expiresAt, bytes: s.length, keyId: e.keyId };
     } catch (e) {
       return this.failed(e);
     }

@@ -46,7 +46,7 @@ export class SqliteCacheStore implements CacheStore {
     this.db.pragma("busy_timeout = 2000");
     this.db.exec(SCHEMA);
     this.q = {
-      get: this.db.prepare("SELECT body, created, expires, request_id FROM entries WHERE hash = ?"),
+      get: this.db.prepare("SELECT body, created, expires, request_id, key_id FROM entries WHERE hash = ?"),
       put: this.db.prepare("INSERT OR REPLACE INTO entries (hash, model, scope, key_id, created, expires, used, bytes, request_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       del: this.db.prepare("DELETE FROM entries WHERE hash = ?"),
       touch: this.db.prepare("UPDATE entries SET used = ? WHERE hash = ?"),
@@ -60,14 +60,14 @@ export class SqliteCacheStore implements CacheStore {
   }
 
   get(hash: string, now: number): CacheEntry | undefined {
-    const r = this.q.get.get(hash) as { body: string; created: number; expires: number; request_id: string } | undefined;
+    const r = this.q.get.get(hash) as { body: string; created: number; expires: number; request_id: string; key_id: string } | undefined;
     if (!r) return undefined;
     if (r.expires <= now) {
       this.q.del.run(hash);
       return undefined;
     }
     this.touched.set(hash, now);
-    return { body: JSON.parse(r.body), requestId: r.request_id, createdAt: r.created, expiresAt: r.expires, bytes: r.body.length };
+    return { body: JSON.parse(r.body), requestId: r.request_id, createdAt: r.created, expiresAt: r.expires, bytes: r.body.length, keyId: r.key_id };
   }
 
   touch(hash: string, _model: string, now: number): void {

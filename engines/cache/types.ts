@@ -45,6 +45,9 @@ export interface CacheEntry {
   /** ms since epoch it expires, and the size of its stored text (as read from a store) */
   expiresAt?: number;
   bytes?: number;
+  /** the key that stored it (as read from a store): the in-memory tier files it under that key,
+   * so `purge --key` drops it whoever read it back (not the reading key of the scope) */
+  keyId?: string;
 }
 
 /** Where the entry is filed: for eviction (model), purge (model, keyId) and the scope check. */

@@ -25,7 +25,12 @@ export function cacheDirectives(caller: Caller, metadata: Record<string, unknown
 /** Probe the cache for a chat request (undefined when the model declares no cache). */
 export function probeChat(cache: ResponseCache | undefined, t: RouteTarget, caller: Caller, key: KeyEntry | null, req: ChatRequest, now: number): Probe | Promise<Probe> | undefined {
   if (!cache || !t.cache) return undefined;
-  return cache.probeChat(t.cache, cacheDirectives(caller, req.metadata), key, req, caller.requestId, now);
+  // A key with token_limits.per_request_max that sets no max_tokens is sent upstream with
+  // max_tokens = per_request_max - prompt (pipeline.ts, the `out` request), an answer that may be
+  // cut short: the cap is part of its key, so it neither answers nor is answered by the uncapped
+  // request of another key of the scope. (The prompt is in the key, so the cap is determined.)
+  const cap = key && key.role === "key" && req.maxTokens === undefined ? key.spec.token_limits?.per_request_max : undefined;
+  return cache.probeChat(t.cache, cacheDirectives(caller, req.metadata), key, req, caller.requestId, now, cap);
 }
 
 export function probeEmbed(cache: ResponseCache | undefined, t: RouteTarget, caller: Caller, key: KeyEntry | null, req: EmbeddingRequest, now: number): Probe | Promise<Probe> | undefined {
