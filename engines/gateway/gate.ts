@@ -147,7 +147,7 @@ export class Gate extends GateLedger {
     const kp = this.boundPolicy(key);
     // a call with candidate targets is judged per target's provider (allowedTargets)
     if (kp.statements.length && !c.targets) {
-      const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: c.provider, resource: c.resource, monthSpendMicros: this.o.limits.monthSpend(key), now });
+      const d = evaluate(kp.statements, { action: c.action, model: c.model, provider: c.provider, resource: c.resource, monthSpendMicros: this.o.limits.monthSpend(key, now), now });
       if (!d.allowed) throw new SvcError("forbidden", "policy_denied", d.message, c.resource ? null : c.model !== undefined ? "model" : null);
     }
     if (c.metered && c.spendMicros === undefined && this.o.limits.needsPrice(key, now)) {
@@ -164,7 +164,7 @@ export class Gate extends GateLedger {
    * policy filter); 403 naming the first denial when candidates exist and none is allowed. */
   private policyTargets<T extends Target>(key: KeyEntry, statements: KeyPolicy["statements"], q: { action: string; model?: string; resource?: string }, all: readonly T[], now: number): readonly T[] {
     if (!statements.length) return all;
-    const monthSpendMicros = this.o.limits.monthSpend(key);
+    const monthSpendMicros = this.o.limits.monthSpend(key, now);
     let denial: string | undefined;
     const out = all.filter((t) => {
       const d = evaluate(statements, { action: q.action, model: q.model, provider: t.provider, resource: q.resource, monthSpendMicros, now });

@@ -68,7 +68,13 @@ export class SlidingWindow {
     this.limit = limit;
     this.alloc(limit);
     if (keep.length) for (const t of keep.slice(-limit)) this.add(t);
-    else if (slices && starts) for (let i = 0; i < SLICES; i++) for (let j = 0; j < Math.min(slices[i], limit); j++) this.add(starts[i]);
+    else if (slices && starts) {
+      // oldest slice first: an exact ring must be filled in time order (used() and waitMs() read
+      // it newest to oldest); in slot order a slice that already left the window could land last
+      // and hide the admissions still in it, so a lowered limit would admit past what was used
+      const order = [...Array(SLICES).keys()].filter((i) => slices[i] > 0).sort((a, b) => starts[a] - starts[b]);
+      for (const i of order) for (let j = 0; j < Math.min(slices[i], limit); j++) this.add(starts[i]);
+    }
   }
   private sliceUsed(now: number): number {
     let n = 0;

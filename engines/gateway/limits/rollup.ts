@@ -96,7 +96,11 @@ export class UsageRollup {
   }
 
   /** A key's month-to-date spend in micro-USD (policy conditions, alerts). */
-  monthSpend(k: KeyEntry): number {
+  monthSpend(k: KeyEntry, now = this.now()): number {
+    // roll the periods over first: the policy step runs before any admission, so on an idle
+    // server (or for a key its policy keeps denying) nothing else would, and last month's spend
+    // would keep a monthly_budget_over Deny in force in the new month
+    this.periods(now);
     return this.entity(k.id).month.spend;
   }
 
@@ -112,6 +116,9 @@ export class UsageRollup {
   /** Usage of a key for the key routes (settled amounts), in the key's budget currency: `spend`
    * and `currency`, and `spend_usd` too when that currency is USD (the field keys had before). */
   report(id: string, currency = "USD") {
+    // roll over first: before the first request of a new UTC day (or month) "today" is empty,
+    // not the previous day's usage
+    this.periods(this.now());
     const u = this.entity(id);
     const of = (c: { spend: number; tokens: number; requests: number }) => ({
       ...(currency === "USD" ? { spend_usd: c.spend / 1e6 } : {}),
