@@ -30,7 +30,8 @@ const RULES: Array<[string, RegExp, string?]> = [
   ["svc's rate-limit headers", /["'`]x-ratelimit-/i],
   ["a Retry-After header built", /["'`]retry-after["'`]\s*:/i],
   ["an OpenAI error body", /\btoOpenAI\b|\btoAnthropic\b|\btoOllama\b/],
-  ["an OpenAI error type", /["'`](invalid_request_error|authentication_error|permission_error|rate_limit_error|insufficient_quota)["'`]/],
+  // compared with (=== / !==) is an upstream's error type being read, which providers do
+  ["an OpenAI error type", /(?<![=!]==\s*)["'`](invalid_request_error|authentication_error|permission_error|rate_limit_error|insufficient_quota)["'`]/],
   ["an HTTP status turned into an error kind", /\bkindOfStatus\(|\bupstreamError\(\s*[1-5]\d\d\b/],
   ["a list envelope", /\bobject:\s*["'`]list["'`]|\bhas_more\b|\bnext_cursor\b/],
   ["a decision on svc's own route", /\broute\.(includes|startsWith|endsWith)\(/],
@@ -70,5 +71,7 @@ describe("engines speak no HTTP", () => {
     ];
     for (const line of bad) expect(RULES.some(([, re]) => re.test(code(line))), line).toBe(true);
     expect(RULES.some(([, re]) => re.test(code('// the x-ratelimit-* headers: api/errors.ts')))).toBe(false);
+    // reading an upstream's answer is allowed: its error type compared, not one of svc's built
+    expect(RULES.some(([, re]) => re.test(code('if (e?.type === "rate_limit_error") return upstreamError("rate_limited", code, m)')))).toBe(false);
   });
 });
