@@ -125,8 +125,12 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
   const byId = new Map<string, number>();
   let calls = 0;
   let lastCall = -1;
+  let ended = false;
   for await (const m of messages) {
-    if (m.data === "[DONE]") break;
+    if (m.data === "[DONE]") {
+      ended = true;
+      break;
+    }
     let j: any;
     try {
       j = JSON.parse(m.data);
@@ -162,6 +166,10 @@ export async function* streamEvents(t: RouteTarget, req: ChatRequest, messages: 
     }
     if (ch.finish_reason) finishReason = ch.finish_reason;
   }
+  // A body that ends with neither a finish_reason nor [DONE] is an answer cut short (the upstream,
+  // or a proxy before it, gave up and closed the response cleanly): a failure, as a broken
+  // connection is, not a complete answer the client (and the response cache) would take as one.
+  if (!ended && finishReason == null) throw upstreamError("upstream", "upstream_error", `provider ${t.provider} ended its stream before the answer did (no finish_reason, no [DONE])`);
   yield {
     type: "done",
     finishReason: finish(finishReason, calls > 0),

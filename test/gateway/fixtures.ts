@@ -9,7 +9,7 @@ import OpenAI from "openai";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import type { Gateway } from "../../engines/gateway";
 
-export type Mode = "ok" | "fail500" | "fail401" | "fail400" | "rate429" | "hang" | "midstream" | "close";
+export type Mode = "ok" | "fail500" | "fail401" | "fail400" | "rate429" | "hang" | "midstream" | "truncated" | "close";
 
 export interface UpstreamRequest {
   path: string;
@@ -89,6 +89,9 @@ export async function standIn(opts: { name?: string; promptTokens?: number; comp
         setTimeout(() => res.destroy(), 30);
         return;
       }
+      // the chunks above, then a clean end: no finish_reason, no [DONE] (a proxy or server that
+      // gave up on the answer and closed the response properly)
+      if (m === "truncated") return void res.end();
       res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
       if (body.stream_options?.include_usage) {
         res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: P, completion_tokens: C, total_tokens: P + C } })}\n\n`);
