@@ -61,6 +61,8 @@ function toolChoice(v: Static<typeof AgentRunBody>["tool_choice"]): ToolChoice |
 /** The conversation so far; it must end with a user message (a rule across fields). */
 function inputMessages(b: Static<typeof AgentRunBody>): ChatMessage[] {
   const prompt = str(b.prompt) ?? str(b.input);
+  // a blank prompt is a client mistake (dispatch refuses it too), not a model call with no question
+  if (prompt !== undefined && !prompt.trim()) throw invalidRequest("prompt must not be empty", b.prompt !== undefined && b.prompt !== null ? "prompt" : "input");
   const out: ChatMessage[] = (b.messages ?? []).map((m) => ({ role: m.role, content: m.content }));
   if (prompt !== undefined) out.push({ role: "user", content: prompt });
   if (!out.length || out[out.length - 1].role !== "user") throw invalidRequest("give the agent a prompt (prompt, input, or messages ending with a user message)", "prompt");
@@ -118,6 +120,8 @@ export default function routes(svc: Svc): Router {
     const key = a.authorize(caller, "agents:dispatch", ctx.params.id);
     const b = await readDispatch(ctx);
     const prompt = b.prompt;
+    // the schema refuses "", not "   ": a blank prompt starts no task either
+    if (!prompt.trim()) throw invalidRequest("prompt (a non-empty string) is required", "prompt");
     const title = str(b.title);
     const model = str(b.model);
     const idem = ctx.get("idempotency-key").trim();

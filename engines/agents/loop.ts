@@ -79,6 +79,11 @@ export function checkAnswer(id: string, pending: Pending, response: { text?: str
   if (pending.kind === "approval" && response.approve === undefined) {
     throw new SvcError("invalid", "invalid_request", `task ${id} waits for an approval of ${pending.tool}: send {"response": "approve"} or {"response": "deny"}`, "response");
   }
+  // a question needs a text answer: {approve: true} alone would otherwise be taken as an empty
+  // answer, and the task would go on without what it asked (the client's mistake, so 400)
+  if (pending.kind === "clarify" && response.text === undefined) {
+    throw new SvcError("invalid", "invalid_request", `task ${id} waits for an answer to a question (${pending.question}): send {"response": "<your answer>"}`, "response");
+  }
 }
 
 /** Apply the answer to a pause: a clarification's text, or an approval decision. */

@@ -28,7 +28,8 @@ export async function storedTask(prisma: PrismaClient, store: ResourceStore, id:
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
     finished_at: row.finishedAt?.toISOString() ?? null,
-    progress: { iterations: row.iterations, max_iterations: spec?.maxIterations ?? null },
+    // the same budget the running task showed (viewOf: the schema's default 8 when the spec omits it)
+    progress: { iterations: row.iterations, max_iterations: spec ? (spec.maxIterations ?? 8) : null },
     current_step: null,
     pending: publicPending(row.pending ? JSON.parse(row.pending) : null),
     recent_activity: steps.reverse().map((s) => ({ ...JSON.parse(s.data), seq: s.seq, type: s.type, at: s.at.toISOString() })),

@@ -131,7 +131,12 @@ export class TaskManager {
     const p = this.start(input, key);
     if (key) {
       this.idem.set(key, p);
-      p.catch(() => this.idem.delete(key));
+      // only a task started here is answered from memory; a replay of a stored task (finished, or
+      // run by another replica) is read from the store again next time, or a later repeat would
+      // show the state of the first replay for ever
+      p.then((r) => {
+        if (!r.created && this.idem.get(key) === p) this.idem.delete(key);
+      }, () => this.idem.delete(key));
     }
     return p;
   }
@@ -236,6 +241,17 @@ export class TaskManager {
       throw new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
     }
     checkAnswer(id, t.pending, response);
+    if (this.rows.shared) {
+      // another replica may have stored an answer in the row already (its heartbeat delivery is
+      // up to a second away): claim the row first, so a question is answered once, not twice
+      const pending = t.pending;
+      if (!(await this.rows.sendAnswer(id, JSON.stringify({ ...response, callId: pending.callId })))) {
+        throw new SvcError("conflict", "conflict", `task ${id} is no longer input_required: it was answered or cancelled meanwhile`);
+      }
+      void this.rows.takeAnswer(id).catch(() => undefined);
+      // meanwhile the heartbeat may have delivered this very answer (or a cancel ended the task)
+      if (t.pending !== pending) return viewOf(t);
+    }
     return this.applyAnswer(t, response);
   }
 
@@ -245,8 +261,10 @@ export class TaskManager {
     if (row?.traceParent) endSpan(stepSpan(row.traceParent, "answer_task", { "svc.task.id": id })); // in the task's trace, from this replica
     const conflict = (status: string) => new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
     if (!row || row.status !== "input_required" || !row.pending) throw conflict(row?.status ?? "finished");
-    checkAnswer(id, JSON.parse(row.pending) as Pending, response);
-    if (!(await this.rows.sendAnswer(id, JSON.stringify(response)))) throw conflict("no longer input_required");
+    const pending = JSON.parse(row.pending) as Pending;
+    checkAnswer(id, pending, response);
+    // the answer names the call it answers: the runner applies it to that question only
+    if (!(await this.rows.sendAnswer(id, JSON.stringify({ ...response, callId: pending.callId })))) throw conflict("no longer input_required");
     return (await this.storedView(id))!;
   }
 
@@ -255,7 +273,10 @@ export class TaskManager {
     const t = this.active.get(id);
     void this.rows.takeAnswer(id).catch(() => undefined);
     if (!t || t.status !== "input_required" || !t.pending) return;
-    this.applyAnswer(t, JSON.parse(json));
+    const a = JSON.parse(json) as { text?: string; approve?: boolean; callId?: string };
+    // an answer to an earlier question (already answered here) must not answer the next one
+    if (a.callId !== undefined && a.callId !== t.pending.callId) return;
+    this.applyAnswer(t, { text: a.text, approve: a.approve });
   }
 
   /** The row was ended by another replica (or the lease could not be kept): stop here too. */
