@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest, type CallToolRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Svc } from "../engines/svc";
 import type { ToolProgress, ToolRegistry } from "../engines/tools/types";
 import type { KeyEntry } from "../engines/gateway/keys";
@@ -20,6 +20,9 @@ import { answerPlainToolCall, plainToolCall, type PlainToolCall } from "./mcp-di
 /** Records one finished tools/call of a session (the gate settles and audits it: the HTTP
  * request that carried the call was admitted by the gate under this session and JSON-RPC id). */
 export type CallRecorder = (sessionId: string | undefined, requestId: string | number, tool: string, status: string) => void;
+
+/** tools/call with only its method checked (see exposedServer) */
+const CallToolMethodOnly = CallToolRequestSchema.pick({ method: true }).loose();
 
 const IDLE_MS = 30 * 60_000;
 const MAX_SESSIONS = 256;
@@ -38,7 +41,13 @@ export function exposedServer(registry: ToolRegistry, record?: (requestId: strin
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: exposedTools(registry).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as any, ...(t.annotations ? { annotations: t.annotations } : {}) })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  // Registered with a schema that checks only the method: the SDK's Protocol parses a request with
+  // the handler's schema before the Server's own tools/call check runs, and its zod error became
+  // -32603 Internal error for a client's malformed params (a name that is not a string, arguments
+  // that are not an object). With this schema the Server's check answers -32602 Invalid params,
+  // naming the field; the handler below only sees requests that passed CallToolRequestSchema.
+  server.setRequestHandler(CallToolMethodOnly, async (request, extra) => {
+    const req = request as unknown as CallToolRequest;
     const name = req.params.name;
     const token = req.params._meta?.progressToken;
     const onProgress =

@@ -18,6 +18,7 @@ import { classifyConnectError } from "./classify";
 import { redactSecrets } from "../secrets/redact";
 import { watchOAuthState } from "./oauth-store";
 import { leanCallToolResult } from "./lean-messages";
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
 
 export type Phase = "idle" | "connecting" | "ready" | "failed" | "closed";
 
@@ -34,6 +35,8 @@ export interface ConnectionHooks {
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 60_000;
 const MAX_PAGES = 50;
+/** clients whose stdio transport refused a message over its size limit (and so closed) */
+const oversized = new WeakSet<Client>();
 
 export class McpConnection {
   phase: Phase = "idle";
@@ -125,6 +128,19 @@ export class McpConnection {
       this.client = client;
       client.onclose = () => {
         if (this.client === client) this.lost(failure("ConnectionRefused", `connection to ${this.where} was lost; reconnecting`));
+      };
+      // The Streamable HTTP transport re-opens its event stream (GET: list_changed arrives there)
+      // a few times and then only reports that it gave up; the connection stays open with no
+      // stream, which after an upstream restart also means a session the service forgot. Nothing
+      // else would notice until a call failed: reconnect with the service's own backoff instead.
+      client.onerror = (e) => {
+        const m = (e as Error)?.message ?? "";
+        // the stdio transport drops the connection after a message over its size limit: remembered
+        // so that the call it ends says why (not "the service closed the connection")
+        if (/ReadBuffer exceeded maximum size/.test(m)) oversized.add(client);
+        if (this.client === client && /Maximum reconnection attempts/.test(m)) {
+          this.lost(failure("ConnectionRefused", `the event stream of ${this.where} broke and could not be reopened; reconnecting`));
+        }
       };
       this.attempt = 0;
       this.tools = tools;
@@ -242,15 +258,24 @@ export class McpConnection {
       return { content: [{ type: "text", text: JSON.stringify(r.toolResult ?? null) }], isError: false };
     } catch (e) {
       if (opts.signal?.aborted) throw e;
-      throw this.callError(tool, e, timeoutMs);
+      throw this.callError(tool, e, timeoutMs, client);
     }
   }
 
-  private callError(tool: string, e: unknown, timeoutMs: number): SvcError {
+  private callError(tool: string, e: unknown, timeoutMs: number, client?: Client): SvcError {
     const msg = redactSecrets((e as Error)?.message ?? String(e));
     if (e instanceof McpError) {
       if (e.code === ErrorCode.RequestTimeout) return toolError("tool_timeout", `tool ${tool} of ${this.service} sent no result or progress within ${timeoutMs / 1000} s`);
-      if (e.code === ErrorCode.ConnectionClosed) return toolError("service_unavailable", `tool service ${this.service} closed the connection during the call`);
+      if (e.code === ErrorCode.ConnectionClosed) {
+        // svc ended the connection, not the service: say why rather than blame the service
+        if (this.isClosed()) {
+          return toolError("service_unavailable", `the call to ${tool} was ended because McpServer ${this.service} was changed or removed (or svc is stopping), which closes its connection`);
+        }
+        if (client && oversized.has(client)) {
+          return toolError("service_unavailable", `tool service ${this.service} sent a message larger than the ${STDIO_DEFAULT_MAX_BUFFER_SIZE / 1048576} MB limit of one stdio message (its answer to ${tool}); svc dropped the connection and reconnects`);
+        }
+        return toolError("service_unavailable", `tool service ${this.service} closed the connection during the call`);
+      }
       if (e.code === ErrorCode.InvalidParams && /unknown tool|not found/i.test(msg)) {
         this.noteCallFailure(failure("ToolGone", `tool ${tool} is no longer offered by ${this.where}`));
         return toolError("tool_gone", `tool ${tool} is no longer offered by service ${this.service}`);

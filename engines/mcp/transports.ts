@@ -2,6 +2,7 @@
 // secrets resolved from references) or Streamable HTTP (auth: bearer token, custom headers or
 // the OAuth client-credentials grant). Secrets are resolved at each connect, so a rotated
 // variable or file is used on the next reconnect; they never appear in messages.
+import type { ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -36,6 +37,34 @@ function secret(ref: string, what: string): string {
   return v;
 }
 
+/** How long the stdio pipes may outlive the service's process before svc treats it as gone. */
+const EXIT_GRACE_MS = 1000;
+
+/**
+ * The SDK's stdio transport reports a closed connection on the child's "close" event, which waits
+ * for the process to exit AND for its stdout/stderr pipes to close. A process the service started
+ * with inherited stdio (a helper, a shell's background job) keeps those pipes open after the
+ * service itself exited: the close never came, a call in flight waited for the tool-call timeout,
+ * every later call timed out too, and the status stayed Connected. So once the process has exited,
+ * its pipes get a short grace to drain, then are destroyed, which lets "close" (and so the
+ * reconnect) happen.
+ */
+function noticeExit(t: StdioClientTransport): void {
+  const start = t.start.bind(t);
+  t.start = async () => {
+    await start();
+    const proc = (t as unknown as { _process?: ChildProcess })._process; // an SDK without the field keeps its behaviour
+    proc?.once("exit", () => {
+      const timer = setTimeout(() => {
+        proc.stdout?.destroy();
+        proc.stderr?.destroy();
+      }, EXIT_GRACE_MS);
+      timer.unref();
+      proc.once("close", () => clearTimeout(timer));
+    });
+  };
+}
+
 export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?: string }): BuiltTransport {
   const problem = specProblem(s);
   if (problem) throw failure("InvalidSpec", problem);
@@ -48,6 +77,7 @@ export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?
     // an SDK without that private field keeps its own buffer
     const internals = t as unknown as { _readBuffer?: unknown };
     if (internals._readBuffer !== undefined) internals._readBuffer = new LeanReadBuffer();
+    noticeExit(t);
     // The raw tail stays in memory only; whatever is read from it goes through the redactor
     // as a whole, so a secret the service echoes in several writes is masked all the same.
     let tail = "";

@@ -8,6 +8,8 @@ import type { TestSvc } from "../helpers/svc";
 export const everything = path.join(repoRoot, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const filesystem = path.join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 export const tiny = path.join(repoRoot, "test/mcp/fixtures/tiny-server.mjs");
+/** A stdio server that misbehaves on demand (exits mid-call, huge answers; see the file). */
+export const rough = path.join(repoRoot, "test/mcp/fixtures/rough-server.mjs");
 /** `node --import` this to make a server print the port it bound (see the file). */
 export const reportPort = path.join(repoRoot, "test/mcp/fixtures/report-port.mjs");
 export const node = process.execPath;
