@@ -4,6 +4,7 @@
 import type { ChatMessage, ChatRequest, ContentPart } from "../../chat/types";
 import type { RouteTarget } from "../types";
 import { toolImages, toolImagesLabel, urlMediaType } from "../../chat/images";
+import { signatureOf } from "./thought-signature";
 
 type Part = Record<string, unknown>;
 
@@ -56,7 +57,8 @@ function toContents(msgs: ChatMessage[]): { system?: string; contents: Array<{ r
       if (m.content) push("model", { text: m.content });
       for (const c of m.toolCalls ?? []) {
         callNames.set(c.id, c.name);
-        push("model", { functionCall: { name: c.name, args: parseArgs(c.arguments) } });
+        const sig = signatureOf(c.id); // Gemini 3 wants its signature back on the call
+        push("model", { functionCall: { name: c.name, args: parseArgs(c.arguments) }, ...(sig ? { thoughtSignature: sig } : {}) });
       }
     } else if (m.role === "tool") {
       const name = m.name ?? callNames.get(m.toolCallId ?? "") ?? "tool";

@@ -6,6 +6,7 @@ import type { ChatEvent, ChatRequest, FinishReason, Usage } from "../../chat/typ
 import { estimateTokens } from "../estimate";
 import { upstreamError, upstreamText } from "../http";
 import type { RouteTarget } from "../types";
+import { idWithSignature } from "./thought-signature";
 
 export interface GeminiFold {
   calls: number;
@@ -34,7 +35,8 @@ export function* chunkEvents(t: RouteTarget, j: any, f: GeminiFold): Generator<C
       const i = f.calls++;
       const args = JSON.stringify(p.functionCall.args ?? {});
       f.chars += args.length;
-      yield { type: "tool_call_start", index: i, id: typeof p.functionCall.id === "string" ? p.functionCall.id : `call_${i}`, name: String(p.functionCall.name ?? "") };
+      const id = typeof p.functionCall.id === "string" ? p.functionCall.id : `call_${i}`;
+      yield { type: "tool_call_start", index: i, id: idWithSignature(id, p.thoughtSignature), name: String(p.functionCall.name ?? "") };
       yield { type: "tool_call_delta", index: i, argumentsDelta: args };
     }
   }

@@ -12,11 +12,32 @@ import { createPublicKey, createVerify, randomBytes, type KeyObject } from "node
 import type { ServerResponse } from "node:http";
 import { COMPLETION_TOKENS, PROMPT_TOKENS, TOOL_ARGS, decide, isBase64, json, loopback, pieces, type Recorded } from "./common";
 
+/** thoughtSignatures a Gemini 3 model of the stand-in gave its function calls */
+const signed = new Set<string>();
+
 function answer(res: ServerResponse, rec: Recorded, stream: boolean, model: string) {
   const b = rec.body ?? {};
   if (!Array.isArray(b.contents) || b.contents.length === 0) {
     return json(res, 400, { error: { code: 400, message: "* GenerateContentRequest.contents: contents is not specified", status: "INVALID_ARGUMENT" } });
   }
+  // Gemini 3 models sign their function calls (Part.thoughtSignature, opaque base64) and refuse a
+  // history whose model turns hold a function call without the signature it was given
+  const gemini3 = /^gemini-3/.test(model);
+  if (gemini3) {
+    for (const c of b.contents) {
+      if (c?.role !== "model") continue;
+      for (const p of c.parts ?? []) {
+        if (p?.functionCall && !signed.has(p.thoughtSignature)) {
+          return json(res, 400, { error: { code: 400, message: "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance.", status: "INVALID_ARGUMENT" } });
+        }
+      }
+    }
+  }
+  const signature = () => {
+    const sig = randomBytes(40).toString("base64"); // '+', '/' and '=' included, as real ones have
+    signed.add(sig);
+    return { thoughtSignature: sig };
+  };
   // Part.inlineData {mimeType, data (base64)} and Part.fileData {mimeType, fileUri} (snake_case too)
   for (const c of b.contents) {
     for (const p of c?.parts ?? []) {
@@ -47,12 +68,12 @@ function answer(res: ServerResponse, rec: Recorded, stream: boolean, model: stri
   const usageMetadata = { promptTokenCount: PROMPT_TOKENS, candidatesTokenCount: COMPLETION_TOKENS, totalTokenCount: PROMPT_TOKENS + COMPLETION_TOKENS };
   const cand = (parts: unknown[], finishReason?: string) => ({ content: { role: "model", parts }, ...(finishReason ? { finishReason } : {}), index: 0 });
   if (!stream) {
-    const parts = "tool" in d ? [{ functionCall: { name: d.tool, args: TOOL_ARGS } }] : [{ text: d.text }];
+    const parts = "tool" in d ? [{ functionCall: { name: d.tool, args: TOOL_ARGS }, ...(gemini3 ? signature() : {}) }] : [{ text: d.text }];
     return json(res, 200, { candidates: [cand(parts, "STOP")], usageMetadata, modelVersion: model });
   }
   res.writeHead(200, { "content-type": "text/event-stream" });
   const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\r\n\r\n`);
-  if ("tool" in d) send({ candidates: [cand([{ functionCall: { name: d.tool, args: TOOL_ARGS } }], "STOP")], usageMetadata, modelVersion: model });
+  if ("tool" in d) send({ candidates: [cand([{ functionCall: { name: d.tool, args: TOOL_ARGS }, ...(gemini3 ? signature() : {}) }], "STOP")], usageMetadata, modelVersion: model });
   else {
     const ps = pieces(d.text);
     ps.forEach((p, i) => send({ candidates: [cand([{ text: p }], i === ps.length - 1 ? "STOP" : undefined)], ...(i === ps.length - 1 ? { usageMetadata } : {}), modelVersion: model }));
