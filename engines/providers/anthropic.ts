@@ -66,6 +66,9 @@ export function toAnthropicBody(t: RouteTarget, req: ChatRequest): Record<string
     else if (tc === "none") body.tool_choice = { type: "none" };
     else if (tc && typeof tc === "object") body.tool_choice = { type: "tool", name: tc.name };
   }
+  // structured output: Anthropic's output_config.format (a client's response_format json_schema,
+  // or its own output_config, was dropped here and the answer came back as free text)
+  if (req.responseSchema) body.output_config = { format: { type: "json_schema", schema: req.responseSchema } };
   return body;
 }
 
