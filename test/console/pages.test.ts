@@ -57,7 +57,7 @@ describe.skipIf(skip)("the console's agents, MCP, models and memory pages", () =
     await env.apply([{ kind: "McpServer", name: "tiny", spec: { transport: "stdio", command: node, args: [tiny] } }]);
     // the generated GGUF as a local model
     await ensureTinyModel(env.svc.svc.modelsDir);
-    await env.apply([{ kind: "Model", name: "tiny-local", spec: { file: "svc-tiny.gguf", threads: 1, contextSize: 512, parallel: 2, idleUnloadSeconds: 600 } }]);
+    await env.apply([{ kind: "Model", name: "tiny-local", spec: { file: "svc-tiny.gguf", threads: 1, contextSize: 8192, parallel: 2, idleUnloadSeconds: 600 } }]);
     await until(() => readyOf("McpServer", "tiny")?.reason === "Connected" && readyOf("Model", "tiny-local")?.status === "True", 30_000);
     b = await openBrowser();
     page = b.page;
@@ -128,8 +128,9 @@ describe.skipIf(skip)("the console's agents, MCP, models and memory pages", () =
     const local = () => page.getByTestId("local-models").getByRole("row", { name: /tiny-local/ });
     await go("models", "Models");
     await page.getByRole("cell", { name: "tiny-local" }).first().waitFor();
-    // a generation in progress: the pool holds a lease until the stream is closed
-    const gen = env.svc.svc.engines.pool!.chat({ model: "tiny-local", messages: [{ role: "user", content: "hello" }], maxTokens: 64, sampling: { temperature: 0 }, stream: true });
+    // a generation in progress holds a lease until it ends (or the stream is closed): 8000 tokens,
+    // several seconds of the tiny model's decoding, longer than the page takes to show it
+    const gen = env.svc.svc.engines.pool!.chat({ model: "tiny-local", messages: [{ role: "user", content: "hello" }], maxTokens: 8000, sampling: { temperature: 0 }, stream: true });
     await gen.next();
     await go("models", "Models");
     const cells = async () => (await local().getByRole("cell").allTextContents()).map((s) => s.trim());
