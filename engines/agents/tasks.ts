@@ -245,10 +245,11 @@ export class TaskManager {
       // another replica may have stored an answer in the row already (its heartbeat delivery is
       // up to a second away): claim the row first, so a question is answered once, not twice
       const pending = t.pending;
-      if (!(await this.rows.sendAnswer(id, JSON.stringify({ ...response, callId: pending.callId })))) {
+      const stored = JSON.stringify({ ...response, callId: pending.callId });
+      if (!(await this.rows.sendAnswer(id, stored))) {
         throw new SvcError("conflict", "conflict", `task ${id} is no longer input_required: it was answered or cancelled meanwhile`);
       }
-      void this.rows.takeAnswer(id).catch(() => undefined);
+      void this.rows.takeAnswer(id, stored).catch(() => undefined);
       // meanwhile the heartbeat may have delivered this very answer (or a cancel ended the task)
       if (t.pending !== pending) return viewOf(t);
     }
@@ -271,7 +272,7 @@ export class TaskManager {
   /** The runner side of clarifyElsewhere (the lease's heartbeat found the answer). */
   private answered(id: string, json: string): void {
     const t = this.active.get(id);
-    void this.rows.takeAnswer(id).catch(() => undefined);
+    void this.rows.takeAnswer(id, json).catch(() => undefined);
     if (!t || t.status !== "input_required" || !t.pending) return;
     const a = JSON.parse(json) as { text?: string; approve?: boolean; callId?: string };
     // an answer to an earlier question (already answered here) must not answer the next one

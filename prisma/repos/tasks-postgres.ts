@@ -95,8 +95,10 @@ export class PgTasks implements TaskRepo {
     return n > 0;
   }
 
-  async takeAnswer(id: string): Promise<void> {
-    await this.prisma.$executeRawUnsafe(`UPDATE agenttask SET answer = NULL WHERE id = $1`, id);
+  async takeAnswer(id: string, answer: string): Promise<void> {
+    // only the answer that was read: a newer one stored meanwhile (the next question's, through
+    // another replica) is not cleared by a late take of the old one
+    await this.prisma.$executeRawUnsafe(`UPDATE agenttask SET answer = NULL WHERE id = $1 AND answer = $2`, id, answer);
   }
 }
 

@@ -69,6 +69,6 @@ export interface TaskRepo {
   /** Shared: leave an answer for an input_required task (status becomes running); false when the
    * task no longer waits for one. */
   sendAnswer(id: string, answer: string): Promise<boolean>;
-  /** Shared: the runner took the answer. */
-  takeAnswer(id: string): Promise<void>;
+  /** Shared: the runner took the answer (cleared only if the row still holds that one). */
+  takeAnswer(id: string, answer: string): Promise<void>;
 }
