@@ -65,6 +65,7 @@ const TYPE: Record<ErrorCode, string> = {
   execution_denied: "permission_error",
   tool_timeout: "timeout_error",
   service_unavailable: "service_unavailable",
+  tool_output_invalid: "api_error",
   wrong_audience: "authentication_error",
   secure_channel_required: "permission_error",
   not_configured: "not_found_error",

@@ -49,6 +49,7 @@ export type ErrorCode =
   | "execution_denied"
   | "tool_timeout"
   | "service_unavailable"
+  | "tool_output_invalid"
   // pairing, secure channel, media, credits
   | "wrong_audience"
   | "secure_channel_required"

@@ -280,6 +280,11 @@ export class McpConnection {
         this.noteCallFailure(failure("ToolGone", `tool ${tool} is no longer offered by ${this.where}`));
         return toolError("tool_gone", `tool ${tool} is no longer offered by service ${this.service}`);
       }
+      // The tool ran and answered, but not as its outputSchema says (the SDK checks the result and
+      // raises these): the service's fault, not a refusal to run
+      if (/output schema/i.test(msg)) return toolError("tool_output_invalid", `tool ${tool} of ${this.service} answered with output its outputSchema does not allow: ${msg}`);
+      // the service refused the arguments (-32602): the caller's to fix, as svc's own check says
+      if (e.code === ErrorCode.InvalidParams) return toolError("invalid_arguments", `service ${this.service} refused the arguments of ${tool}: ${msg}`);
       this.noteCallFailure(failure("ExecutionDenied", `${this.where} refused tool ${tool}: ${msg}`));
       return toolError("execution_denied", `service ${this.service} refused to run ${tool}: ${msg}`);
     }

@@ -64,7 +64,8 @@ export type ToolErrorCode =
   | "invalid_arguments" // arguments do not match the tool's schema
   | "execution_denied" // the service refused to execute (permissions, policy)
   | "tool_timeout" // tool-call timeout reached without progress
-  | "service_unavailable"; // the connection is down (ConnectionRefused, AuthRejected, ...)
+  | "service_unavailable" // the connection is down (ConnectionRefused, AuthRejected, ...)
+  | "tool_output_invalid"; // the tool ran, but its answer breaks the tool's own outputSchema
 
 const KIND: Record<ToolErrorCode, ErrorKind> = {
   tool_not_found: "not_found",
@@ -74,6 +75,7 @@ const KIND: Record<ToolErrorCode, ErrorKind> = {
   execution_denied: "forbidden",
   tool_timeout: "timeout",
   service_unavailable: "unavailable",
+  tool_output_invalid: "upstream",
 };
 
 /** A tool call that could not be made: an SvcError with a tool code. `path` is the JSON pointer
