@@ -126,11 +126,27 @@ function upstreamMessage(body: string): string {
   return upstreamText(body, 200).trim() || "(empty body)";
 }
 
+/** Google's 429s (Gemini, Vertex) give the wait in the body, not in a Retry-After header:
+ * error.details[] holds a google.rpc.RetryInfo with retryDelay "7s" (or "0.5s"). */
+function retryInfoOf(body: string): number | undefined {
+  if (!body.includes("RetryInfo")) return undefined;
+  try {
+    const details = JSON.parse(body)?.error?.details;
+    for (const d of Array.isArray(details) ? details : []) {
+      const m = typeof d?.["@type"] === "string" && d["@type"].endsWith("google.rpc.RetryInfo") ? /^(\d+(?:\.\d+)?)s$/.exec(String(d.retryDelay ?? "")) : null;
+      if (m) return Math.ceil(Number(m[1]));
+    }
+  } catch {
+    /* not JSON */
+  }
+  return undefined;
+}
+
 /** Map a non-2xx upstream answer. */
 export function statusError(provider: string, status: number, body: string, headers: Dispatcher.ResponseData["headers"]): SvcError {
   const msg = upstreamMessage(body);
   if (status === 429) {
-    const ra = retryAfterOf(headers["retry-after"]);
+    const ra = retryAfterOf(headers["retry-after"]) ?? retryInfoOf(body);
     return upstreamError("rate_limited", "rate_limit_exceeded", `provider ${provider} rate limited the request: ${msg}`, ra !== undefined ? { retryAfterSeconds: ra } : {});
   }
   if (status === 400 || status === 413 || status === 422) {

@@ -56,6 +56,14 @@ describe("gemini", () => {
     });
   });
 
+  it("a 429 whose wait is in the body (RetryInfo) is a 429 with Retry-After", async () => {
+    const k = await env.key();
+    const res = await fetch(`${env.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: JSON.stringify({ model: "gemini-flash", messages: [{ role: "user", content: "exhaust the quota" }] }) });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("37");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("rate_limit_exceeded");
+  });
+
   it("streams from streamGenerateContent?alt=sse", async () => {
     const k = await env.key();
     const n = gm.requests.length;

@@ -62,6 +62,17 @@ function answer(res: ServerResponse, rec: Recorded, stream: boolean, model: stri
   }
   const last = [...b.contents].reverse().find((c: any) => c.role === "user" && c.parts?.some((p: any) => typeof p.text === "string"));
   const text = (last?.parts ?? []).map((p: any) => p.text ?? "").join("");
+  // Google's 429: the wait is in the body (google.rpc.RetryInfo), there is no Retry-After header
+  if (text.includes("exhaust the quota")) {
+    return json(res, 429, {
+      error: {
+        code: 429,
+        message: "You exceeded your current quota, please check your plan and billing details.",
+        status: "RESOURCE_EXHAUSTED",
+        details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "37s" }],
+      },
+    });
+  }
   const fc = b.toolConfig?.functionCallingConfig;
   const forced = fc?.mode === "ANY" ? (fc.allowedFunctionNames?.[0] ?? b.tools?.[0]?.functionDeclarations?.[0]?.name) : undefined;
   const d = decide(text, forced, fc?.mode === "NONE" ? [] : (b.tools?.[0]?.functionDeclarations ?? []).map((x: any) => x.name));
