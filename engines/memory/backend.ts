@@ -76,8 +76,8 @@ export interface EpisodeRow {
 
 /** What consolidation reads of an agent, at the start of its transaction. */
 export interface ConsolidationSnapshot {
-  /** every episode of the agent */
-  episodes: Array<{ id: number; salience: number; createdAt: number }>;
+  /** every episode of the agent (sessionDate: the ingest's session_date, which dates it for retention) */
+  episodes: Array<{ id: number; salience: number; createdAt: number; sessionDate?: string | null }>;
   /** the agent's MERGE_WINDOW most recent episodes, whole */
   recent: EpisodeRow[];
   /** the agent's candidate facts */

@@ -102,7 +102,13 @@ export function plan(snap: ConsolidationSnapshot, s: MemorySettings, now: number
   }
   const evicted = new Set(report.evict.episodes);
   // prune by retention
-  const old = left.filter((e) => !evicted.has(e.id) && Number(e.createdAt) < before).map((e) => e.id);
+  // an episode of an ingested session_date is as old as that date (its transcript turns are
+  // stored with it as createdAt), not as its distillation: retention counts from it
+  const datedAt = (e: { createdAt: number; sessionDate?: string | null }) => {
+    const d = e.sessionDate ? Date.parse(e.sessionDate) : NaN;
+    return Number.isFinite(d) ? d : Number(e.createdAt);
+  };
+  const old = left.filter((e) => !evicted.has(e.id) && datedAt(e) < before).map((e) => e.id);
   report.prune.episodes = old.length;
   report.prune.transcript = snap.oldTranscript.length;
   writes.remove = { episode: [...gone, ...report.evict.episodes, ...old], fact: report.evict.facts, transcript: snap.oldTranscript };

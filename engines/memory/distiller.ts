@@ -83,11 +83,21 @@ export class Distiller {
       const saved = await this.m.store.saveExtraction(agent, conv, x, signals, this.m.clock.now());
       this.m.embedLater(agent, [
         { kind: "episode", ref: saved.episodeId, text: episodeText(x.episode) },
-        ...saved.factsNew.map((id, i) => ({ kind: "fact" as const, ref: id, text: x.facts[i] ?? "" })).filter((f) => f.text),
+        // each new fact with its own text (x.facts[i] was another fact whenever one before it was
+        // already known, repeated or empty)
+        ...saved.factsNew.map((id, i) => ({ kind: "fact" as const, ref: id, text: saved.factsNewText[i] ?? "" })).filter((f) => f.text),
       ]);
       const run = await record({ outcome: "distilled", model, episode_id: saved.episodeId, facts_new: saved.factsNew, facts_supported: saved.factsSupported, entities: saved.entities, identity: saved.identity });
       return { outcome: "distilled", saved, run };
     } catch (e: any) {
+      if (e?.code === "already_distilled") {
+        // the signals were settled (another replica) or deleted (a purge) while the extraction
+        // ran: nothing was saved, and it is no failure of the extraction (no attempt counted, no
+        // dead letter); turns that arrived meanwhile keep their debounce
+        if ((await this.m.store.pendingIn(agent, conv)) > 0) await this.m.debounce(agent, conv);
+        const run = await record({ outcome: "skipped:nothing_pending", reason: "already_distilled" });
+        return { outcome: "skipped:nothing_pending", run };
+      }
       reason = String(typeof e?.code === "string" ? e.code : e?.message ?? "extraction_error").replace(/\s+/g, "_").slice(0, 80);
       const attempts = Math.max(...signals.map((s) => s.attempts)) + 1;
       const ids = signals.map((s) => s.id);

@@ -46,7 +46,11 @@ export class IndexStore {
       reg: p(`INSERT OR IGNORE INTO MemoryIndexTable (agent, tableName, createdAt) VALUES (?, ?, ?)`),
       unreg: p(`DELETE FROM MemoryIndexTable WHERE agent = ?`),
       known: p(`SELECT tableName FROM MemoryIndexTable WHERE agent = ?`),
-      putVec: p(`INSERT OR REPLACE INTO MemoryVector (kind, ref, agent, model, vec) VALUES (?, ?, ?, ?, ?)`),
+      // only while the record exists: vectors are written in the background, after the embedding
+      // call, and a purge (or a prune) may have deleted the record meanwhile
+      putVec_fact: p(`INSERT OR REPLACE INTO MemoryVector (kind, ref, agent, model, vec) SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM MemoryFact WHERE id = ? AND agent = ?)`),
+      putVec_episode: p(`INSERT OR REPLACE INTO MemoryVector (kind, ref, agent, model, vec) SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM MemoryEpisode WHERE id = ? AND agent = ?)`),
+      putVec_transcript: p(`INSERT OR REPLACE INTO MemoryVector (kind, ref, agent, model, vec) SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM MemoryTranscript WHERE id = ? AND agent = ?)`),
       delVec: p(`DELETE FROM MemoryVector WHERE kind = ? AND ref = ?`),
       dropVec: p(`DELETE FROM MemoryVector WHERE agent = ?`),
       vecs: p(`SELECT kind, ref, model, vec FROM MemoryVector WHERE agent = ?`),
@@ -104,8 +108,7 @@ export class IndexStore {
   }
 
   putVector(agent: string, kind: MemoryKind, ref: number, model: string, v: Float32Array): void {
-    this.s.putVec.run(kind, ref, agent, model, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
-    this.vecCache.delete(agent);
+    if (this.s[`putVec_${kind}`].run(kind, ref, agent, model, Buffer.from(v.buffer, v.byteOffset, v.byteLength), ref, agent).changes) this.vecCache.delete(agent);
   }
 
   /** The agent's vectors (cached until the agent's index changes). */

@@ -89,7 +89,10 @@ export function candidates(lex: LexHit[], vs: AgentVectors | null, queryVec: Flo
   for (const h of lex) cands.set(`${h.kind}:${h.ref}`, { kind: h.kind, id: h.ref, lex: h.score, vec: null });
   if (vs && queryVec) {
     const scored: Array<{ kind: MemoryKind; id: number; c: number }> = [];
-    for (let i = 0; i < vs.refs.length; i++) if (kinds.includes(vs.kinds[i])) scored.push({ kind: vs.kinds[i], id: vs.refs[i], c: cosine(queryVec, vs.vecs[i]) });
+    // a vector of another length was made by another embedding model (MemoryConfig changed):
+    // comparing it with the query's (over the shorter length) gives a meaningless cosine, so it
+    // is left out until the index is rebuilt, and its record is found lexically
+    for (let i = 0; i < vs.refs.length; i++) if (kinds.includes(vs.kinds[i]) && vs.vecs[i].length === queryVec.length) scored.push({ kind: vs.kinds[i], id: vs.refs[i], c: cosine(queryVec, vs.vecs[i]) });
     scored.sort((a, b) => b.c - a.c);
     const byKey = new Map(scored.map((s) => [`${s.kind}:${s.id}`, s.c]));
     for (const s of scored.slice(0, pool)) if (!cands.has(`${s.kind}:${s.id}`)) cands.set(`${s.kind}:${s.id}`, { kind: s.kind, id: s.id, lex: 0, vec: s.c });

@@ -49,7 +49,7 @@ export class SqliteMemory implements MemoryBackend {
   private snapshot(agent: string, window: number, before: number): ConsolidationSnapshot {
     const num = <R extends { createdAt: unknown }>(rows: R[]) => rows.map((r) => ({ ...r, createdAt: Number(r.createdAt) }));
     return {
-      episodes: num(this.db.prepare(`SELECT id, salience, createdAt FROM MemoryEpisode WHERE agent = ?`).all(agent) as any[]),
+      episodes: num(this.db.prepare(`SELECT id, salience, createdAt, sessionDate FROM MemoryEpisode WHERE agent = ?`).all(agent) as any[]),
       recent: num(this.db.prepare(`SELECT id, summary, topics, decisions, actionItems, salience, mergedCount, createdAt FROM MemoryEpisode WHERE agent = ? ORDER BY createdAt DESC, id DESC LIMIT ?`).all(agent, window) as any[]),
       candidates: num(this.db.prepare(`SELECT id, salience, createdAt, support FROM MemoryFact WHERE agent = ? AND status = 'candidate'`).all(agent) as any[]),
       oldTranscript: (this.db.prepare(`SELECT id FROM MemoryTranscript WHERE agent = ? AND createdAt < ?`).all(agent, before) as any[]).map((r) => r.id),

@@ -22,6 +22,8 @@ export interface TurnInput {
 export interface SavedExtraction {
   episodeId: number;
   factsNew: number[];
+  /** the text of each new fact, in factsNew's order (what its vector is computed from) */
+  factsNewText: string[];
   factsSupported: number[];
   entities: number;
   identity: number;
@@ -42,6 +44,7 @@ export class MemoryStore {
       pendingCount: p(`SELECT COUNT(*) AS n FROM MemorySignal WHERE agent = ? AND status = 'pending'`),
       pendingIn: p(`SELECT COUNT(*) AS n FROM MemorySignal WHERE agent = ? AND conversationId = ? AND status = 'pending'`),
       setSignal: p(`UPDATE MemorySignal SET status = ?, attempts = ? WHERE id = ?`),
+      claimSignal: p(`UPDATE MemorySignal SET status = 'distilled', attempts = ? WHERE id = ? AND status = 'pending'`),
       insEpisode: p(`INSERT INTO MemoryEpisode (agent, conversationId, summary, topics, decisions, actionItems, entities, salience, sessionDate, project, mergedCount, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
       factByNorm: p(`SELECT id, salience FROM MemoryFact WHERE agent = ? AND norm = ?`),
       insFact: p(`INSERT INTO MemoryFact (agent, text, norm, status, support, salience, createdAt, updatedAt) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`),
@@ -111,16 +114,27 @@ export class MemoryStore {
   /** Persist one extraction and mark its signals distilled, in one transaction. */
   saveExtraction(agent: string, conversationId: string, x: Extraction, signals: SignalRow[], now: number): SavedExtraction {
     return this.db.transaction(() => {
+      // claim the signals first (as pg/records.ts does): the extraction call is awaited outside
+      // this transaction, and a purge of the agent meanwhile deletes them; saving anyway would
+      // bring the purged agent's episode, facts and index table back. Throwing rolls back.
+      let claimed = 0;
+      for (const sg of signals) claimed += this.s.claimSignal.run(sg.attempts, sg.id).changes;
+      if (claimed !== signals.length) throw Object.assign(new Error("these turns are no longer pending (distilled or purged meanwhile)"), { code: "already_distilled" });
       const e = x.episode;
       const first = signals[0];
       const r = this.s.insEpisode.run(agent, conversationId, e.summary, json(e.topics), json(e.decisions), json(e.action_items), json(x.entities.map((n) => n.name)), e.salience, first?.sessionDate ?? null, first?.project ?? null, now, now);
       const episodeId = Number(r.lastInsertRowid);
       this.index.put(agent, "episode", episodeId, episodeText(e));
       const factsNew: number[] = [];
+      const factsNewText: string[] = [];
       const factsSupported: number[] = [];
+      // a fact the model repeats within one extraction is one session's support, not two
+      // (promotion pins candidates supported by 2 sessions)
+      const seen = new Set<string>();
       for (const f of x.facts) {
         const norm = normFact(f);
-        if (!norm) continue;
+        if (!norm || seen.has(norm)) continue;
+        seen.add(norm);
         const had = this.s.factByNorm.get(agent, norm) as { id: number } | undefined;
         if (had) {
           this.s.supportFact.run(e.salience, now, had.id);
@@ -129,12 +143,12 @@ export class MemoryStore {
           const id = Number(this.s.insFact.run(agent, f.trim(), norm, "candidate", e.salience, now, now).lastInsertRowid);
           this.index.put(agent, "fact", id, f.trim());
           factsNew.push(id);
+          factsNewText.push(f.trim());
         }
       }
       for (const n of x.entities) this.s.upEntity.run(agent, n.name, n.type ?? null, n.description ?? null, now);
       for (const i of x.identity) this.s.upIdentity.run(agent, i.key, i.value, now);
-      for (const sg of signals) this.s.setSignal.run("distilled", sg.attempts, sg.id);
-      return { episodeId, factsNew, factsSupported, entities: x.entities.length, identity: x.identity.length };
+      return { episodeId, factsNew, factsNewText, factsSupported, entities: x.entities.length, identity: x.identity.length };
     })();
   }
 

@@ -12,7 +12,7 @@ export function pgConsolidationTx(c: Q): ConsolidationTx {
     async snapshot(agent: string, window: number, before: number): Promise<ConsolidationSnapshot> {
       const rows = async (sql: string, args: unknown[]) => (await c.query(sql, args)).rows;
       return {
-        episodes: await rows(`SELECT id, salience, createdat AS "createdAt" FROM memoryepisode WHERE agent = $1`, [agent]),
+        episodes: await rows(`SELECT id, salience, createdat AS "createdAt", sessiondate AS "sessionDate" FROM memoryepisode WHERE agent = $1`, [agent]),
         recent: await rows(
           `SELECT id, summary, topics, decisions, actionitems AS "actionItems", salience, mergedcount AS "mergedCount", createdat AS "createdAt" FROM memoryepisode WHERE agent = $1 ORDER BY createdat DESC, id DESC LIMIT $2`,
           [agent, window],

@@ -3,9 +3,8 @@
 // svc builds the tsvector text itself (words with their positions) rather than running
 // to_tsvector, so the words do not depend on the database's locale or text search parser, and
 // a query word matches exactly the words FTS5 would match.
-import { terms } from "../text";
+import { headOf, words } from "../text";
 
-const MAX_WORD = 64; // terms() drops longer words from queries, so indexing them finds nothing
 const MAX_POS = 16383; // PostgreSQL's largest tsvector position
 const MAX_POSITIONS = 256; // and the most positions one lexeme keeps
 
@@ -17,9 +16,11 @@ export function tsvectorOf(text: string): string {
   let pos = 0;
   for (const m of fold(text).matchAll(/[\p{L}\p{N}]+/gu)) {
     pos = Math.min(pos + 1, MAX_POS);
-    if (m[0].length > MAX_WORD) continue;
-    const ps = at.get(m[0]);
-    if (!ps) at.set(m[0], [pos]);
+    // a word longer than MAX_TERM is indexed by its first MAX_TERM characters, and a query
+    // word likewise (queryWords), so a search for a long token finds it (FTS5: a prefix query)
+    const w = headOf(m[0]);
+    const ps = at.get(w);
+    if (!ps) at.set(w, [pos]);
     else if (ps.length < MAX_POSITIONS) ps.push(pos);
   }
   return [...at].map(([w, ps]) => `'${w}':${ps.join(",")}`).join(" ");
@@ -27,7 +28,7 @@ export function tsvectorOf(text: string): string {
 
 /** The words of a query as the index holds them (stop words dropped, as ftsAny does). */
 export function queryWords(q: string, max = 24): string[] {
-  return [...new Set(terms(q).map(fold).flatMap((w) => w.match(/[\p{L}\p{N}]+/gu) ?? []))].slice(0, max);
+  return [...new Set(words(q).map(fold).flatMap((w) => w.match(/[\p{L}\p{N}]+/gu) ?? []).map(headOf))].slice(0, max);
 }
 
 /** A tsquery matching any of the words. */

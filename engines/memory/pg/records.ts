@@ -74,10 +74,14 @@ export class PgRecords implements MemoryRecords {
       const episodeId = ep.rows[0].id as number;
       await putIndex(c, agent, "episode", episodeId, episodeText(e));
       const factsNew: number[] = [];
+      const factsNewText: string[] = [];
       const factsSupported: number[] = [];
+      // a fact the model repeats within one extraction is one session's support, not two
+      const seen = new Set<string>();
       for (const f of x.facts) {
         const norm = normFact(f);
-        if (!norm) continue;
+        if (!norm || seen.has(norm)) continue;
+        seen.add(norm);
         const r = await c.query(
           `INSERT INTO memoryfact (agent, text, norm, status, support, salience, createdat, updatedat) VALUES ($1, $2, $3, 'candidate', 1, $4, $5, $5)
            ON CONFLICT (agent, norm) DO UPDATE SET support = memoryfact.support + 1, salience = GREATEST(memoryfact.salience, EXCLUDED.salience), updatedat = EXCLUDED.updatedat
@@ -88,6 +92,7 @@ export class PgRecords implements MemoryRecords {
         if (inserted) {
           await putIndex(c, agent, "fact", id, f.trim());
           factsNew.push(id);
+          factsNewText.push(f.trim());
         } else factsSupported.push(id);
       }
       for (const n of x.entities) {
@@ -100,7 +105,7 @@ export class PgRecords implements MemoryRecords {
       for (const i of x.identity) {
         await c.query(`INSERT INTO memoryidentity (agent, key, value, updatedat) VALUES ($1, $2, $3, $4) ON CONFLICT (agent, key) DO UPDATE SET value = EXCLUDED.value, updatedat = EXCLUDED.updatedat`, [agent, i.key, i.value, now]);
       }
-      return { episodeId, factsNew, factsSupported, entities: x.entities.length, identity: x.identity.length };
+      return { episodeId, factsNew, factsNewText, factsSupported, entities: x.entities.length, identity: x.identity.length };
     });
   }
 

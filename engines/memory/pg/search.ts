@@ -72,8 +72,11 @@ export class PgIndex implements MemoryIndex {
   }
 
   async putVector(agent: string, kind: MemoryKind, ref: number, model: string, v: Float32Array): Promise<void> {
+    // only while the record exists: the vector comes after a background embedding call, and a
+    // purge (or a prune) may have deleted the record meanwhile
     await this.pool.query(
-      `INSERT INTO memoryvector (kind, ref, agent, model, vec) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, ref) DO UPDATE SET agent = EXCLUDED.agent, model = EXCLUDED.model, vec = EXCLUDED.vec`,
+      `INSERT INTO memoryvector (kind, ref, agent, model, vec) SELECT $1::text, $2::int, $3::text, $4::text, $5::bytea WHERE EXISTS (SELECT 1 FROM ${TABLE[kind]} WHERE id = $2::int AND agent = $3::text)
+       ON CONFLICT (kind, ref) DO UPDATE SET agent = EXCLUDED.agent, model = EXCLUDED.model, vec = EXCLUDED.vec`,
       [kind, ref, agent, model, Buffer.from(v.buffer, v.byteOffset, v.byteLength)],
     );
   }
