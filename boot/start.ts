@@ -87,7 +87,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
       // --config is the desired state of source "startup": say what that implies, since it is not
       // what `svc config apply` does by default (and an empty store then gets no quickstart)
       const label = `applying start-up config ${opts.config.join(" ")} as source "startup" (with prune: objects of that source it no longer declares are deleted; high-risk changes are confirmed)`;
-      const r = await steps.run(label, () => applyPaths(store, opts.config!, { source: "startup", prune: true, confirm: true }), { announce: true });
+      const r = await steps.run(label, () => applyPaths(store, opts.config!, { source: "startup", prune: true, pruneAllKinds: true, confirm: true }), { announce: true });
       steps.say(`start-up config: ${r.applied} ${r.applied === 1 ? "change" : "changes"} applied${store.list({ includeDeleting: true }).length && opts.quickstart !== false ? "; the quickstart is not applied (the store is not empty)" : ""}`);
       log.info("applied start-up config", { paths: opts.config, changes: r.applied, revision: r.revision });
     }

@@ -1,6 +1,6 @@
 // Load manifest paths, plan against the store and apply: the one sequence behind start-up
 // config, the quickstart, watch mode and the CLI's offline apply.
-import { loadPaths, assertValid, makePlan, applyPlan, ownerFor } from "../manifests";
+import { loadPaths, assertValid, makePlan, applyPlan, ownerFor, StaleRevisionError } from "../manifests";
 import type { ResourceStore } from "../prisma/resource-store";
 import type { ManifestIssue, Plan } from "../manifests/types";
 
@@ -13,6 +13,9 @@ export interface ApplyPathsOptions {
    * Prune objects of the source whatever their kind, not only kinds the documents declare. Watch
    * mode uses it: the folder is the whole desired state of its source, so removing the last
    * file of a kind removes those objects too. (An empty folder is still refused.)
+   * `serve --config` uses it too: "objects of that source it no longer declares are deleted"
+   * (docs/cli.md), and without it a start-up config whose last AccessPolicy file was removed
+   * kept that policy for ever.
    */
   pruneAllKinds?: boolean;
   stdin?: string;
@@ -31,11 +34,22 @@ export async function applyPaths(store: ResourceStore, paths: string[], opts: Ap
   const loaded = await loadPaths(paths, opts.stdin !== undefined ? { stdin: opts.stdin } : {});
   const objects = assertValid(loaded);
   const warnings = loaded.issues.filter((i) => i.severity === "warning");
-  const plan = makePlan(store, objects, { source: opts.source, prune: opts.prune, allowPruneAll: opts.allowPruneAll });
-  if (opts.prune && opts.pruneAllKinds) addUndeclaredKindDeletes(store, plan, objects);
-  if (!hasChanges(plan)) return { plan, revision: store.revision, applied: 0, warnings };
-  const r = await applyPlan(store, plan, { confirm: opts.confirm });
-  return { plan, revision: r.revision, applied: r.applied, warnings };
+  // The plan is made here, never shown to anyone: when another write (the admin API, an API-made
+  // key, another process on the same store) lands between it and the store write, plan again
+  // instead of dropping the save with "make a new plan" (watch mode would then miss that save
+  // until the next one). As the admin apply route does (api/routes/admin-config.ts, applyFresh).
+  for (let attempt = 0; ; attempt++) {
+    const plan = makePlan(store, objects, { source: opts.source, prune: opts.prune, allowPruneAll: opts.allowPruneAll });
+    if (opts.prune && opts.pruneAllKinds) addUndeclaredKindDeletes(store, plan, objects);
+    if (!hasChanges(plan)) return { plan, revision: store.revision, applied: 0, warnings };
+    try {
+      const r = await applyPlan(store, plan, { confirm: opts.confirm });
+      return { plan, revision: r.revision, applied: r.applied, warnings };
+    } catch (e) {
+      if (!(e instanceof StaleRevisionError) || attempt >= 3) throw e;
+      await store.reload(); // another process's write: read it before planning again
+    }
+  }
 }
 
 export function hasChanges(plan: Plan): boolean {

@@ -49,6 +49,10 @@ export class ManifestWatcher extends EventEmitter {
   private rerun = false;
   private firstEventAt = 0;
   private stopped = false;
+  private rearmTimer: NodeJS.Timeout | null = null;
+  private rearming = false;
+  /** the watched folder's identity when it was last watched (inode and birth time) */
+  private dirId = "";
 
   constructor(opts: WatchOptions) {
     super();
@@ -63,20 +67,68 @@ export class ManifestWatcher extends EventEmitter {
   async start(): Promise<void> {
     const st = await stat(this.dir).catch(() => null);
     if (!st?.isDirectory()) throw new Error(`watch folder ${this.dir} does not exist or is not a folder`);
-    this.fsw = watch(this.dir, {
+    await this.arm();
+    this.log.info("watching manifests", { dir: this.dir, source: this.source });
+    this.firstEventAt = Date.now();
+    await this.sync();
+  }
+
+  private async arm(): Promise<void> {
+    this.dirId = folderId(await stat(this.dir).catch(() => null));
+    const fsw = watch(this.dir, {
       ignoreInitial: true,
       ignored: (p) => path.basename(p).startsWith(".") && p !== this.dir,
     });
-    this.fsw.on("all", (event, file) => {
+    this.fsw = fsw;
+    fsw.on("all", (event, file) => {
       if (event === "addDir") return;
       if (event !== "unlinkDir" && !MANIFEST_FILE.test(file)) return;
       this.schedule();
     });
-    this.fsw.on("error", (e) => this.log.warn("watch error", { dir: this.dir, err: String((e as Error)?.message ?? e) }));
-    await new Promise<void>((resolve) => this.fsw!.once("ready", () => resolve()));
-    this.log.info("watching manifests", { dir: this.dir, source: this.source });
-    this.firstEventAt = Date.now();
-    await this.sync();
+    fsw.on("error", (e) => this.log.warn("watch error", { dir: this.dir, err: String((e as Error)?.message ?? e) }));
+    await new Promise<void>((resolve) => fsw.once("ready", () => resolve()));
+  }
+
+  /**
+   * The folder itself was removed or replaced (`rm -rf DIR` and a fresh copy, an unpacked
+   * archive): the file watch on it is gone with it and saw nothing more, so every later save
+   * was missed for good. Look for the folder every second and watch it again once it is back.
+   */
+  private async checkFolder(): Promise<void> {
+    const st = await stat(this.dir).catch(() => null);
+    if (!st?.isDirectory()) this.dirId = ""; // gone: whatever comes back is another folder
+    else if (folderId(st) === this.dirId) return;
+    this.watchForReturn();
+  }
+
+  private watchForReturn(): void {
+    if (this.rearmTimer || this.stopped) return;
+    this.rearmTimer = setInterval(() => {
+      void (async () => {
+        if (this.rearming || this.stopped) return;
+        const st = await stat(this.dir).catch(() => null);
+        if (!st?.isDirectory() || folderId(st) === this.dirId || this.stopped || this.rearming) return;
+        this.rearming = true;
+        try {
+          if (this.rearmTimer) clearInterval(this.rearmTimer);
+          this.rearmTimer = null;
+          await this.fsw?.close().catch(() => undefined);
+          if (this.stopped) return;
+          await this.arm();
+          if (this.stopped) return void (await this.fsw?.close());
+          this.log.info("watch folder is back: watching it again", { dir: this.dir });
+          this.schedule();
+        } catch (e) {
+          // never an unhandled rejection from a timer: say it, and look again in a second
+          this.log.warn("watch error", { dir: this.dir, err: String((e as Error)?.message ?? e) });
+          this.dirId = "";
+          setImmediate(() => this.watchForReturn());
+        } finally {
+          this.rearming = false;
+        }
+      })();
+    }, 1000);
+    this.rearmTimer.unref();
   }
 
   private schedule(): void {
@@ -126,14 +178,21 @@ export class ManifestWatcher extends EventEmitter {
       if (this.listenerCount("error") > 0) this.emit("error", ev);
     } finally {
       this.firstEventAt = 0;
+      await this.checkFolder();
     }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.rearmTimer) clearInterval(this.rearmTimer);
+    this.rearmTimer = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.fsw?.close();
     await this.running;
   }
+}
+
+function folderId(st: { ino: number; birthtimeMs: number } | null): string {
+  return st ? `${st.ino}:${st.birthtimeMs}` : "";
 }
