@@ -52,6 +52,8 @@ export async function pullCommand(uri: string, o: PullOpts): Promise<void> {
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     ...(token ? { token } : {}),
     ...(o.sha256 ? { sha256: o.sha256 } : {}),
+    // says why the pull does not move while a running svc (or another pull) downloads the source
+    onWait: (msg) => process.stderr.write(`${onBar ? "\n" : ""}${msg}\n`),
   });
   const off = job.on((p) => {
     const line = progressLine(p, tty);

@@ -30,6 +30,8 @@ export interface HubStandin {
   ranges: Map<string, string[]>;
   /** authorization headers seen */
   auth: string[];
+  /** every request, as "METHOD /path" */
+  requests: string[];
   /** while set, GETs send nothing past this offset of a file (the transfer waits) */
   holdAt?: number;
   release(): void;
@@ -48,6 +50,7 @@ export async function startHub(): Promise<HubStandin> {
     sent: new Map(),
     ranges: new Map(),
     auth: [],
+    requests: [],
     release() {
       hub.holdAt = undefined;
       for (const w of [...waiting]) w();
@@ -60,6 +63,7 @@ export async function startHub(): Promise<HubStandin> {
   };
   const server = http.createServer(async (req, res) => {
     if (req.headers.authorization) hub.auth.push(req.headers.authorization);
+    hub.requests.push(`${req.method} ${req.url}`);
     const u = new URL(req.url ?? "/", "http://x");
     const manifest = /^\/v2\/([^/]+)\/([^/]+)\/manifests\/([^/]+)$/.exec(u.pathname);
     if (manifest) {

@@ -5,13 +5,13 @@
 // disk check, verification (size, and the hub's SHA-256) before the files move into place, and a
 // record of what was pulled from where.
 import { createHash } from "node:crypto";
-import { mkdir, readdir, rename, rm, stat, statfs } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { SvcError } from "../../errors";
 import { PullJob, type PullResult } from "./job";
 import { completeRecord, PARTIAL_DIR, writeRecord, type DownloadRecord } from "./records";
 import { parseSource } from "./source";
-import { hubFileUrls } from "./hub-urls";
+import { hubFileUrls, isHubUrl } from "./hub-urls";
 import { hubFileMeta, sha256File, type HubFileMeta } from "./verify";
 
 export interface PullOptions {
@@ -25,6 +25,8 @@ export interface PullOptions {
   sha256?: string;
   /** check the hub even when a complete download of this source is on disk (a pull) */
   refresh?: boolean;
+  /** told once when another process is downloading this source and this pull waits for it */
+  onWait?: (message: string) => void;
 }
 
 /** How long a failed download waits before a reconcile may start it again. */
@@ -60,6 +62,53 @@ async function stagedBytes(dir: string): Promise<number> {
   return sizes.reduce((a, b) => a + b, 0);
 }
 
+/** How often a pull waits on another process's download of the same source looks again. */
+const LOCK_POLL_MS = 250;
+/** not unref'd: a CLI pull waiting on the lock has nothing else keeping it alive */
+const lockPoll = () => new Promise<void>((r) => setTimeout(r, LOCK_POLL_MS));
+
+const aliveElsewhere = (pid: number): boolean => {
+  // our own pid on a lock is a leftover of an earlier process that had it (pid 1 in a container):
+  // within this process, one job per source already guarantees a single download
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"; // alive, someone else's
+  }
+};
+
+/** Holds `<staging>.lock` for this process: `svc models pull` and a running svc (or two pulls)
+ * are separate processes sharing one staging dir, where two downloaders writing the same temp
+ * file, and the first one's clean-up removing it under the second, failed one of them with ENOENT
+ * (or appended the other's progress to the finished file). The second waits for the first, then
+ * finds its record. A lock whose process is gone (kill -9) is taken over. Returns the release. */
+async function lockStaging(staging: string, signal: AbortSignal, waiting: () => void): Promise<() => Promise<void>> {
+  const lock = `${staging}.lock`;
+  for (let told = false; ; ) {
+    if (signal.aborted) throw signal.reason;
+    try {
+      const fh = await open(lock, "wx");
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      return () => rm(lock, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    const holder = Number((await readFile(lock, "utf8").catch(() => "")).trim());
+    if (!aliveElsewhere(holder)) {
+      // an empty lock may be one being written this instant: only a stale pid is removed at once
+      if (holder || (await stat(lock).then((st) => Date.now() - st.mtimeMs > 5000, () => true))) await rm(lock, { force: true });
+      else await lockPoll();
+      continue;
+    }
+    if (!told) waiting();
+    told = true;
+    await lockPoll();
+  }
+}
+
 export class ModelDownloads {
   private readonly jobs = new Map<string, PullJob>();
   private readonly failures = new Map<string, { at: number; error: Error }>();
@@ -70,7 +119,9 @@ export class ModelDownloads {
   ) {}
 
   private key(source: string, o: PullOptions): string {
-    return `${parseSource(source).uri}\0${o.fileName ?? ""}`;
+    // the file name as run() uses it (its base name): one key per staging dir, which the lock
+    // between processes relies on within this process
+    return `${parseSource(source).uri}\0${o.fileName ? path.basename(o.fileName) : ""}`;
   }
 
   /** The download under way for a source, if any. */
@@ -112,9 +163,27 @@ export class ModelDownloads {
   private async run(job: PullJob, o: PullOptions): Promise<PullResult> {
     const info = parseSource(job.progress.source);
     const fileName = o.fileName ? path.basename(o.fileName) : undefined;
+    const quick = await completeRecord(this.modelsDir, info.uri, fileName);
+    if (quick && !o.refresh && (!o.sha256 || quick.files[0]?.sha256 === o.sha256.toLowerCase())) return { record: quick, downloaded: false };
+    const staging = path.join(this.modelsDir, PARTIAL_DIR, createHash("sha256").update(`${info.uri}\0${fileName ?? ""}`).digest("hex").slice(0, 16));
+    await mkdir(path.dirname(staging), { recursive: true });
+    // one process at a time downloads a source into its staging dir (see lockStaging)
+    const unlock = await lockStaging(staging, job.abort.signal, () => {
+      const msg = `waiting for another process downloading ${info.uri} into ${this.modelsDir}`;
+      this.log(msg);
+      o.onWait?.(msg);
+    });
+    try {
+      return await this.runLocked(job, o, info, fileName, staging);
+    } finally {
+      await unlock();
+    }
+  }
+
+  private async runLocked(job: PullJob, o: PullOptions, info: ReturnType<typeof parseSource>, fileName: string | undefined, staging: string): Promise<PullResult> {
+    // read again under the lock: another process may have finished this download meanwhile
     const have = await completeRecord(this.modelsDir, info.uri, fileName);
     if (have && !o.refresh && (!o.sha256 || have.files[0]?.sha256 === o.sha256.toLowerCase())) return { record: have, downloaded: false };
-    const staging = path.join(this.modelsDir, PARTIAL_DIR, createHash("sha256").update(`${info.uri}\0${fileName ?? ""}`).digest("hex").slice(0, 16));
     await mkdir(staging, { recursive: true });
     const endpoint = o.endpoint ?? process.env.SVC_HF_ENDPOINT;
     // the hub's word on every file first: a missing or unreachable file fails at once with its
@@ -122,7 +191,7 @@ export class ModelDownloads {
     // downloader sizes its work
     const signal = job.abort.signal;
     const urls = await hubFileUrls(info.uri, { endpoint, token: o.token, signal });
-    const metas = await Promise.all(urls.map((u) => hubFileMeta(u, this.authHeaders(o), signal)));
+    const metas = await Promise.all(urls.map((u) => hubFileMeta(u, this.authHeaders(o, u, endpoint), signal)));
     const problem = metas.find((m) => m.problem)?.problem;
     if (problem) throw new SvcError("upstream", "upstream_error", `cannot download ${info.uri}: ${problem}`, "source");
     if (!have) await this.checkDisk(metas.reduce((n, m) => n + (m.sizeBytes ?? 0), 0) - (await stagedBytes(staging)));
@@ -144,8 +213,19 @@ export class ModelDownloads {
     const files: FileInfo[] = dl.filesInfo.map((f, i) => ({ ...f, meta: known ? metas[i]! : {} }));
     job.update({ phase: "downloading", total: dl.totalSize, completed: dl.downloadedSize, files: files.length });
     if (have && this.unchanged(have, files)) {
-      await rm(staging, { recursive: true, force: true });
-      return { record: have, downloaded: false };
+      // unchanged at the hub is "up to date" only when the file on disk also has the digest the
+      // caller expects (--sha256, download.sha256); else a pull said "up to date" for a file that
+      // fails the check, and the Model controller (which sees the mismatch) pulled again forever
+      const want = o.sha256?.toLowerCase();
+      if (!want || have.files[0]?.sha256 === want) {
+        await rm(staging, { recursive: true, force: true });
+        return { record: have, downloaded: false };
+      }
+      // the hub's digest says its file is the one on disk: fetching it again cannot match either
+      if (files[0]?.meta.sha256) {
+        await rm(staging, { recursive: true, force: true });
+        throw new SvcError("upstream", "upstream_error", `download of ${info.uri} refused: ${have.files[0]?.name} sha256 digest mismatch: expected ${want}, the hub's file (and the one on disk) has ${have.files[0]?.sha256}; the previous file stays in place`, "source");
+      }
     }
     await this.checkDisk(dl.totalSize - dl.downloadedSize);
     try {
@@ -183,8 +263,10 @@ export class ModelDownloads {
     return true;
   }
 
-  private authHeaders(o: PullOptions): Record<string, string> {
-    return o.token ? { authorization: `Bearer ${o.token}` } : {};
+  /** The token goes to the hub only: a URL source on another host (or a mirror's file URL that
+   * is not on the mirror) must not receive the HF token, as node-llama-cpp's downloader does not send it there. */
+  private authHeaders(o: PullOptions, url: string, endpoint?: string): Record<string, string> {
+    return o.token && isHubUrl(url, endpoint) ? { authorization: `Bearer ${o.token}` } : {};
   }
 
   private async checkDisk(needed: number): Promise<void> {
@@ -208,10 +290,15 @@ export class ModelDownloads {
         await rm(f.filePath, { force: true });
         return new SvcError("upstream", "upstream_error", `download of ${uri} refused: ${f.fileName} ${what}; the previous file (if any) stays in place`, "source");
       };
-      const expectedSize = meta.sizeBytes ?? f.totalSize;
-      if (size !== f.totalSize || size !== expectedSize) throw await refuse(`has ${size} bytes, the hub lists ${expectedSize}`);
-      const sha256 = await sha256File(f.filePath);
       const want = [meta.sha256, i === 0 ? o.sha256?.toLowerCase() : undefined].filter((x): x is string => !!x);
+      // a server that sends no Content-Length (chunked) and a hub that lists no size leave the
+      // downloader's total at 0: that is no size to compare with (it refused every such file as
+      // "the hub lists 0", even with the right --sha256). Then a digest must vouch for the bytes.
+      const sizeUnknown = f.totalSize <= 0 && meta.sizeBytes === undefined;
+      if (sizeUnknown && want.length === 0) throw await refuse(`unverifiable: the server sent no size (Content-Length) and no SHA-256 is known to check its ${size} bytes against; give the expected one (download.sha256, or --sha256)`);
+      const expectedSize = meta.sizeBytes ?? f.totalSize;
+      if (!sizeUnknown && (size !== f.totalSize || size !== expectedSize)) throw await refuse(`has ${size} bytes, the hub lists ${expectedSize}`);
+      const sha256 = await sha256File(f.filePath);
       for (const w of want) if (w !== sha256) throw await refuse(`sha256 digest mismatch: expected ${w}, got ${sha256}`);
       out.push({ name: f.fileName, sizeBytes: size, sha256, ...(meta.sha256 ? { hubSha256: meta.sha256 } : {}) });
     }

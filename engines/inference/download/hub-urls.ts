@@ -20,6 +20,21 @@ export function hubEndpoint(endpoint?: string): string {
   return e.endsWith("/") ? e : `${e}/`;
 }
 
+/** Whether `url` is on the hub (its endpoint's host, or huggingface.co/hf.co with the default
+ * endpoint): the only hosts an HF token may be sent to. The same test node-llama-cpp applies
+ * before it sends the token (isHuggingFaceUrl), so svc's own requests leak it nowhere else. */
+export function isHubUrl(url: string, endpoint?: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  const e = hubEndpoint(endpoint);
+  if (host === new URL(e).hostname) return true;
+  return (e === DEFAULT_ENDPOINT || e === "https://hf.co/") && (host === "huggingface.co" || host === "hf.co");
+}
+
 /** The URL of every file of `uri` (an hf: URI as parseSource normalises it, or a URL): the
  * entry file and the other parts of a split one; empty when the hub's manifest does not say. */
 export async function hubFileUrls(uri: string, o: HubUrlOptions = {}): Promise<string[]> {

@@ -13,6 +13,7 @@ export interface SourceInfo {
   quant?: string;
 }
 
+const QUANT_TAG = /^(?:I?Q\d(?:_[A-Z0-9]+)*|F16|BF16|F32)$/i;
 const HF = /^(?:hf:|hf:\/\/|huggingface:|hf\.co\/|huggingface\.co\/)([^/\s:#]+)\/([^\s]+)$/;
 
 export function parseSource(raw: string): SourceInfo {
@@ -24,7 +25,12 @@ export function parseSource(raw: string): SourceInfo {
     const [repo, tag] = (repoPart ?? "").split(":");
     if (!repo) throw badSource(raw);
     const quant = pathParts.length ? quantOf(pathParts.join("/")) : tag && tag.toLowerCase() !== "latest" ? tag.toUpperCase() : undefined;
-    return { uri: `hf:${user}/${rest}`, kind: "hf", repo: `${user}/${repo}`, ...(quant ? { quant } : {}) };
+    // a quantisation tag is one source however it is spelled (node-llama-cpp and the hub read it
+    // in capitals): hf:u/r:q4_k_m kept its own uri, so its record, staging dir and download were
+    // not those of hf:u/r:Q4_K_M, and each pull of the other spelling fetched the file again
+    const tagPart = repoPart?.slice(repo.length) ?? "";
+    const normal = !pathParts.length && tag && QUANT_TAG.test(tag) && tagPart === `:${tag}` ? `${repo}:${tag.toUpperCase()}` : rest;
+    return { uri: `hf:${user}/${normal}`, kind: "hf", repo: `${user}/${repo}`, ...(quant ? { quant } : {}) };
   }
   if (/^https?:\/\/\S+$/.test(s)) {
     try {
