@@ -134,17 +134,22 @@ export function parseOllamaGenerate(b: Record<string, any>, agentId?: string): {
   return { req, loadOnly: prompt === "" };
 }
 
-const DURATION = /^(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)?$/;
+// Ollama parses a keep_alive string with Go's time.ParseDuration: one or more <number><unit>
+// parts, so "1h30m" and "5m0s" (Go's own Duration.String() form, what Go clients send) are valid
+// too, not only a single "5m". A bare number of seconds ("300", "-1") is accepted as before.
+const GO_DURATION = /^[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/;
+const BARE_SECONDS = /^[-+]?\d+(?:\.\d+)?$/;
 
-/** Ollama's keep_alive: seconds (number) or a Go-style duration ("5m", "0", "-1"). Only zero has
- * an effect here (unload the model after answering); a model's idle unload is otherwise set by
- * its Model manifest (idleUnloadSeconds). Returns true for zero. */
+/** Ollama's keep_alive: seconds (number) or a Go-style duration ("5m", "1h30m", "0", "-1"). Only
+ * zero has an effect here (unload the model after answering); a model's idle unload is otherwise
+ * set by its Model manifest (idleUnloadSeconds). Returns true for zero. */
 export function keepAliveZero(v: unknown): boolean {
   if (v === undefined || v === null) return false;
   if (typeof v === "number" && Number.isFinite(v)) return v === 0;
   if (typeof v === "string") {
-    const m = DURATION.exec(v.trim());
-    if (m) return Number(m[1]) === 0;
+    const s = v.trim();
+    // zero when no part has a non-zero digit ("0", "0s", "0m0s"); units hold no digits
+    if (GO_DURATION.test(s) || BARE_SECONDS.test(s)) return !/[1-9]/.test(s);
   }
   throw bad(`'keep_alive' must be a duration such as "5m", "0" or "-1", or a number of seconds`, "keep_alive");
 }

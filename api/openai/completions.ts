@@ -17,6 +17,10 @@ export function parseCompletionRequest(b: Record<string, any>, agentId?: string)
   const model: string = b.model;
   const prompt: string = Array.isArray(b.prompt) ? b.prompt[0] : b.prompt;
   checkUnsupported(b);
+  // here logprobs is an integer (how many alternatives per token; 0 still asks for the chosen
+  // tokens' logprobs), not chat's boolean: refused like chat's `logprobs: true` rather than
+  // silently answered with `logprobs: null`, which clients then index into
+  if (typeof b.logprobs === "number") throw bad("'logprobs' is not supported", "logprobs");
   if (typeof b.suffix === "string" && b.suffix) throw bad("'suffix' is not supported", "suffix");
   const echo: boolean = b.echo ?? false;
   const maxTokens: number | undefined = b.max_tokens ?? undefined;

@@ -90,7 +90,16 @@ function ollamaParts(svc: Svc) {
     if (pool?.has(name) && pool.unload(name)) svc.log.info(`model ${name} unloaded (keep_alive 0)`);
   }
 
-  return { localInfo, findModel, answer, unloadLocal };
+  /** A load-only request (no messages / empty prompt): Ollama answers "load" once the model is
+   * in memory, and clients send it to warm a model up; answering without loading left the first
+   * real request to pay for the load. The pool has no public load(); counting the tokens of ""
+   * loads the model if needed (and arms its idle unload as any load does). */
+  async function loadLocal(name: string): Promise<void> {
+    const pool = svc.engines.pool;
+    if (pool?.has(name)) await pool.countTokens(name, "");
+  }
+
+  return { localInfo, findModel, answer, unloadLocal, loadLocal };
 }
 
 // each body is checked against its schema (types, ranges), then mapped by api/ollama/request.ts
@@ -102,7 +111,7 @@ const readShow = jsonBody("post", "/api/show", ShowBody);
 
 /** The POST inference routes (served by api/inference-listener.ts). */
 export function ollamaInference(svc: Svc): InferenceRoute[] {
-  const { findModel, answer, unloadLocal } = ollamaParts(svc);
+  const { findModel, answer, unloadLocal, loadLocal } = ollamaParts(svc);
   const r: InferenceRoute[] = [];
   const post = (path: string, handle: (ctx: HttpContext) => Promise<void>) => r.push({ path, renderError: renderOllama, handle });
 
@@ -115,6 +124,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
     if (isLoadOnlyChat(b)) {
       const m = await findModel(ctx, typeof b.model === "string" ? b.model : parseOllamaChat(b).model);
       if (unload) unloadLocal(m.id);
+      else await loadLocal(m.id);
       ctx.body = chatLoadResponse(b.model, unload ? "unload" : "load");
       return;
     }
@@ -134,6 +144,7 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
     if (loadOnly) {
       const m = await findModel(ctx, req.model);
       if (unload) unloadLocal(m.id);
+      else await loadLocal(m.id);
       ctx.body = loadResponse(req.model, unload ? "unload" : "load");
       return;
     }
@@ -146,16 +157,24 @@ export function ollamaInference(svc: Svc): InferenceRoute[] {
 
   post("/api/embed", async (ctx) => {
     const started = process.hrtime.bigint();
-    const req = parseOllamaEmbed(await readEmbed(ctx));
-    const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
-    setHeaders(ctx, withCacheHeader(rateHeaders(out.rate), out.cache));
-    ctx.body = {
-      model: req.model,
-      embeddings: out.vectors,
-      total_duration: Number(process.hrtime.bigint() - started),
-      load_duration: 0,
-      prompt_eval_count: out.promptTokens,
-    };
+    const b = await readEmbed(ctx);
+    // keep_alive is part of /api/embed as it is of /api/chat and /api/generate (its body schema says
+    // "0 unloads the model after answering"): checked and honoured here too, not ignored
+    const unload = keepAliveZero(b.keep_alive);
+    const req = parseOllamaEmbed(b);
+    try {
+      const out = await pipelineOf(svc).embed(callerFrom(ctx), req);
+      setHeaders(ctx, withCacheHeader(rateHeaders(out.rate), out.cache));
+      ctx.body = {
+        model: req.model,
+        embeddings: out.vectors,
+        total_duration: Number(process.hrtime.bigint() - started),
+        load_duration: 0,
+        prompt_eval_count: out.promptTokens,
+      };
+    } finally {
+      if (unload) unloadLocal(req.model);
+    }
   });
 
   post("/api/embeddings", async (ctx) => {
