@@ -2,9 +2,11 @@
 // store keeps of it, and the view GET /tasks/{id} shows.
 import type { Caller } from "../gateway/pipeline-types";
 import type { AgentSpec } from "../../schemas/kinds/agent";
-import type { Cancellation } from "../chat/cancel";
+import { Cancellation } from "../chat/cancel";
+import type { ToolChoice } from "../chat/types";
 import type { StepRow, TaskRow } from "../../prisma/repos/tasks";
-import type { LoopState, Pending } from "./types";
+import { newState, type LoopState, type Pending } from "./types";
+import { taskTrace } from "./trace";
 import { publicPending, type StepView, type TaskStatus, type TaskView } from "./task-view";
 
 export interface Active {
@@ -42,6 +44,49 @@ export interface Active {
   memory?: string | null;
   /** the task's trace (W3C traceparent), set at dispatch while tracing is on */
   trace?: string;
+}
+
+export interface DispatchInput {
+  agent: string;
+  spec: AgentSpec;
+  model: string;
+  prompt: string;
+  title?: string;
+  toolChoice?: ToolChoice;
+  caller: Caller;
+  /** the authenticated key's id (null: unauthenticated loopback) */
+  keyId: string | null;
+  idempotencyKey?: string;
+}
+
+/** A dispatched task as it starts: queued, its conversation the prompt. */
+export function newActive(input: DispatchInput, idem: string | null, id: string): Active {
+  const now = new Date();
+  return {
+    id,
+    agent: input.agent,
+    title: input.title ?? null,
+    prompt: input.prompt,
+    spec: input.spec,
+    model: input.model,
+    caller: input.caller,
+    keyId: input.keyId,
+    idem,
+    status: "queued",
+    reason: null,
+    state: newState([{ role: "user", content: input.prompt }], input.toolChoice),
+    result: null,
+    cancel: new Cancellation(),
+    cancelRequested: false,
+    interrupted: false,
+    currentStep: "queued",
+    recent: [],
+    seq: 0,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    trace: taskTrace(input.caller.trace),
+  };
 }
 
 export function rowOf(t: Active, runner: string | null): TaskRow {

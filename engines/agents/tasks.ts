@@ -22,22 +22,23 @@ import type { ToolRegistry } from "../tools/types";
 import type { MemoryEngine } from "../memory/engine";
 import type { PrismaClient } from "../../prisma/client";
 import type { Caller } from "../gateway/pipeline-types";
-import type { AgentSpec } from "../../schemas/kinds/agent";
-import type { ChatMessage, ToolChoice } from "../chat/types";
-import { Cancellation } from "../chat/cancel";
+import type { Cancellation } from "../chat/cancel";
 import { SvcError } from "../errors";
 import { answer, checkAnswer, runLoop } from "./loop";
-import { newState, type LoopEvent, type Pending } from "./types";
+import { answerElsewhere, claimAtRunner, heardAnswer, type Answer } from "./task-answers";
+import type { LoopEvent } from "./types";
 import type { StepView, TaskStatus, TaskView } from "./task-view";
 import { stepOf, currentStepOf } from "./steps";
 import type { TaskRepo } from "../../prisma/repos/tasks";
 import { pruneFinished, storedTask, storedView } from "./task-records";
 import { TaskWriter } from "./task-writes";
 import { LEASE_MS, TaskLease } from "./task-lease";
-import { rowOf, viewOf, type Active } from "./task-active";
+import { newActive, rowOf, viewOf, type Active, type DispatchInput } from "./task-active";
+
+export type { DispatchInput };
 import { clusterOf } from "../cluster";
 import { bufferRunTurn, recallForRun } from "../memory/agent-hooks";
-import { endSpan, invokeSpan, stepSpan, taskTrace, traced } from "./trace";
+import { endSpan, invokeSpan, traced } from "./trace";
 import { traceField } from "../telemetry";
 
 type TasksHost = Host & { engines: { tools?: ToolRegistry; memory?: MemoryEngine } };
@@ -46,18 +47,6 @@ import { redactSecrets } from "../secrets/redact";
 const RECENT = 10;
 export const DEFAULT_RETENTION_HOURS = 168;
 
-export interface DispatchInput {
-  agent: string;
-  spec: AgentSpec;
-  model: string;
-  prompt: string;
-  title?: string;
-  toolChoice?: ToolChoice;
-  caller: Caller;
-  /** the authenticated key's id (null: unauthenticated loopback) */
-  keyId: string | null;
-  idempotencyKey?: string;
-}
 
 
 export interface TaskDeps {
@@ -152,33 +141,7 @@ export class TaskManager {
       throw new SvcError("rate_limited", "capacity_exceeded", `dispatch concurrency limit reached: ${this.limit} unfinished tasks (Server.spec.limits.maxConcurrentDispatch${this.rows.shared ? ", counted over every replica" : ""}); nothing was started. Wait for a task to finish, then dispatch again (send an Idempotency-Key to make retries safe)`, null, { retryAfterSeconds: 5 });
     };
     if (this.active.size >= this.limit && !this.rows.shared) refuse();
-    const now = new Date();
-    const messages: ChatMessage[] = [{ role: "user", content: input.prompt }];
-    const t: Active = {
-      id: "task_" + randomBytes(12).toString("base64url"),
-      agent: input.agent,
-      title: input.title ?? null,
-      prompt: input.prompt,
-      spec: input.spec,
-      model: input.model,
-      caller: input.caller,
-      keyId: input.keyId,
-      idem,
-      status: "queued",
-      reason: null,
-      state: newState(messages, input.toolChoice),
-      result: null,
-      cancel: new Cancellation(),
-      cancelRequested: false,
-      interrupted: false,
-      currentStep: "queued",
-      recent: [],
-      seq: 0,
-      createdAt: now,
-      updatedAt: now,
-      finishedAt: null,
-      trace: taskTrace(input.caller.trace),
-    };
+    const t = newActive(input, idem, "task_" + randomBytes(12).toString("base64url"));
     // durable before the 202 (SQLite: synchronous, so no other dispatch interleaves; shared: the
     // capacity is counted and the row inserted under one database lock)
     let admitted: boolean;
@@ -242,14 +205,8 @@ export class TaskManager {
     }
     checkAnswer(id, t.pending, response);
     if (this.rows.shared) {
-      // another replica may have stored an answer in the row already (its heartbeat delivery is
-      // up to a second away): claim the row first, so a question is answered once, not twice
       const pending = t.pending;
-      const stored = JSON.stringify({ ...response, callId: pending.callId });
-      if (!(await this.rows.sendAnswer(id, stored))) {
-        throw new SvcError("conflict", "conflict", `task ${id} is no longer input_required: it was answered or cancelled meanwhile`);
-      }
-      void this.rows.takeAnswer(id, stored).catch(() => undefined);
+      await claimAtRunner(this.rows, id, pending, response);
       // meanwhile the heartbeat may have delivered this very answer (or a cancel ended the task)
       if (t.pending !== pending) return viewOf(t);
     }
@@ -257,27 +214,16 @@ export class TaskManager {
   }
 
   /** A task run by another replica: the answer goes into its row, for its runner to apply. */
-  private async clarifyElsewhere(id: string, response: { text?: string; approve?: boolean }): Promise<TaskView> {
-    const row = await this.prisma.agentTask.findUnique({ where: { id }, select: { status: true, pending: true, traceParent: true } });
-    if (row?.traceParent) endSpan(stepSpan(row.traceParent, "answer_task", { "svc.task.id": id })); // in the task's trace, from this replica
-    const conflict = (status: string) => new SvcError("conflict", "conflict", `task ${id} is ${status}, not input_required: there is nothing to clarify`);
-    if (!row || row.status !== "input_required" || !row.pending) throw conflict(row?.status ?? "finished");
-    const pending = JSON.parse(row.pending) as Pending;
-    checkAnswer(id, pending, response);
-    // the answer names the call it answers: the runner applies it to that question only
-    if (!(await this.rows.sendAnswer(id, JSON.stringify({ ...response, callId: pending.callId })))) throw conflict("no longer input_required");
+  private async clarifyElsewhere(id: string, response: Answer): Promise<TaskView> {
+    await answerElsewhere(this.prisma, this.rows, id, response);
     return (await this.storedView(id))!;
   }
 
   /** The runner side of clarifyElsewhere (the lease's heartbeat found the answer). */
   private answered(id: string, json: string): void {
     const t = this.active.get(id);
-    void this.rows.takeAnswer(id, json).catch(() => undefined);
-    if (!t || t.status !== "input_required" || !t.pending) return;
-    const a = JSON.parse(json) as { text?: string; approve?: boolean; callId?: string };
-    // an answer to an earlier question (already answered here) must not answer the next one
-    if (a.callId !== undefined && a.callId !== t.pending.callId) return;
-    this.applyAnswer(t, { text: a.text, approve: a.approve });
+    const a = heardAnswer(this.rows, id, json, t?.status === "input_required" ? t.pending : undefined);
+    if (t && a) this.applyAnswer(t, a);
   }
 
   /** The row was ended by another replica (or the lease could not be kept): stop here too. */
