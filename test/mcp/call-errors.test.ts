@@ -7,16 +7,7 @@ import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { postJson, until } from "../helpers/http";
-import { apply, call, mcpDoc, node, rough, tiny, waitReason } from "./helpers";
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { alive, apply, call, mcpDoc, node, rough, tiny, waitReason } from "./helpers";
 
 describe("calls that end with the connection", () => {
   let s: TestSvc;

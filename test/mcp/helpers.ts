@@ -14,6 +14,16 @@ export const rough = path.join(repoRoot, "test/mcp/fixtures/rough-server.mjs");
 export const reportPort = path.join(repoRoot, "test/mcp/fixtures/report-port.mjs");
 export const node = process.execPath;
 
+/** Is a process (a stdio service, or one it started) still running? */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export function mcpDoc(name: string, spec: Record<string, unknown>) {
   return { apiVersion: "svc/v1", kind: "McpServer", metadata: { name }, spec };
 }

@@ -7,16 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { postJson, until } from "../helpers/http";
 import type { ManifestWatcher, WatchApplied } from "../../controllers/watch";
-import { apply, mcpDoc, node, tiny, tools, waitReason } from "./helpers";
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { alive, apply, mcpDoc, node, tiny, tools, waitReason } from "./helpers";
 
 async function pidOf(file: string): Promise<number> {
   await until(() => true);

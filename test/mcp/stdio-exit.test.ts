@@ -9,16 +9,7 @@ import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSvc, tempDir, type TestSvc } from "../helpers/svc";
 import { until } from "../helpers/http";
-import { apply, call, mcpDoc, node, rough, waitReason } from "./helpers";
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { alive, apply, call, mcpDoc, node, rough, waitReason } from "./helpers";
 
 describe("a stdio service that exits while its stdout is still held open", () => {
   let s: TestSvc;
