@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { PrismaClient } from "../../../prisma/client";
 import type { AuditRepo, SyncAudit } from "../../../prisma/repos/types";
-import type { Prisma } from "../../../prisma/generated/client";
+import type { AuditEntry, Prisma } from "../../../prisma/generated/client";
 import type { AuditRecord } from "../key-types";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { toEntryJson, type AuditEntryJson } from "./entry-json";
@@ -157,16 +157,28 @@ export class AuditLog {
     // metadata is stored as JSON.stringify text: a top-level string member appears exactly so
     if (f.workflowId) and.push({ metadata: { contains: `"workflow_id":${JSON.stringify(f.workflowId)}` } });
     if (f.userId) and.push({ metadata: { contains: `"user_id":${JSON.stringify(f.userId)}` } });
+    const before = (ts: Date, id: string): Prisma.AuditEntryWhereInput => ({ OR: [{ timestamp: { lt: ts } }, { timestamp: ts, id: { lt: id } }] });
     if (f.cursor) {
       const c = decodeCursor(f.cursor);
-      const at = new Date(c.ts);
-      and.push({ OR: [{ timestamp: { lt: at } }, { timestamp: at, id: { lt: c.id } }] });
+      and.push(before(new Date(c.ts), c.id));
     }
-    const rows = await this.prisma.auditEntry.findMany({
-      where: { AND: and },
-      orderBy: [{ timestamp: "desc" }, { id: "desc" }],
-      take: limit + 1,
-    });
+    // The metadata `contains` above is only a pre-filter: on SQLite it is a LIKE, which ignores
+    // case and reads `%` and `_` in the value as wildcards (workflow_id=wf% matched every
+    // workflow, u1 matched U1), so the log disagreed with the usage report's exact match. Each
+    // candidate is checked exactly here, and further batches are read in the same keyset order
+    // until a full page (plus one, for `more`) is found, so pages stay full and cursors exact.
+    const exact = (row: AuditEntry) => metadataMatches(row.metadata, f);
+    const rows: AuditEntry[] = [];
+    for (let after: AuditEntry | undefined; ; ) {
+      const batch = await this.prisma.auditEntry.findMany({
+        where: { AND: after ? [...and, before(after.timestamp, after.id)] : and },
+        orderBy: [{ timestamp: "desc" }, { id: "desc" }],
+        take: limit + 1,
+      });
+      for (const r of batch) if (rows.length <= limit && exact(r)) rows.push(r);
+      if (rows.length > limit || batch.length <= limit) break;
+      after = batch[batch.length - 1];
+    }
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     const last = page[page.length - 1];
@@ -282,3 +294,15 @@ const DIRECT_CHUNK = 64;
  * 2.9 KB of WAL a row, 256 rows at 20 µs and 1.1 KB (~5 ms a write, against ~2 ms). */
 export const SERVER_BATCH = 256;
 
+/** The metadata filters, exactly: a top-level string member equal to the value. */
+function metadataMatches(text: string, f: Pick<AuditQuery, "workflowId" | "userId">): boolean {
+  if (!f.workflowId && !f.userId) return true;
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (!m || typeof m !== "object") return false;
+  return (!f.workflowId || m.workflow_id === f.workflowId) && (!f.userId || m.user_id === f.userId);
+}
