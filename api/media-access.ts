@@ -55,6 +55,9 @@ export interface MediaOp {
   metered: boolean;
   /** how the call is priced: unit and quantity; absent with metered: a free call (a quote) */
   price?: { unit: MediaUnit; quantity: number };
+  /** the quantity of `price.unit` the answer reports (a transcription's duration in minutes):
+   * the call is settled at that, instead of the quantity reserved; undefined keeps the reservation */
+  actualQuantity?: (result: any) => number | undefined;
   /** a price fixed beforehand in micro-USD (a quoted video job): charged instead of `price` */
   spendMicros?: number;
   jobId?: string;
@@ -84,12 +87,27 @@ export function callMedia<R>(svc: Svc, ctx: HttpContext, c: MediaCall, op: Media
       if (first) Object.assign(call, call.priceOf(first)); // without a key (loopback) the first is used
     } else call.spendMicros = 0;
   }
-  return c.gate.call(c.caller, call, (v) => {
-    setHeaders(ctx, rateHeaders(v.rate));
-    const chosen = (v.targets ?? op.candidates)?.[0];
-    // a credential that does not resolve fails the admitted call: released and audited
-    return work(chosen ? mediaOf(svc).resolve(chosen) : (undefined as unknown as MediaTarget));
-  });
+  // what the call is settled at; read by the gate once `work` is done (Gate.call -> run -> finish)
+  const outcome: { costMicros?: number } = {};
+  return c.gate.call(
+    c.caller,
+    call,
+    async (v) => {
+      setHeaders(ctx, rateHeaders(v.rate));
+      const chosen = (v.targets ?? op.candidates)?.[0];
+      // a credential that does not resolve fails the admitted call: released and audited
+      const r = await work(chosen ? mediaOf(svc).resolve(chosen) : (undefined as unknown as MediaTarget));
+      // the reservation was an estimate (a transcription reserves one minute): settle the actual
+      // quantity the answer reports, else a ten-minute recording was charged one minute
+      if (op.metered && op.price && op.spendMicros === undefined && op.actualQuantity && chosen) {
+        const q = op.actualQuantity(r);
+        const actual = q === undefined ? undefined : mediaPrice(svc.store, chosen.provider, op.model, op.price.unit, q).spendMicros;
+        if (actual !== undefined) outcome.costMicros = actual;
+      }
+      return r;
+    },
+    () => outcome,
+  );
 }
 
 /** May this caller see a job? Jobs made with a key: that key or the admin key; without: loopback. */
@@ -118,10 +136,33 @@ function fieldOf(body: Buffer, contentType: string, field: string): string | und
     }
     return typeof v === "string" ? v : field !== "model" && typeof v === "number" ? String(v) : undefined;
   }
-  if (contentType.includes("multipart/form-data")) {
-    const head = body.subarray(0, 1 << 20).toString("latin1");
-    const m = new RegExp(`content-disposition:\\s*form-data;\\s*name="${field}"\\r\\n(?:[^\\r\\n]+\\r\\n)*\\r\\n([^\\r\\n]{1,500})\\r\\n`, "i").exec(head);
-    return m?.[1];
+  if (contentType.includes("multipart/form-data")) return multipartField(body, contentType, field);
+  return undefined;
+}
+
+/** A text field of a multipart/form-data body, found part by part along the boundary. (Only the
+ * first MiB used to be searched: with a large file before `model` and `n`, as clients send an
+ * image first, the call went out with no model, so permissions.models was not applied and the
+ * price was one image of no model.) */
+function multipartField(body: Buffer, contentType: string, field: string): string | undefined {
+  const b = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  if (!b) return undefined;
+  const delim = Buffer.from(`--${b[1] ?? b[2]}`, "latin1");
+  const between = Buffer.concat([Buffer.from("\r\n"), delim]);
+  let at = body.indexOf(delim);
+  while (at !== -1) {
+    const start = at + delim.length;
+    if (body[start] === 0x2d && body[start + 1] === 0x2d) return undefined; // the closing delimiter
+    const headEnd = body.indexOf("\r\n\r\n", start);
+    if (headEnd === -1) return undefined;
+    const next = body.indexOf(between, headEnd + 4);
+    const head = body.subarray(start, headEnd).toString("latin1");
+    const disposition = /content-disposition:([^\r\n]*)/i.exec(head)?.[1] ?? "";
+    if (/;\s*name="?([^";]*)"?/i.exec(disposition)?.[1] === field && !/filename\*?=/i.test(disposition)) {
+      const v = body.subarray(headEnd + 4, next === -1 ? body.length : next).toString("utf8");
+      return v.length >= 1 && v.length <= 500 && !/[\r\n]/.test(v) ? v : undefined;
+    }
+    at = next === -1 ? -1 : next + 2;
   }
   return undefined;
 }

@@ -60,8 +60,18 @@ export default function media(svc: Svc): Router {
     const raw = await readRaw(ctx, (ctx.state as any).bodyLimit);
     const type = ctx.get("content-type") || "application/octet-stream";
     const model = modelOf(raw, type);
-    // a minute is reserved; the answer's `duration` (verbose_json) settles the actual length
-    const op = { audit: "media.transcription", model, candidates: m.candidates("transcription", model), metered: true, price: { unit: "perAudioMinute" as const, quantity: 1 } };
+    // a minute is reserved; the answer's `duration` (verbose_json, seconds) settles the actual length
+    const op = {
+      audit: "media.transcription",
+      model,
+      candidates: m.candidates("transcription", model),
+      metered: true,
+      price: { unit: "perAudioMinute" as const, quantity: 1 },
+      actualQuantity: (up: { json?: any }) => {
+        const d = up.json?.duration;
+        return typeof d === "number" && Number.isFinite(d) && d >= 0 ? d / 60 : undefined;
+      },
+    };
     const up = await callMedia(svc, ctx, c, op, (t) => m.forward(t, "POST", "/audio/transcriptions", { body: raw, contentType: type }));
     passThrough(ctx, up);
   });
@@ -98,7 +108,9 @@ export default function media(svc: Svc): Router {
       const type = ctx.get("content-type") || "application/json";
       const model = modelOf(raw, type);
       const candidates = m.candidates(cap, model);
-      const id = wanted ? `img_${wanted}` : newJobId("img_");
+      // an id the client already prefixed is kept as sent, so cancel finds it by that same id
+      // (prefixed again, img_x was stored as img_img_x and cancel {id: "img_x"} was a 404)
+      const id = wanted ? (wanted.startsWith("img_") ? wanted : `img_${wanted}`) : newJobId("img_");
       if (await m.jobs.get(id)) throw new SvcError("conflict", "conflict", `image job ${id} already exists; send another X-Svc-Job-Id`, "X-Svc-Job-Id");
       const price = { unit: "perImage" as const, quantity: countOf(raw, type) };
       // the job is recorded (and cancellable) once the gate admitted the call
@@ -158,20 +170,20 @@ export default function media(svc: Svc): Router {
       const quote = await m.quotes.claim(b, { ownerKeyId: c.key?.id ?? null, provider: t.provider, model });
       const fwd = { ...paramsOf(b), ...(quote.upstream_quote_id ? { quote_id: quote.upstream_quote_id } : {}), consent: true };
       try {
-        return { t, quote, up: await m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" }) };
+        const up = await m.forward(t, "POST", "/videos/generations", { body: JSON.stringify(fwd), contentType: "application/json" });
+        // an answer without a job id started nothing: fail inside the gate's call, so the key is
+        // not charged (checked after the call, the quote was charged and released for another charge)
+        if (typeof up.json?.id !== "string" || !up.json.id) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
+        return { t, quote, up };
       } catch (e) {
         await m.quotes.release(quote.id); // nothing started: the quote stays usable until it expires
         throw e;
       }
     });
     const priceMicros = BigInt(Math.round(quote.price_usd * 1e6));
-    const upstreamId: unknown = up.json?.id;
-    if (typeof upstreamId !== "string" || !upstreamId) {
-      await m.quotes.release(quote.id);
-      throw new SvcError("upstream", "upstream_error", `provider ${t.provider} started no job (its answer has no id)`);
-    }
+    const upstreamId: string = up.json.id;
     const status = typeof up.json.status === "string" ? up.json.status : "queued";
-    await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId: upstreamId as string, status, ownerKeyId: c.key?.id ?? null, result: up.json, quoteId: quote.id, priceMicros });
+    await m.jobs.create({ id, kind: "video", operation: "video", provider: t.provider, model, upstreamId, status, ownerKeyId: c.key?.id ?? null, result: up.json, quoteId: quote.id, priceMicros });
     await m.quotes.usedBy(quote.id, id);
     ctx.status = 202;
     ctx.set("location", `/v1/videos/jobs/${id}`);

@@ -52,8 +52,18 @@ export class Media {
 
   /** One upstream call. JSON answers are parsed (json); others stream (body). */
   async forward(t: MediaTarget, method: string, path: string, o: { body?: Buffer | string; contentType?: string; signal?: AbortSignal; stream?: boolean } = {}): Promise<Upstream> {
-    const timeout = AbortSignal.timeout(t.timeoutMs);
-    const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+    // The timeout bounds the answer (headers, and a JSON body); a streamed body (a video's content)
+    // is bounded between chunks instead: with one deadline for the whole download, a video that
+    // took longer than timeoutSeconds to stream was cut off mid-file.
+    const timeout = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => timeout.abort(), t.timeoutMs);
+      timer.unref?.();
+    };
+    arm();
+    const signal = o.signal ? AbortSignal.any([o.signal, timeout.signal]) : timeout.signal;
     let res: Response;
     try {
       res = await outboundFetch()(t.baseUrl + path, {
@@ -63,23 +73,56 @@ export class Media {
         signal,
       });
     } catch (e: any) {
+      clearTimeout(timer);
       if (o.signal?.aborted) throw e;
-      if (timeout.aborted) throw new SvcError("timeout", "upstream_timeout", `provider ${t.provider} did not answer within ${t.timeoutMs / 1000} s`);
+      if (timeout.signal.aborted) throw new SvcError("timeout", "upstream_timeout", `provider ${t.provider} did not answer within ${t.timeoutMs / 1000} s`);
       throw new SvcError("upstream", "upstream_error", `provider ${t.provider} is unreachable: ${redactSecrets(String(e?.cause?.code ?? e?.message ?? e))}`);
     }
     const contentType = res.headers.get("content-type") ?? "application/octet-stream";
     if (!res.ok) {
       const text = redactSecrets((await res.text().catch(() => "")).slice(0, 2000));
+      clearTimeout(timer);
       let msg = text;
       try {
         msg = JSON.parse(text)?.error?.message ?? text;
       } catch {
         /* not JSON */
       }
+      // 401/403 refuse svc's own credential at the provider, not the caller's key: a 502, as on
+      // chat (providers/http.ts statusError); passed through they told the client its key was bad
+      if (res.status === 401 || res.status === 403) throw new SvcError("upstream", "upstream_error", `provider ${t.provider} rejected the gateway's credential (${res.status}): ${msg || "(no message)"}`);
       const code = res.status === 429 ? "rate_limit_exceeded" : res.status === 404 ? "not_found" : res.status >= 500 ? "upstream_error" : res.status === 400 || res.status === 422 ? "invalid_request" : "upstream_error";
       throw new SvcError(kindOfUpstreamStatus(res.status), code, `provider ${t.provider} answered ${res.status}: ${msg || "(no message)"}`);
     }
-    if (!o.stream && contentType.includes("json")) return { status: res.status, contentType, body: null, json: await res.json() };
-    return { status: res.status, contentType, body: res.body };
+    if (!o.stream && contentType.includes("json")) {
+      try {
+        return { status: res.status, contentType, body: null, json: await res.json() };
+      } catch (e) {
+        // a body that stalls or is not JSON is the provider's failure (504 / 502), not a 500
+        if (o.signal?.aborted) throw e;
+        if (timeout.signal.aborted) throw new SvcError("timeout", "upstream_timeout", `provider ${t.provider} did not answer within ${t.timeoutMs / 1000} s`);
+        throw new SvcError("upstream", "upstream_error", `provider ${t.provider} answered ${res.status} with a body that is not JSON: ${redactSecrets(String((e as Error)?.message ?? e))}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    if (!res.body) {
+      clearTimeout(timer);
+      return { status: res.status, contentType, body: null };
+    }
+    // each chunk re-arms the timeout; the end of the body clears it
+    arm();
+    const body = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, c) {
+          arm();
+          c.enqueue(chunk);
+        },
+        flush() {
+          clearTimeout(timer);
+        },
+      }),
+    );
+    return { status: res.status, contentType, body };
   }
 }
