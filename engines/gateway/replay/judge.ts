@@ -52,6 +52,8 @@ function served(t: RouteTarget): { provider: string; model: string } {
 
 export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   w.t = e.ts;
+  // this entry's balanced-route draw depends on its place in the window only (world.ts drawsFor)
+  w.drawsFor(w.judged++);
   const now = e.ts;
   const key = w.keys.get(e.keyId);
   if (!key) return { refused: { code: "invalid_api_key", message: AUTH.invalid_api_key }, usdMicros: 0 };
@@ -90,17 +92,25 @@ export function judge(w: ReplayWorld, e: ReplayEntry): Judged {
   }
   const where = served(target);
   v.call.provider = where.provider;
-  if (UPSTREAM_FAILURES.has(e.status)) {
+  // A recorded failure or cancellation without usage ended before the answer: the live gate
+  // released it (refused(): settled at zero, the request given back). One with usage failed or
+  // was cancelled mid-answer: the live pipeline settled it like a success, with the tokens it
+  // counted (pipeline.ts finish), so it counts toward budgets, token limits and max_requests.
+  if ((UPSTREAM_FAILURES.has(e.status) || e.status === "cancelled") && e.promptTokens === 0 && e.completionTokens === 0) {
     w.gate.failed(v, UPSTREAM);
     return { provider: where.provider, model: where.model, usdMicros: 0 };
   }
   // a call refused when it was recorded has no usage to settle: admitted here, it is counted at 0
-  const priceCost = costMicros(target, e.promptTokens, e.completionTokens);
-  const usd = w.limits.usd(priceCost, target.currency);
+  // A balanced route is settled at the prices of the deployment drawn, as the live balancer
+  // does once it adopts it (balancer.ts adopt); the routed target itself carries the highest
+  // prices of the group, which only the estimate uses.
+  const priced = (target as Partial<RoutedTarget>).first?.target ?? target;
+  const priceCost = costMicros(priced, e.promptTokens, e.completionTokens);
+  const usd = w.limits.usd(priceCost, priced.currency);
   w.gate.finish(v, {
     status: "success",
     provider: where.provider,
-    costMicros: v.adm ? w.gate.keyCost(key, target, priceCost, e.model!) : priceCost,
+    costMicros: v.adm ? w.gate.keyCost(key, priced, priceCost, e.model!) : priceCost,
     usdMicros: usd,
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,

@@ -49,15 +49,22 @@ export class ReplayWorld {
   readonly alerts: Alerts;
   /** replaced by a worker's count when the worker judged this state (parallel.ts) */
   counted: AlertCount = { alerts: new Map(), webhooks: new Map() };
+  /** the balanced routes' random sequence (see drawsFor) */
+  private seed = 0x2545f491;
+  /** model calls judged so far: the ordinal of the next one (the same in both states and on a worker) */
+  judged = 0;
 
   constructor(objects: Iterable<ReplayObject>) {
     const now = () => this.t;
     let rates: readonly ExchangeRate[] | undefined;
     const settings = new Map<string, Partial<AlertSettingsSpec>>();
     const servers: ReplayObject[] = [];
-    // balanced routes draw with a fixed sequence, so two replays of one state agree
-    let seed = 0x2545f491;
-    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    // balanced routes draw with a fixed sequence, so two replays of one state agree; the
+    // sequence restarts from each entry's ordinal (drawsFor), so the current and the proposed
+    // state draw the same numbers for the same entry even when one of them refused earlier
+    // entries before routing (a revoked or deleted key, an IP or scope refusal): a shared running
+    // sequence would shift and report unrelated keys' calls as rerouted
+    const random = () => ((this.seed = (Math.imul(this.seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
     this.router = new ProviderRouter(() => undefined, { random, now });
     for (const o of objects) {
       if (o.kind === "ApiKey") this.keys.put(o as StoredObject);
@@ -84,6 +91,15 @@ export class ReplayWorld {
     const prisma = { alertMark: { create: async () => ({}) } } as unknown as PrismaClient;
     this.alerts = new Alerts({ outbox, prisma, settings: () => inForce, now: () => new Date(this.t), log: () => undefined });
     this.gate = new Gate({ keys: this.keys, policies: this.policies, limits: this.limits, alerts: this.alerts, allowUnauthenticatedLoopback: () => false, now });
+  }
+
+  /** Restart the draws for the model call with this ordinal (murmur3's finalizer of it): its
+   * draw depends on the entry alone, not on how many draws the state made before it. */
+  drawsFor(n: number): void {
+    let h = (n ^ 0x2545f491) >>> 0;
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    this.seed = (h ^ (h >>> 16)) >>> 0;
   }
 
   async close(): Promise<void> {
