@@ -26,6 +26,24 @@
 -- rebuild), or a refusal ({'rate', ...}, {'max', ...}, {'over', ...}, {'usage', ...}).
 local a = cjson.decode(ARGV[1])
 local P = a.p
+-- ARGV[2], ARGV[3]: the replica's connection this call came on and its number there. The last
+-- number run on each connection is kept, so a settle sent again after a call whose answer never
+-- came back (timed out, connection dropped) names that call (its 8th element, [[conn, n], ...])
+-- and is skipped if the call ran after all: it was counted then (shared-limits.ts send).
+local C, N = ARGV[2], tonumber(ARGV[3] or '0') or 0
+if C and C ~= '' then redis.call('SET', P .. 'call:' .. C, ARGV[3], 'PX', 86400000) end
+local lastRun = {}
+local function ranBefore(tries)
+  for _, c in ipairs(tries) do
+    local last = lastRun[c[1]]
+    if last == nil then
+      last = tonumber(redis.call('GET', P .. 'call:' .. c[1]) or '0') or 0
+      lastRun[c[1]] = last
+    end
+    if last >= c[2] then return true end
+  end
+  return false
+end
 local inc = redis.call('GET', P .. 'seeded')
 local now
 local function clock()
@@ -84,6 +102,8 @@ if inc then
   -- lapsed and were reclaimed are not released twice); what the requests used is summed per shape
   local rel, relOrder = {}, {}
   for _, x in ipairs(a.s) do
+   -- (a settle an earlier call of it counted already is skipped)
+   if not (x[8] and ranBefore(x[8])) then
     local q, id, xrs, xrt, xs, xt = shapes[x[1] + 1], x[2], x[3], x[4], x[5], x[6]
     if xrs > 0 or xrt > 0 then
       local m = id .. '|' .. xrs .. '|' .. xrt
@@ -104,6 +124,7 @@ if inc then
     q.s = q.s + xs
     q.t = q.t + xt
     if x[7] ~= 1 then q.unserved = q.unserved + 1 end
+   end
   end
   for _, z in ipairs(relOrder) do
     local l = rel[z]

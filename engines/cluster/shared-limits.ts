@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Redis } from "ioredis";
+import { ReplyError, type Redis } from "ioredis";
 import type { SharedLimitStore, SharedRate, SharedRequest, SharedUsage, SharedVerdict } from "../gateway/limits/shared";
 import { USAGE_MARK } from "../gateway/limits/shared";
 import { UsageLedger, type Delta, type Entry } from "./usage-ledger";
@@ -37,7 +37,7 @@ const APPLY_BATCH = 500;
 const COPY_TURN_MS = 30_000;
 
 type WithScripts = Redis & {
-  svcTurn(arg: string): Promise<unknown[]>;
+  svcTurn(arg: string, conn: string, n: string): Promise<unknown[]>;
   svcSeed(arg: string): Promise<number>;
   svcApply(arg: string): Promise<unknown[]>;
   svcSnap(arg: string): Promise<unknown[]>;
@@ -85,6 +85,9 @@ export class RedisLimits implements SharedLimitStore {
   private admits: Waiting[] = [];
   private settles: Entry[] = [];
   private queued = false;
+  /** an id for each connection (stream) limits.lua calls went out on, and the calls' numbers */
+  private readonly conns = new WeakMap<object, string>();
+  private calls = 0;
 
   constructor(
     redis: Redis,
@@ -179,11 +182,30 @@ export class RedisLimits implements SharedLimitStore {
     for (const e of settles) e.inc = undefined;
     const arg = turnPayload(this.p, this.opts.reservationTtlMs, settles.map((e) => e.settle!), admits.map((w) => w.item));
     let v: unknown[];
+    // The call is numbered on the connection it is written to (limits.lua records the last number
+    // run on each connection). Its answer can fail to come back although it ran (Redis stalled past
+    // the command timeout, or the connection dropped after it ran): its settles are then sent
+    // again naming it, and limits.lua applies them only if it did not run, so a settle is never
+    // counted twice. (Calls on one connection run in the order written, so "ran" is "a number at
+    // or after it ran on its connection".)
+    let sent: [string, number] | undefined;
+    const call = () => {
+      const stream = this.r.stream as object | undefined;
+      let conn = stream ? this.conns.get(stream) : undefined;
+      if (stream && !conn) this.conns.set(stream, (conn = `${this.tag}.${randomBytes(4).toString("hex")}`));
+      sent = conn ? [conn, ++this.calls] : undefined;
+      return sent ? this.r.svcTurn(arg, sent[0], String(sent[1])) : this.r.svcTurn(arg, "", "0");
+    };
     try {
       // written now unless the connection is new (then after its check)
-      v = await (this.passed ? this.r.svcTurn(arg) : this.check().then(() => this.r.svcTurn(arg)));
+      v = await (this.passed ? call() : this.check().then(call));
     } catch (err) {
-      for (const e of settles) e.inc = "";
+      // ran or not is unknown unless Redis answered with an error or the call was never written
+      const doubtful = sent && !(err instanceof ReplyError) && !/isn't writeable/.test(String((err as Error)?.message));
+      for (const e of settles) {
+        e.inc = "";
+        if (doubtful) (e.settle!.tries ??= []).push(sent!);
+      }
       if (settles.length && !this.offline) this.opts.log("shared limits: Redis unreachable, settling later");
       if (settles.length) this.offline = true;
       for (const w of admits) w.reject(err);

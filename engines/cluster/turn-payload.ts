@@ -30,7 +30,8 @@ export function turnPayload(prefix: string, ttl: number, settles: SettleItem[], 
       i = ss.push({ ents: x.ents, re: x.re, day: x.day, month: x.month }) - 1;
       settleShapes.set(key, i);
     }
-    s.push([i, x.id, x.rs, x.rt, x.s, x.t, x.served ? 1 : 0]);
+    // (tries: the calls that carried it and whose answer never came; limits.lua skips it if one ran)
+    s.push(x.tries?.length ? [i, x.id, x.rs, x.rt, x.s, x.t, x.served ? 1 : 0, x.tries] : [i, x.id, x.rs, x.rt, x.s, x.t, x.served ? 1 : 0]);
   }
   const as: AdmissionShape[] = [];
   const a: unknown[] = [];

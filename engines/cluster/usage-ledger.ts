@@ -42,6 +42,11 @@ export interface SettleItem {
   s: number;
   t: number;
   served: boolean;
+  /** limits.lua calls that carried this settle and whose answer never came back (timed out, or
+   * the connection closed): [connection, call number]. Such a call may have run all the same
+   * (Redis stalled, or answered into a dropped connection), so the settle is sent again with
+   * them, and limits.lua applies it only if none of them ran: never counted twice. */
+  tries?: Array<[string, number]>;
 }
 
 /** A request in flight holding a reservation. */
