@@ -19,8 +19,11 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
-/** Listen on 127.0.0.1 (port 0: any free port). `reject(n)` may refuse the n-th message (451). */
-export async function smtpSink(opts: { port?: number; users?: Record<string, string>; reject?: (n: number) => boolean } = {}): Promise<SmtpSink> {
+/** Listen on 127.0.0.1 (port 0: any free port). `reject(n)` may refuse the n-th message (451);
+ * `hold(n)` keeps the client waiting for the answer to the n-th message until it resolves. */
+export async function smtpSink(
+  opts: { port?: number; users?: Record<string, string>; reject?: (n: number) => boolean; hold?: (n: number) => Promise<unknown> | undefined } = {},
+): Promise<SmtpSink> {
   const got: ReceivedMail[] = [];
   let n = 0;
   const server = new SMTPServer({
@@ -35,9 +38,10 @@ export async function smtpSink(opts: { port?: number; users?: Record<string, str
     onData(stream, session, cb) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
-      stream.on("end", () => {
-        n++;
-        if (opts.reject?.(n)) {
+      stream.on("end", async () => {
+        const nth = ++n;
+        await opts.hold?.(nth)?.catch(() => undefined);
+        if (opts.reject?.(nth)) {
           const err = Object.assign(new Error("try again later"), { responseCode: 451 });
           return cb(err);
         }

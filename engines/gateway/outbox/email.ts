@@ -14,6 +14,10 @@ import { EMAILED_EVENTS, renderAlertMail } from "./email-render";
 /** nextAttemptAt of a row given up on: never due again (kept for inspection). */
 export const EMAIL_FAILED_AT = FAILED_AT;
 
+/** How long a claimed row is left to the replica sending it (longer than any one send with its
+ * connection, greeting and socket timeouts); a replica that died mid-send leaves it due after. */
+const CLAIM_MS = 10 * 60_000;
+
 export interface EmailOutboxOptions extends OutboxOptions {
   /** the AlertSettings smtp block in force, read at every pass */
   smtp: () => SmtpSettings | undefined;
@@ -29,7 +33,7 @@ export class EmailOutbox extends DurableOutbox<EmailDelivery> {
   private warnedUnconfigured = false;
 
   constructor(
-    prisma: PrismaClient,
+    private readonly prisma: PrismaClient,
     private readonly opts: EmailOutboxOptions,
   ) {
     // one message at a time over one SMTP connection, one batch a pass
@@ -68,6 +72,12 @@ export class EmailOutbox extends DurableOutbox<EmailDelivery> {
       return undefined;
     }
     return async (row) => {
+      // Replicas on one database (shared mode) read the same due rows: each sent them all, so an
+      // alert was mailed once per replica (and each failure counted once per replica). The row is
+      // claimed first, atomically, and a row another replica claimed (or already sent or failed
+      // since this batch was read) is left to it. The claim only moves nextAttemptAt on: the
+      // delivered/failed update below replaces it.
+      if (!(await this.claim(row))) return false;
       try {
         await transport.sendMail({ from: smtp.from, to: row.recipient, subject: row.subject, text: row.body, messageId: `<${row.id}@svc>` });
         return await this.delivered(row);
@@ -75,6 +85,16 @@ export class EmailOutbox extends DurableOutbox<EmailDelivery> {
         return this.failed(row, `${e?.code ? `${e.code}: ` : ""}${e?.message ?? e}`);
       }
     };
+  }
+
+  /** True when this process now holds the row: still pending, as this batch read it, and due. */
+  private async claim(row: EmailDelivery): Promise<boolean> {
+    const now = this.now();
+    const { count } = await this.prisma.emailDelivery.updateMany({
+      where: { id: row.id, deliveredAt: null, attempts: row.attempts, nextAttemptAt: { lte: now } },
+      data: { nextAttemptAt: new Date(now.getTime() + CLAIM_MS) },
+    });
+    return count === 1;
   }
 
   protected async release(): Promise<void> {
