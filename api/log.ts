@@ -48,7 +48,10 @@ export function redactString(s: string): string {
 /** A copy of `v` with secret-looking fields replaced and credentials cut out of strings. */
 export function redact(v: unknown, depth = 0): unknown {
   if (typeof v === "string") return redactString(v);
-  if (depth > 6 || v === null || typeof v !== "object") return v;
+  if (v === null || typeof v !== "object") return v;
+  // below the depth limit nothing is inspected, so nothing is shown: returning the object as it
+  // is would write its secret-looking fields in clear (the rule holds "at any depth")
+  if (depth > 6) return REDACTED;
   if (v instanceof Error) return { message: redactString(v.message), name: v.name };
   if (Array.isArray(v)) return v.map((x) => redact(x, depth + 1));
   const out: Record<string, unknown> = {};

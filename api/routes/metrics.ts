@@ -24,6 +24,9 @@ function mayScrape(svc: Svc, ctx: HttpContext): boolean {
       if (!(e instanceof SvcError && e.code === "invalid_api_key")) throw e;
     }
   }
+  // the access line names the key the scrape was made with, as on every keyed route
+  // (docs/operations.md: keyId is absent only for anonymous loopback requests and refused keys)
+  if (key) ctx.state.keyId = key.id;
   if (isLoopback(ctx) || svc.server.metrics?.public === true) return true;
   return key?.role === "admin";
 }
