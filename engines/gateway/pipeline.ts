@@ -217,7 +217,12 @@ export class GatewayPipeline implements InferencePipeline {
       if (run.adm?.written && !isWritten(run.adm.written)) await reservationWritten(run.adm.written, events);
       return { provider: run.target!.provider, model: req.model, rate: run.rate, cache: probe?.state, events: this.track(events, run) };
     } catch (e) {
-      if (run.target) run.call.provider = run.target.provider; // a balanced target names the deployment it tried last
+      if (run.target) {
+        run.call.provider = run.target.provider; // a balanced target names the deployment it tried last
+        // it reached a provider: its time is a request duration too (docs/operations.md), as a
+        // failure mid-answer's is; gate.refused only counts limit refusals
+        this.o.metrics?.completed(caller.route, run.target.provider, run.call.model, 0, 0, 0, performance.now() - run.t0);
+      }
       this.gate.refused(run, e);
       throw e;
     }
