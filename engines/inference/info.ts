@@ -20,12 +20,15 @@ export interface ModelInfo {
   metadata: Record<string, unknown>;
 }
 
-const cache = new Map<string, { mtimeMs: number; info: Omit<ModelInfo, "name" | "capabilities"> }>();
+// keyed by path and checked against the file's identity, not its mtime alone: a file replaced by
+// one carrying the same mtime (cp -p, rsync -t, an unpacked archive) showed the old file's facts
+const cache = new Map<string, { stamp: string; info: Omit<ModelInfo, "name" | "capabilities"> }>();
 
 export async function readModelInfo(name: string, file: string, spec: ModelSpec): Promise<ModelInfo> {
   const st = await stat(file);
+  const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
   let hit = cache.get(file);
-  if (!hit || hit.mtimeMs !== st.mtimeMs) {
+  if (!hit || hit.stamp !== stamp) {
     const gguf = await readGgufFileInfo(file, { readTensorInfo: true, ignoreKeys: ["tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"] });
     const meta = gguf.metadata as unknown as { general: Record<string, unknown>; tokenizer?: { chat_template?: string } };
     const arch = String(meta.general.architecture ?? "unknown");
@@ -35,7 +38,7 @@ export async function readModelInfo(name: string, file: string, spec: ModelSpec)
     const parameterCount = (gguf.fullTensorInfo ?? gguf.tensorInfo ?? [])
       .reduce((n, t) => n + t.dimensions.reduce((a: number, d) => a * Number(d), 1), 0);
     hit = {
-      mtimeMs: st.mtimeMs,
+      stamp,
       info: {
         file,
         sizeBytes: st.size,

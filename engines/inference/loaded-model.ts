@@ -108,6 +108,9 @@ export class LoadedModel {
     try {
       slot = await this.queue.acquire(tokens, signal);
       if (tokens?.length) await this.staleTrim.trim(slot.sequence, tokens);
+      // disposed while the trim waited for a running decode (pool closed): a lease handed out now
+      // would generate on a disposed sequence, its dispose signal already fired
+      if (this.disposed) throw inferenceError("model_unavailable", `model ${this.name} was unloaded`);
     } catch (err) {
       if (slot) this.queue.release(slot);
       this.leaseEnded();
@@ -204,10 +207,18 @@ export class LoadedModel {
     if (!(secs > 0) || this.disposed) return;
     this.clearIdleTimer();
     this.idleUnloadAt = new Date(Date.now() + secs * 1000);
+    this.scheduleIdle(this.idleUnloadAt.getTime());
+  }
+
+  /** Node fires a timer longer than 2^31-1 ms (about 24.8 days; idleUnloadSeconds has no maximum)
+   * after 1 ms: a long interval is waited out in steps no longer than that. */
+  private scheduleIdle(at: number) {
     this.idleTimer = setTimeout(() => {
       this.idleTimer = undefined;
-      if (this.holds === 0 && !this.disposed) this.settings.onIdle(this);
-    }, secs * 1000);
+      if (this.holds !== 0 || this.disposed) return;
+      if (at > Date.now()) return this.scheduleIdle(at);
+      this.settings.onIdle(this);
+    }, Math.min(Math.max(at - Date.now(), 0), 2 ** 31 - 1));
     this.idleTimer.unref(); // an idle model never keeps the process alive
   }
 

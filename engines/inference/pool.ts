@@ -70,7 +70,19 @@ interface Entry {
   key: string;
   loaded?: LoadedModel;
   loading?: Promise<LoadedModel>;
+  /** the file's identity when it was last loaded (fileStamp) */
+  stamp?: string;
 }
+
+/** which file is at a path: replaced (renamed over, rewritten) means another inode, size or mtime */
+const fileStamp = (file: string): string | undefined => {
+  try {
+    const st = statSync(file);
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return undefined;
+  }
+};
 
 /** stable form of a spec: a re-register with an equal spec keeps the loaded model */
 const specKey = (v: unknown): string =>
@@ -91,7 +103,13 @@ export class ModelPool {
   register(name: string, spec: ModelSpec): void {
     const key = specKey(spec);
     const prev = this.entries.get(name);
-    if (prev?.key === key) return;
+    if (prev?.key === key) {
+      // Same spec, but the file at its path was replaced (a finished re-download, a file written
+      // by hand): the controller's reconcile (and resync) lands here, and the old weights stayed
+      // loaded, served under a status and /api/show describing the new file. Reload on next use.
+      if (prev.loaded && !prev.loaded.disposed && prev.stamp !== fileStamp(prev.file)) this.detach(prev);
+      return;
+    }
     if (prev) this.detach(prev); // changed spec: the next request loads the new one
     this.entries.set(name, { name, spec, key, file: path.resolve(this.opts.modelsDir, spec.file) });
   }
@@ -130,10 +148,12 @@ export class ModelPool {
   }
 
   async *chat(req: ChatRequest, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
-    const entry = this.entryFor(req.model);
-    const sampling = resolveSampling(req, entry.spec, this.opts.serverSampling?.());
     // A model may unload between load and lease (idle timer, re-register): retry once.
     for (let attempt = 0; ; attempt++) {
+      // Looked up on every attempt: a changed manifest replaces the entry, and retrying on the old
+      // one loaded the old spec again only to retire it at once (the request failed).
+      const entry = this.entryFor(req.model);
+      const sampling = resolveSampling(req, entry.spec, this.opts.serverSampling?.());
       const lm = await this.ensureLoaded(entry);
       const { prepare, generate } = await runtime();
       const prepared = await prepare(lm, req, await this.grammarCache(), sampling.maxTokens);
@@ -154,9 +174,9 @@ export class ModelPool {
   }
 
   async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
-    const entry = this.entryFor(req.model);
-    if (entry.spec.embeddings === false) throw inferenceError("invalid_request", `model ${entry.name} does not serve embeddings`);
     for (let attempt = 0; ; attempt++) {
+      const entry = this.entryFor(req.model); // per attempt, as in chat: a changed manifest replaces the entry
+      if (entry.spec.embeddings === false) throw inferenceError("invalid_request", `model ${entry.name} does not serve embeddings`);
       const lm = await this.ensureLoaded(entry);
       try {
         return await lm.embed(req.input);
@@ -306,6 +326,7 @@ export class ModelPool {
   private async loadNow(e: Entry): Promise<LoadedModel> {
     this.checkFile(e);
     const size = statSync(e.file).size;
+    e.stamp = fileStamp(e.file);
     const need = size * (this.opts.memoryFactor ?? 1.2);
     const free = (this.opts.freeMemory ?? os.freemem)();
     if (need > free) {
