@@ -41,8 +41,29 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     private readonly a: Auth,
     /** interactive (login): the loopback callback URL and where to show the authorization URL */
     private readonly login?: { redirectUrl: string; open: (url: URL) => void },
+    /** the MCP endpoint the running svc connects to (the spec's url): state stored for another
+     * endpoint (the manifest's url changed since the login) is not used */
+    private readonly serverUrl?: string,
   ) {
-    this.saved = loadOAuthState(home, service);
+    // A login starts from nothing and keeps its state in memory until it succeeds (runLogin saves
+    // it): writing it as it went wiped the tokens svc was using for the whole login, so an
+    // interrupted login (Ctrl-C, closed terminal) lost them, and a failed one put back a refresh
+    // token svc had rotated meanwhile.
+    this.saved = login ? {} : this.load();
+  }
+
+  /** The stored state, unless it was obtained for another MCP endpoint than this one: its tokens
+   * (and a refresh through its cached discovery) must not go to a server they were not issued for. */
+  private load(): OAuthState {
+    const st = loadOAuthState(this.home, this.service);
+    if (this.serverUrl && st.serverUrl && !sameUrl(st.serverUrl, this.serverUrl)) return {};
+    return st;
+  }
+
+  /** What a finished login stores: the client, tokens and discovery, not the spent PKCE verifier. */
+  loginState(serverUrl: string): OAuthState {
+    const { codeVerifier: _spent, ...rest } = this.saved;
+    return { ...rest, serverUrl };
   }
 
   /** Always set: without one the SDK would take this for a non-interactive (client-credentials)
@@ -124,12 +145,16 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     if (scope === "all" || scope === "verifier") delete s.codeVerifier;
     if (scope === "all" || scope === "discovery") delete s.discovery;
     this.saved = s;
-    saveOAuthState(this.home, this.service, s);
+    if (!this.login) saveOAuthState(this.home, this.service, s); // a login saves once, at the end
   }
 
   private update(p: Partial<OAuthState>): void {
+    if (this.login) {
+      this.saved = { ...this.saved, ...p }; // a login saves once, when it succeeds (runLogin)
+      return;
+    }
     // re-read first: another process (login, or a refresh by the server) may have written since
-    this.saved = { ...loadOAuthState(this.home, this.service), ...p };
+    this.saved = { ...this.load(), ...p };
     saveOAuthState(this.home, this.service, this.saved);
   }
 }
@@ -171,13 +196,12 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
   if (!usesAuthorizationCode(o.spec)) throw new Error(`McpServer ${o.service} does not use auth.type oauth with grant authorization_code`);
   const serverUrl = o.spec.url!;
   const { port, code, close } = await o.listen(o.spec.auth.callbackPort ?? 0);
-  const previous = loadOAuthState(o.home, o.service);
-  let ok = false;
   try {
     const redirectUrl = `http://127.0.0.1:${port}/callback`;
-    // a fresh login: forget old tokens and (unless configured) the client registered for another
-    // port; a login that does not finish puts the previous state back
-    saveOAuthState(o.home, o.service, { serverUrl });
+    // a fresh login: it starts without the old tokens and (unless configured) the client registered
+    // for another port, but keeps its state in memory (StoredOAuthProvider with `login`): the stored
+    // state, which the running svc keeps using and refreshing meanwhile, is replaced only when the
+    // login succeeds, so one that does not finish (refused, timed out, interrupted) changes nothing
     let shown = false;
     const provider = new StoredOAuthProvider(o.home, o.service, o.spec.auth, {
       redirectUrl,
@@ -188,7 +212,7 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
     });
     const first = await auth(provider, { serverUrl, scope: o.spec.auth.scope });
     if (first === "AUTHORIZED") {
-      ok = true;
+      saveOAuthState(o.home, o.service, provider.loginState(serverUrl));
       return { scope: provider.tokens()?.scope };
     }
     if (!shown) throw new Error("the authorization server gave no URL to open");
@@ -197,11 +221,18 @@ export async function runLogin(o: LoginOptions): Promise<{ scope?: string }> {
     if (got.error) throw new Error(`the authorization server refused: ${got.error}${got.description ? ` (${got.description})` : ""}`);
     const second = await auth(provider, { serverUrl, authorizationCode: got.code!, scope: o.spec.auth.scope });
     if (second !== "AUTHORIZED") throw new Error("the authorization code was not accepted");
-    ok = true;
+    saveOAuthState(o.home, o.service, provider.loginState(serverUrl));
     return { scope: provider.tokens()?.scope };
   } finally {
-    if (!ok) saveOAuthState(o.home, o.service, previous);
     await close();
+  }
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return a === b;
   }
 }
 

@@ -93,7 +93,7 @@ export function buildTransport(s: McpServerSpec, ctx?: { home?: string; service?
   let authProvider: OAuthClientProvider | undefined;
   if (usesAuthorizationCode(s)) {
     if (!ctx?.home || !ctx.service) throw failure("InvalidSpec", "auth grant authorization_code needs a data dir for its tokens");
-    const p = new StoredOAuthProvider(ctx.home, ctx.service, a);
+    const p = new StoredOAuthProvider(ctx.home, ctx.service, a, undefined, s.url); // tokens of another url (the manifest changed) are not sent
     // never logged in: say so without a round trip (and without registering a client)
     if (!p.hasTokens()) throw authorizationRequired(ctx.service);
     authProvider = p;
