@@ -114,6 +114,11 @@ export function pick(g: Group, strategy: Strategy, tried: ReadonlySet<Deployment
   let ds = g.deployments.filter((d) => !cooling(d, now) && !tried.has(d));
   if (ds.length === 0) ds = g.deployments.filter((d) => !cooling(d, now));
   if (ds.length === 0) return undefined;
+  // a deployment of weight 0 is a standby under every strategy (docs: "used only when the others
+  // are out"), not only under weighted: least-busy, latency (no sample yet) and cost-optimized
+  // would otherwise prefer it while weighted deployments are in service
+  const weighted = ds.filter((d) => d.weight > 0);
+  if (weighted.length) ds = weighted;
   if (ds.length === 1) return ds[0];
   switch (strategy) {
     case "least-busy":
@@ -122,11 +127,9 @@ export function pick(g: Group, strategy: Strategy, tried: ReadonlySet<Deployment
       return least(ds, (d) => d.state.latencyMs ?? -1, h.random);
     case "cost-optimized":
       return least(ds, (d) => d.priceKey, h.random);
-    default: {
-      // a deployment of weight 0 serves only when every weighted one is out
-      const weighted = ds.filter((d) => d.weight > 0);
-      return draw(weighted.length ? weighted : ds, h.random);
-    }
+    default:
+      // standbys were left out above while a weighted deployment is in service
+      return draw(ds, h.random);
   }
 }
 
@@ -168,7 +171,9 @@ export function noteFailure(d: Deployment, e: unknown, now: number, log?: Logger
     s.recent = s.recent.filter((t) => t > now - d.cooldown.windowMs);
     s.recent.push(now);
     if (s.recent.length >= d.cooldown.failures) {
-      s.coolUntil = now + d.cooldown.ms;
+      // never shorten a longer cooldown already running (a 429's Retry-After, while requests
+      // still in flight on the deployment fail)
+      s.coolUntil = Math.max(s.coolUntil, now + d.cooldown.ms);
       s.recent = [];
       cooled = d.cooldown.ms;
     }
@@ -199,14 +204,21 @@ function adopt(t: RoutedTarget, d: Deployment): void {
   t.inPerM = d.target.inPerM;
   t.outPerM = d.target.outPerM;
   t.priced = d.target.priced;
+  // the prices are in the served deployment's currency (cost and spend are converted with it)
+  t.currency = d.target.currency;
 }
 
-async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number, log: Logger | undefined, model: string, requestId: string | undefined): AsyncGenerator<ChatEvent> {
+async function* released(events: AsyncIterable<ChatEvent>, d: Deployment, now: () => number, log: Logger | undefined, model: string, cancel: Cancellation): AsyncGenerator<ChatEvent> {
+  const requestId = cancel.requestId;
   try {
     yield* events;
   } catch (e) {
-    noteFailure(d, e, now(), log, model, requestId); // counted, never retried: part of the answer may be out
-    if (!isAbort(e)) logUpstreamFailure(log, d.target, e, requestId, { routedModel: model }, "upstream stream failed");
+    // counted, never retried: part of the answer may be out. A client that left (the request's
+    // cancellation aborts the upstream read) is not the deployment's failure: counting it would
+    // cool a healthy deployment after a few "stop generating" clicks.
+    const left = cancel.aborted || isAbort(e);
+    if (!left) noteFailure(d, e, now(), log, model, requestId);
+    if (!left) logUpstreamFailure(log, d.target, e, requestId, { routedModel: model }, "upstream stream failed");
     throw e;
   } finally {
     d.state.inFlight--;
@@ -218,7 +230,9 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
   const tried = new Set<Deployment>();
   let lastErr: unknown;
   for (let attempt = 1; ; attempt++) {
-    let d = attempt === 1 ? t.first : pick(g, t.strategy, tried, h);
+    // the first choice, unless it started cooling since it was chosen (a concurrent request's 429)
+    // while another deployment is free: then choose again rather than wait for it or answer 503
+    let d = attempt === 1 && !cooling(t.first, h.now()) ? t.first : pick(g, t.strategy, tried, h);
     if (!d || cooling(d, h.now())) {
       d ??= soonest(g);
       const wait = d.state.coolUntil - h.now();
@@ -238,7 +252,10 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
     } catch (e) {
       s.inFlight--;
       if (cancel.aborted) throw e;
-      noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId, cancel.trace);
+      // only the deployment's own failures (429, 5xx, timeouts, unreachable) count toward its
+      // cooldown: a request the provider refused as the client's (400) says nothing of its health,
+      // and a few of them would otherwise cool it for every client
+      if (retryable(e)) noteFailure(d, e, h.now(), h.log, g.model, cancel.requestId, cancel.trace);
       lastErr = e;
       const retry = retryable(e) && attempt < g.settings.maxAttempts;
       // one line per failed attempt, saying what happens next
@@ -254,7 +271,7 @@ export async function routedChat(t: RoutedTarget, req: ChatRequest, cancel: Canc
       s.inFlight--; // the whole answer is here
       return events;
     }
-    return released(events, d, h.now, h.log, g.model, cancel.requestId);
+    return released(events, d, h.now, h.log, g.model, cancel);
   }
 }
 
