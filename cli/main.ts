@@ -1,6 +1,6 @@
 // The `svc` command. Expected failures print one clear message (file:line:col for manifests)
 // and set the exit code: 0 done / no change, 1 failed, 2 changes pending, 3 confirmation needed.
-import { CommanderError } from "commander";
+import { CommanderError, type Command } from "commander";
 import { buildProgram } from "./program";
 import { CliError, EXIT } from "./errors";
 
@@ -15,12 +15,31 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
+/** The command group `args` name, when they name one and nothing else (no option, no argument). */
+function groupAlone(program: Command, args: string[]): Command | undefined {
+  let cmd = program;
+  for (const a of args) {
+    const sub = cmd.commands.find((c) => c.name() === a || c.aliases().includes(a));
+    if (!sub) return undefined;
+    cmd = sub;
+  }
+  // a command with an action of its own (`svc mcp`) runs it; only a pure group lists its commands
+  return cmd !== program && cmd.commands.length > 0 && !(cmd as unknown as { _actionHandler?: unknown })._actionHandler ? cmd : undefined;
+}
+
 export async function main(argv: string[]): Promise<number> {
   quietOnClosedPipe(process.stdout);
   const program = await buildProgram(argv);
   if (argv.length <= 2) {
     // `svc` alone: the help, as an answer rather than an error
     program.outputHelp();
+    return EXIT.ok;
+  }
+  const group = groupAlone(program, argv.slice(2));
+  if (group) {
+    // `svc keys`, `svc pair invite`: the group's commands, as an answer on stdout like `svc`
+    // alone (commander would print them to stderr, as for a usage error, though svc exits 0)
+    group.outputHelp();
     return EXIT.ok;
   }
   try {

@@ -11,7 +11,7 @@ import { modelUsers, registerPullAndRm } from "./models-pull";
 import { quantOf, readRecords } from "../engines/inference/download";
 
 export { formatBytes };
-import { outputFormat, printData, withOutputOption } from "./print";
+import { displayWidth, outputFormat, padEndCols, printData, withOutputOption } from "./print";
 import { resolveHome, resolveModelsDir } from "../engines/paths";
 import { TINY_MODEL_SHAPES, writeTinyGguf, type TinyModelSize } from "../engines/inference/gguf";
 import { buildVocab } from "../engines/inference/gguf/vocab";
@@ -173,17 +173,18 @@ export function registerModels(program: Command): void {
         return;
       }
       process.stdout.write(`models dir: ${dir}\n`);
-      const w = Math.max(4, ...rows.map((r) => r.name.length));
+      // widths in terminal columns: a file or Model name in CJK or with an emoji is wider than its .length
+      const w = Math.max(4, ...rows.map((r) => displayWidth(r.name)));
       const wide = format === "wide";
       const users = await modelUsers(resolveHome(o.home), dir);
       const used = (r: ModelFileRow) => (users ? (users.get(r.name) ?? []).join(",") || "-" : "?");
-      const wq = Math.max(5, ...rows.map((r) => (r.quant ?? "-").length));
-      const wu = Math.max(7, ...rows.map((r) => used(r).length));
+      const wq = Math.max(5, ...rows.map((r) => displayWidth(r.quant ?? "-")));
+      const wu = Math.max(7, ...rows.map((r) => displayWidth(used(r))));
       process.stdout.write(`${"NAME".padEnd(w)}  ${"SIZE".padStart(9)}  MODIFIED             ${"QUANT".padEnd(wq)}  ${"USED BY".padEnd(wu)}  SOURCE${wide ? "  PATH" : ""}\n`);
       for (const r of rows) {
         const where = wide ? `  ${path.join(dir, r.name)}` : "";
         process.stdout.write(
-          `${r.name.padEnd(w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}  ${(r.quant ?? "-").padEnd(wq)}  ${used(r).padEnd(wu)}  ${r.source ?? "-"}${where}${r.gguf ? "" : "  (not a GGUF file)"}\n`,
+          `${padEndCols(r.name, w)}  ${formatBytes(r.sizeBytes).padStart(9)}  ${r.modifiedAt.slice(0, 19).replace("T", " ")}  ${padEndCols(r.quant ?? "-", wq)}  ${padEndCols(used(r), wu)}  ${r.source ?? "-"}${where}${r.gguf ? "" : "  (not a GGUF file)"}\n`,
         );
       }
     });

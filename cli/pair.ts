@@ -67,10 +67,13 @@ export function registerPair(program: Command): void {
     .action((o: Common & { wait: string }) =>
       device(async () => {
         const url = needUrl(o);
+        // a bad value ("2m") is NaN, and a NaN deadline is never passed: the wait would never end
+        const wait = Number(o.wait);
+        if (!/^\s*\d+(\.\d+)?\s*$/.test(o.wait) || !(wait > 0)) throw new CliError(`--wait: "${o.wait}" is not a number of seconds`);
         const { requestPairing, waitForApproval } = await client();
         const p = await requestPairing(url, o.name ?? "device");
         process.stderr.write(`waiting for approval on the host: svc pair approve ${p.requestId}\n`);
-        await saved(o, await waitForApproval(url, o.name ?? "device", p, Number(o.wait) * 1000));
+        await saved(o, await waitForApproval(url, o.name ?? "device", p, wait * 1000));
       }),
     );
 

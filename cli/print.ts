@@ -102,8 +102,53 @@ export async function printData(format: string, data: unknown): Promise<boolean>
   return true;
 }
 
+// Terminal columns, not UTF-16 code units: String.length / padEnd count "日本" as 2 (it takes 4
+// columns) and "é" written e + U+0301 as 2 (it takes 1), so a key name or label in CJK, with an
+// emoji or a combining accent pushed every later column of its row out of line.
+let segmenter: Intl.Segmenter | undefined; // made on first non-ASCII cell (start-up stays light)
+const ZERO_WIDTH = /^[\p{Cc}\p{Cf}\p{Mn}\p{Me}]+$/u;
+const EMOJI = /\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F/u;
+
+/** East Asian Wide and Fullwidth code points (the ranges terminals draw two columns wide). */
+function isWide(cp: number): boolean {
+  return (
+    (cp >= 0x1100 && cp <= 0x115f) || // Hangul Jamo
+    (cp >= 0x2e80 && cp <= 0x303e) || // CJK radicals, Kangxi, ideographic description, CJK symbols and punctuation
+    (cp >= 0x3041 && cp <= 0x33ff) || // Hiragana, Katakana, Bopomofo, Hangul compatibility Jamo, CJK compatibility
+    (cp >= 0x3400 && cp <= 0x4dbf) || // CJK extension A
+    (cp >= 0x4e00 && cp <= 0x9fff) || // CJK unified ideographs
+    (cp >= 0xa000 && cp <= 0xa4cf) || // Yi
+    (cp >= 0xa960 && cp <= 0xa97f) || // Hangul Jamo extended A
+    (cp >= 0xac00 && cp <= 0xd7a3) || // Hangul syllables
+    (cp >= 0xf900 && cp <= 0xfaff) || // CJK compatibility ideographs
+    (cp >= 0xfe10 && cp <= 0xfe19) || // vertical forms
+    (cp >= 0xfe30 && cp <= 0xfe6f) || // CJK compatibility forms, small form variants
+    (cp >= 0xff00 && cp <= 0xff60) || // fullwidth forms
+    (cp >= 0xffe0 && cp <= 0xffe6) ||
+    (cp >= 0x1b000 && cp <= 0x1b2ff) || // Kana supplement and extensions
+    (cp >= 0x20000 && cp <= 0x3fffd) // CJK extensions B and later
+  );
+}
+
+/** How many terminal columns `s` takes. */
+export function displayWidth(s: string): number {
+  // ASCII (nearly every cell): its length is its width
+  if (/^[\x20-\x7e]*$/.test(s)) return s.length;
+  let w = 0;
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  for (const { segment } of segmenter.segment(s)) {
+    if (ZERO_WIDTH.test(segment)) continue;
+    w += EMOJI.test(segment) || isWide(segment.codePointAt(0)!) ? 2 : 1;
+  }
+  return w;
+}
+
+/** padEnd / padStart by terminal columns. */
+export const padEndCols = (s: string, width: number): string => s + " ".repeat(Math.max(0, width - displayWidth(s)));
+export const padStartCols = (s: string, width: number): string => " ".repeat(Math.max(0, width - displayWidth(s))) + s;
+
 /** Columns padded to their widest cell (capped), the last one left free. */
 export function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.min(48, Math.max(...rows.map((r) => (r[i] ?? "").length))));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n");
+  const widths = rows[0].map((_, i) => Math.min(48, Math.max(...rows.map((r) => displayWidth(r[i] ?? "")))));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : padEndCols(c, widths[i]))).join("  ").trimEnd()).join("\n");
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import { resolveTarget, probe } from "./connect";
 import { CliError } from "./errors";
-import { outputFormat, printData, withOutputOption } from "./print";
+import { displayWidth, outputFormat, padEndCols, padStartCols, printData, withOutputOption } from "./print";
 import { usageCell, usageColumns, type UsageGroup, type UsageRow } from "../engines/gateway/usage-report";
 
 interface UsageOptions {
@@ -38,9 +38,10 @@ function keyFor(home: string): string {
 export function table(rows: UsageRow[], groupBy: UsageGroup[]): string {
   const cols = usageColumns(groupBy);
   const cells = [cols.map((c) => c.toUpperCase()), ...rows.map((r) => cols.map((c) => usageCell(r, c)))];
-  const width = cols.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
+  // widths in terminal columns (a key or model name in CJK or with an emoji is wider than its .length)
+  const width = cols.map((_, i) => Math.max(...cells.map((row) => displayWidth(row[i]))));
   const numeric = cols.map((c) => rows.length > 0 && rows.every((r) => typeof r[c] === "number" || r[c] === null));
-  return cells.map((row) => row.map((v, i) => (numeric[i] ? v.padStart(width[i]) : v.padEnd(width[i]))).join("  ").trimEnd()).join("\n") + "\n";
+  return cells.map((row) => row.map((v, i) => (numeric[i] ? padStartCols(v, width[i]) : padEndCols(v, width[i]))).join("  ").trimEnd()).join("\n") + "\n";
 }
 
 export function registerUsage(program: Command): void {
