@@ -13,12 +13,14 @@ export default function Audit({ me }) {
   const cursor = cursors[cursors.length - 1];
   // an ordinary key reads its own log: the header names it
   const keyId = q.key || (me.key.role === "admin" || me.key.view_all_usage ? "" : me.key.id);
-  const { data, error } = useLoad(() => get(`/v1/audit-logs?${qs({
+  const { data, error, reload } = useLoad(() => get(`/v1/audit-logs?${qs({
     limit: 25, cursor, status: q.status, action: q.action, model: q.model, "metadata.workflow_id": q.workflow_id, "metadata.user_id": q.user_id,
     since: q.since ? new Date(q.since).toISOString() : "", until: q.until ? new Date(q.until).toISOString() : "",
   })}`, keyId ? { "x-api-key-id": keyId } : {}), [JSON.stringify(q), cursor, keyId]);
   const set = (k) => (e) => setF({ ...f, [k]: e.target.value });
-  const apply = (e) => { e.preventDefault(); setQ(f); setCursors([""]); setRow(null); };
+  // reload too: with the same filters the deps do not change, and Filter is the page's only way to
+  // see entries written since it loaded
+  const apply = (e) => { e.preventDefault(); setQ(f); setCursors([""]); setRow(null); reload(); };
   const cols = [
     { label: "Time", render: (r) => when(r.timestamp) },
     { label: "Key", render: (r) => r.api_key_name ?? r.api_key_id ?? "–" },

@@ -52,11 +52,18 @@ function EditKey({ k, onDone }) {
   const set = (n) => (e) => setF({ ...f, [n]: e.target.value });
   const save = async (e) => {
     e.preventDefault();
-    const body = {
-      rate_limits: f.per_minute === "" ? null : { per_minute: num(f.per_minute) },
-      budget_limits: f.monthly === "" ? null : { monthly: num(f.monthly), currency: "USD" },
-      token_limits: f.daily_tokens === "" ? null : { daily: num(f.daily_tokens) },
+    // PATCH merge-patches these objects (RFC 7396): send only the one field this form shows, and
+    // only when it changed. Sending `null` for an empty field deleted the whole object (a per_day
+    // rate limit, a daily budget, a monthly token limit) and `currency: "USD"` overwrote the key's.
+    const body = {};
+    const part = (name, cur, field, v, extra = {}) => {
+      if (String(v) === String(cur?.[field] ?? "")) return; // unchanged
+      if (v === "") { if (cur) body[name] = { [field]: null }; return; } // clear this limit alone
+      body[name] = cur ? { [field]: num(v) } : { [field]: num(v), ...extra }; // a new object names its currency
     };
+    part("rate_limits", k.rate_limits, "per_minute", f.per_minute);
+    part("budget_limits", k.budget_limits, "monthly", f.monthly, { currency: "USD" });
+    part("token_limits", k.token_limits, "daily", f.daily_tokens);
     try { await api("PATCH", `/v1/api-keys/${k.id}`, body); onDone(); } catch (err) { setError(err); }
   };
   return html`<form class="row" onSubmit=${save} aria-label=${`Limits of ${k.name}`}>

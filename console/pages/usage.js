@@ -12,7 +12,7 @@ export default function Usage() {
   const [f, setF] = useState({ group_by: "key", from: isoDay(monthStart()), to: "" });
   const [q, setQ] = useState(f);
   const query = { group_by: q.group_by, from: q.from || undefined, to: q.to ? new Date(Date.parse(q.to) + 86_400_000).toISOString().slice(0, 10) : undefined };
-  const { data, error } = useLoad(() => get(`/v1/usage?${qs(query)}`), [JSON.stringify(q)]);
+  const { data, error, reload } = useLoad(() => get(`/v1/usage?${qs(query)}`), [JSON.stringify(q)]);
   const budgets = useLoad(async () => {
     const [keys, month] = await Promise.all([get("/v1/api-keys").catch(() => ({ keys: [] })), get(`/v1/usage?${qs({ group_by: "key", from: monthStart().toISOString() })}`)]);
     const spend = new Map(month.data.map((r) => [r.key_id, r.spend]));
@@ -35,7 +35,7 @@ export default function Usage() {
   ];
   const set = (k) => (e) => setF({ ...f, [k]: e.target.value });
   return html`<h1>Usage and spend</h1>
-    <form class="row" onSubmit=${(e) => { e.preventDefault(); setQ(f); }}>
+    <form class="row" onSubmit=${(e) => { e.preventDefault(); setQ(f); reload(); /* the same range again must read again: its deps would not change */ }}>
       <label>Group by <select name="group_by" value=${f.group_by} onChange=${set("group_by")}>${GROUPS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select></label>
       <label>From (UTC day) <input type="date" name="from" value=${f.from} onInput=${set("from")} /></label>
       <label>To (UTC day, inclusive) <input type="date" name="to" value=${f.to} onInput=${set("to")} /></label>
