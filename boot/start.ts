@@ -4,7 +4,8 @@
 // It is the one module that imports api/, controllers/ and engines/ together: api/ is routes and
 // protocol shapes only, controllers/ reconcile, engines/ run; `svc serve` (cli/serve.ts) and the
 // tests start svc here.
-import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { mkdir, rm, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type OpenedDb } from "../prisma/client";
@@ -70,10 +71,21 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   await mkdir(home, { recursive: true });
   const file = storeFile(home);
   const shared = postgresUrlOf(process.env) !== undefined; // scale-out: PostgreSQL by SVC_DATABASE_URL
+  // One svc serve per SQLite data dir, taken before the store is opened (migrated): a second one
+  // would run the controllers on the same store, fold the first one's reservation journals
+  // (engines/gateway/limits/wal.ts) and take server.json over. Shared-store replicas coordinate
+  // through PostgreSQL and Redis instead.
+  const releaseLock = shared ? async () => undefined : takeServeLock(home);
   const pending = shared ? 0 : countPending(file);
   const storeStep = shared ? "opening the shared store (SVC_DATABASE_URL)" : !existsSync(file) ? `creating the store ${file}` : pending ? `applying ${pending} ${pending === 1 ? "migration" : "migrations"} to the store ${file}` : `opening the store ${file}`;
-  const db: OpenedDb = await steps.run(storeStep, () => openStore(home, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
-  const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
+  let db: OpenedDb;
+  try {
+    db = await steps.run(storeStep, () => openStore(home, { warn: (m) => log.warn(m) }), { announce: pending > 0 });
+  } catch (e) {
+    await releaseLock();
+    throw e;
+  }
+  const cleanup: Array<() => Promise<unknown>> = [releaseLock, () => db.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f().catch(() => undefined);
   };
@@ -188,6 +200,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
         await db.close();
         await stopTracing(); // the last spans exported
         await removeInfoFile(infoFile);
+        await releaseLock();
         log.info("stopped");
         await svcLoggerOf(log)?.flush();
       })());
@@ -290,6 +303,66 @@ function writeInfoFile(file: string, info: ServerInfo, log: Logger): void {
     renameSync(`${file}.tmp`, file);
   } catch (e) {
     log.warn("cannot write server.json", { err: String(e) });
+  }
+}
+
+/**
+ * `<home>/serve.lock` holds the pid of the svc serve using the data dir. Created exclusively; one
+ * left by a process that is gone (kill -9, a crash), or by this process (an earlier start in it,
+ * or the same pid in a restarted container), is taken over. Returns its release.
+ */
+function takeServeLock(home: string): () => Promise<void> {
+  const file = path.join(home, "serve.lock");
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(file, JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }) + "\n", { flag: "wx" });
+      break;
+    } catch (e: any) {
+      if (e?.code !== "EEXIST" || attempt >= 3) throw e;
+    }
+    let pid = 0;
+    try {
+      pid = Number(JSON.parse(readFileSync(file, "utf8")).pid) || 0;
+    } catch {
+      /* half-written or unreadable: a start that died at once; taken over below */
+    }
+    if (pid && pid !== process.pid && pidAlive(pid)) {
+      const info = readInfo(serverInfoFile(home));
+      const where = info?.pid === pid ? ` at ${info.url}` : "";
+      throw Object.assign(new Error(`another svc serve (pid ${pid}${where}) runs on the data dir ${home} (${file})`), { code: "ESVCRUNNING", lockFile: file });
+    }
+    try {
+      unlinkSync(file); // stale: its process is gone
+    } catch {
+      /* another start took it over first: try again */
+    }
+  }
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    try {
+      if (Number(JSON.parse(readFileSync(file, "utf8")).pid) === process.pid) unlinkSync(file);
+    } catch {
+      /* gone already */
+    }
+  };
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e?.code === "EPERM"; // alive, another user's
+  }
+}
+
+function readInfo(file: string): ServerInfo | null {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as ServerInfo;
+  } catch {
+    return null;
   }
 }
 

@@ -111,6 +111,10 @@ export function startupFailure(e: any, home: string): string {
   const store = storeFile(home);
   const doctor = `run \`svc doctor --home ${home}\` for a diagnosis`;
   const say = (what: string, todo: string) => `did not start: ${what}\n  cause: ${msg.replace(/\n/g, "\n    ")}\n  to fix: ${todo}`;
+  if (code === "ESVCRUNNING") {
+    // a second svc serve on the same data dir (boot/start.ts: takeServeLock) refuses to start
+    return say(`another svc serve is running on the data dir ${home}`, `stop it first (\`svc status --home ${home}\` shows it), or pass another --home (SVC_HOME); if no svc runs, remove ${e?.lockFile ?? "serve.lock"}`);
+  }
   if (has(/SQLITE_NOTADB|file is not a database/i)) {
     return say(`the store ${store} is not a SQLite database (damaged, or another kind of file)`, `${doctor}; move the file aside to start with an empty store (keys and objects in it are then gone)`);
   }
