@@ -10,10 +10,14 @@ import { LISTENING, spawnServe, startServeChild, type ServeChild } from "../help
 import { tempDir } from "../helpers/svc";
 
 const env = { SVC_PORT: undefined, SVC_DATABASE_URL: undefined, SVC_REDIS_URL: undefined };
+// every server a test starts, stopped at the end (one variable per server: the second test's
+// must not overwrite the first test's, which then kept running after the suite)
 let first: ServeChild | undefined;
+let killed: ServeChild | undefined;
 let again: ServeChild | undefined;
 afterAll(async () => {
   await first?.stop();
+  await killed?.stop();
   await again?.stop();
 });
 
@@ -40,8 +44,8 @@ describe("svc serve on a data dir already served", () => {
 
   it("after the first server is killed (-9) or stopped, the data dir can be served again", async () => {
     const home = await tempDir("svc-second-stale-");
-    first = await startServeChild(["--port", "0", "--home", home, "--no-quickstart"], env);
-    await first.kill9(); // leaves its lock and server.json behind
+    killed = await startServeChild(["--port", "0", "--home", home, "--no-quickstart"], env);
+    await killed.kill9(); // leaves its lock and server.json behind
     again = await startServeChild(["--port", "0", "--home", home, "--no-quickstart"], env);
     const info = JSON.parse(await readFile(path.join(home, "server.json"), "utf8"));
     expect(info.pid).toBe(again.child.pid);
