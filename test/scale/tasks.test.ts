@@ -88,6 +88,11 @@ describe.skipIf(!!missing)("tasks across 3 replicas", () => {
   });
 
   it("what the runner shows, every replica shows: finished tasks with their whole step log, in order", async () => {
+    // room for all six at once: with the default capacity of 4 the sixth was accepted only if two
+    // of the first had finished by the time it was admitted, which a loaded machine did not always
+    // manage (429); the capacity itself is the test below
+    await rs[0].svc.svc.store.write([{ op: "upsert", kind: "Server", name: "main", owner: "config:test", spec: { limits: { maxConcurrentDispatch: 8 } } }]);
+    await until(() => rs.every((r) => r.svc.svc.server.limits?.maxConcurrentDispatch === 8), 10_000);
     const ds = await Promise.all(Array.from({ length: 6 }, (_, i) => rs[0].api("POST", "/agents/quick/dispatch", { prompt: `quick ${i}` })));
     expect(ds.map((d) => d.status)).toEqual(Array(6).fill(202));
     for (const d of ds) {
