@@ -1,27 +1,15 @@
 // idleUnloadSeconds beyond what one Node timer holds (2^31-1 ms, about 24.8 days): Node fires
 // such a timer after 1 ms, so a model meant to stay loaded for a month unloaded right after
 // every request (and could be unloaded between its load and the first request's lease).
-import { getLlama, type Llama } from "node-llama-cpp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { collectChat } from "../../engines/chat/collect";
-import { ModelPool } from "../../engines/inference";
-import { chatReq, tinyModelsDir, tinySpec } from "./fixture";
+import { chatReq, tinySpec, useTinyLlama } from "./fixture";
 
-let dir: string;
-let llama: Llama;
-
-beforeAll(async () => {
-  dir = await tinyModelsDir();
-  llama = await getLlama({ gpu: false });
-}, 30_000);
-
-afterAll(async () => {
-  await llama?.dispose();
-});
+const tiny = useTinyLlama();
 
 describe("idle unload", { timeout: 60_000 }, () => {
   it("keeps a model with a month-long idleUnloadSeconds loaded after a request", async () => {
-    const pool = new ModelPool({ modelsDir: dir, llama });
+    const pool = tiny.pool();
     const month = 30 * 24 * 3600;
     try {
       pool.register("m", tinySpec({ idleUnloadSeconds: month }));

@@ -3,28 +3,17 @@
 // next request load the new file, instead of serving the old weights indefinitely.
 import fs from "node:fs";
 import path from "node:path";
-import { getLlama, type Llama } from "node-llama-cpp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelPool, writeTinyGguf } from "../../engines/inference";
-import { tinyModelsDir, tinySpec } from "./fixture";
+import { describe, expect, it } from "vitest";
+import { writeTinyGguf } from "../../engines/inference";
+import { tinySpec, useTinyLlama } from "./fixture";
 
-let dir: string;
-let llama: Llama;
-
-beforeAll(async () => {
-  dir = await tinyModelsDir();
-  llama = await getLlama({ gpu: false });
-}, 30_000);
-
-afterAll(async () => {
-  await llama?.dispose();
-});
+const tiny = useTinyLlama();
 
 describe("ModelPool file replaced on disk", { timeout: 60_000 }, () => {
   it("serves the new file after the controller re-registers the unchanged spec", async () => {
-    const pool = new ModelPool({ modelsDir: dir, llama });
-    const file = path.join(dir, "swap.gguf");
-    fs.copyFileSync(path.join(dir, "svc-tiny.gguf"), file);
+    const pool = tiny.pool();
+    const file = path.join(tiny.dir(), "swap.gguf");
+    fs.copyFileSync(path.join(tiny.dir(), "svc-tiny.gguf"), file);
     const spec = tinySpec({ file: "swap.gguf", idleUnloadSeconds: 0 });
     try {
       pool.register("m", spec);

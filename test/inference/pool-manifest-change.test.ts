@@ -1,26 +1,14 @@
 // A Model's manifest changing while requests are on their way: they are served (by the old or
 // the new load), never failed because of the reload.
-import { getLlama, type Llama } from "node-llama-cpp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { collectChat } from "../../engines/chat/collect";
-import { ModelPool } from "../../engines/inference";
-import { chatReq, tinyModelsDir, tinySpec } from "./fixture";
+import { chatReq, tinySpec, useTinyLlama } from "./fixture";
 
-let dir: string;
-let llama: Llama;
-
-beforeAll(async () => {
-  dir = await tinyModelsDir();
-  llama = await getLlama({ gpu: false });
-}, 30_000);
-
-afterAll(async () => {
-  await llama?.dispose();
-});
+const tiny = useTinyLlama();
 
 describe("ModelPool manifest change", { timeout: 60_000 }, () => {
   it("serves a request whose first load was under way when the spec changed", async () => {
-    const pool = new ModelPool({ modelsDir: dir, llama });
+    const pool = tiny.pool();
     try {
       pool.register("m", tinySpec());
       const run = collectChat(pool.chat(chatReq({ model: "m", maxTokens: 3 })));
@@ -34,7 +22,7 @@ describe("ModelPool manifest change", { timeout: 60_000 }, () => {
   });
 
   it("serves a request that found the model loaded just before the spec changed", async () => {
-    const pool = new ModelPool({ modelsDir: dir, llama });
+    const pool = tiny.pool();
     try {
       pool.register("m", tinySpec());
       await collectChat(pool.chat(chatReq({ model: "m", maxTokens: 1 })));
@@ -50,7 +38,7 @@ describe("ModelPool manifest change", { timeout: 60_000 }, () => {
   });
 
   it("serves an embedding whose load was under way when the spec changed", async () => {
-    const pool = new ModelPool({ modelsDir: dir, llama });
+    const pool = tiny.pool();
     try {
       pool.register("m", tinySpec());
       const run = pool.embed({ model: "m", input: ["hello"] });
